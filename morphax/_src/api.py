@@ -1,0 +1,128 @@
+"""Transformation entry points that users call: flatten pytree arguments, trace, unflatten.
+
+Top of the import graph below the public modules; may import every `_src` layer.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.core import pytree
+from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.transforms.staging import trace_to_jaxpr
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing in for an array (for `eval_shape`, `make_jaxpr`, `jit(...).lower`)."""
+
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
+
+    def __init__(self, shape, dtype, *, weak_type=False, sharding=None):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = _dtypes.canonicalize_dtype(dtype)
+        self.weak_type = weak_type
+        self.sharding = sharding
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    @property
+    def aval(self):
+        return ShapedArray(self.shape, self.dtype, self.weak_type)
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+    def __eq__(self, other):
+        return (
+            isinstance(other, ShapeDtypeStruct)
+            and (self.shape, self.dtype, self.weak_type) == (other.shape, other.dtype, other.weak_type)
+        )
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+
+def _abstractify(x) -> ShapedArray:
+    if isinstance(x, ShapeDtypeStruct):
+        return x.aval
+    try:
+        return get_aval(x)
+    except TypeError:
+        raise TypeError(
+            f"Argument {x!r} of type {type(x).__name__} is not a valid morphax type: arguments to "
+            "transformed functions must be arrays, scalars, or pytrees of them. Mark non-array "
+            "arguments static (static_argnums) instead."
+        ) from None
+
+
+def _normalize_argnums(fun, static_argnums, nargs):
+    if static_argnums is None:
+        return ()
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    return tuple(sorted(i % nargs if i < 0 else i for i in static_argnums))
+
+
+def flatten_fun(fun, in_tree, out_store: list):
+    """Wrap `fun` of pytree args into a function of flat leaves; records the output tree."""
+
+    def flat_fun(*leaves):
+        args, kwargs = pytree.tree_unflatten(in_tree, leaves)
+        out = fun(*args, **kwargs)
+        out_leaves, out_tree = pytree.tree_flatten(out)
+        out_store.append(out_tree)
+        return out_leaves
+
+    return flat_fun
+
+
+def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False, abstracted_axes=None):
+    """Return a function that traces `fun` and gives its `ClosedJaxpr` (and, with
+    ``return_shape=True``, a pytree of `ShapeDtypeStruct` for the outputs)."""
+    if not callable(fun):
+        raise TypeError(f"make_jaxpr: expected a callable, got {fun!r} of type {type(fun).__name__}")
+
+    @functools.wraps(fun)
+    def make_jaxpr_f(*args, **kwargs):
+        static = _normalize_argnums(fun, static_argnums, len(args))
+        for i in static:
+            if i >= len(args):
+                raise ValueError(
+                    f"make_jaxpr: static_argnums={static_argnums} refers to argument {i}, but the "
+                    f"function was called with {len(args)} positional arguments"
+                )
+        if static:
+            static_vals = {i: args[i] for i in static}
+            dyn_args = tuple(a for i, a in enumerate(args) if i not in static_vals)
+
+            def target(*dyn, **kw):
+                it = iter(dyn)
+                full = [static_vals[i] if i in static_vals else next(it) for i in range(len(args))]
+                return fun(*full, **kw)
+        else:
+            dyn_args, target = args, fun
+        leaves, in_tree = pytree.tree_flatten((dyn_args, kwargs))
+        in_avals = [_abstractify(x) for x in leaves]
+        out_store: list = []
+        closed = trace_to_jaxpr(flatten_fun(target, in_tree, out_store), in_avals)
+        if return_shape:
+            out_shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
+            return closed, pytree.tree_unflatten(out_store[0], out_shapes)
+        return closed
+
+    make_jaxpr_f.__signature__ = inspect.signature(fun) if _has_signature(fun) else None
+    return make_jaxpr_f
+
+
+def _has_signature(fun) -> bool:
+    try:
+        inspect.signature(fun)
+        return True
+    except (TypeError, ValueError):
+        return False

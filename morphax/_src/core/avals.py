@@ -1,0 +1,103 @@
+"""Abstract values: what a transformation knows about an array without its data.
+
+`ShapedArray` (shape, dtype, weak_type) is the type of every jaxpr variable and tracer.
+Imports only numpy and the dtype module; everything above it depends on it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from morphax._src.core import dtypes as _dtypes
+
+
+class ShapedArray:
+    """An array type: static shape, dtype, and whether the dtype is weak (from a Python scalar)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(shape)
+        self.dtype = dtype if type(dtype) is np.dtype else np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+    def update(self, shape=None, dtype=None, weak_type=None):
+        return ShapedArray(
+            self.shape if shape is None else shape,
+            self.dtype if dtype is None else dtype,
+            self.weak_type if weak_type is None else weak_type,
+        )
+
+    def strip_weak_type(self):
+        return ShapedArray(self.shape, self.dtype, False) if self.weak_type else self
+
+    def __eq__(self, other):
+        return (
+            type(other) is ShapedArray
+            and self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.weak_type == other.weak_type
+        )
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def str_short(self):
+        """The jaxpr spelling, e.g. ``f32[3,4]``."""
+        return f"{_dtypes.short_dtype_name(self.dtype)}[{','.join(str(d) for d in self.shape)}]"
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.dtype.name}[{','.join(str(d) for d in self.shape)}]{weak})"
+
+    __str__ = str_short
+
+
+# Maps a Python type to a function giving the aval of its instances. Higher layers (the
+# Array class, tracers) register here so the core never imports them.
+pytype_aval_mappings: dict[type, object] = {}
+
+
+def _scalar_aval(x):
+    return ShapedArray((), _dtypes.python_scalar_dtype(x), True)
+
+
+def _numpy_aval(x):
+    dt = x.dtype
+    canon = _dtypes.canonicalize_dtype(dt)
+    return ShapedArray(np.shape(x), canon, False)
+
+
+for _t in (bool, int, float, complex):
+    pytype_aval_mappings[_t] = _scalar_aval
+pytype_aval_mappings[np.ndarray] = _numpy_aval
+for _t in set(np.sctypeDict.values()):
+    pytype_aval_mappings[_t] = _numpy_aval
+
+
+def get_aval(x) -> ShapedArray:
+    """The abstract value of any array-like accepted by a primitive."""
+    fn = pytype_aval_mappings.get(type(x))
+    if fn is None:
+        aval = getattr(x, "aval", None)
+        if isinstance(aval, ShapedArray):
+            return aval
+        if isinstance(x, np.generic):
+            return _numpy_aval(x)
+        raise TypeError(
+            f"Value {x!r} of type {type(x).__name__} is not a valid morphax type: expected an array, "
+            "a NumPy array or a Python scalar. Convert it with jnp.asarray first."
+        )
+    return fn(x)
+
+
+def is_valid_value(x) -> bool:
+    return type(x) in pytype_aval_mappings or hasattr(x, "aval") or isinstance(x, np.generic)

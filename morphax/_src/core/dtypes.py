@@ -1,0 +1,631 @@
+"""JAX's dtype system: dtype constants, x64 canonicalization and weak-type promotion.
+
+Promotion follows JAX's type lattice (jax.readthedocs.io/en/latest/type_promotion.html); answers
+are cached per (dtype, weak) key because ``result_type`` runs on every eager operation.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import ml_dtypes
+import numpy as np
+
+from morphax._src.config import config
+
+# ---------------------------------------------------------------------------------------------
+# Dtype constants.
+
+bool_ = np.dtype(np.bool_)
+int8 = np.dtype(np.int8)
+int16 = np.dtype(np.int16)
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+uint8 = np.dtype(np.uint8)
+uint16 = np.dtype(np.uint16)
+uint32 = np.dtype(np.uint32)
+uint64 = np.dtype(np.uint64)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+float16 = np.dtype(np.float16)
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+complex64 = np.dtype(np.complex64)
+complex128 = np.dtype(np.complex128)
+
+
+def _ml_dtype(name):
+    # Older ml_dtypes releases lack some narrow types; those constants are then None.
+    scalar = getattr(ml_dtypes, name, None)
+    return None if scalar is None else np.dtype(scalar)
+
+
+float8_e3m4 = _ml_dtype("float8_e3m4")
+float8_e4m3 = _ml_dtype("float8_e4m3")
+float8_e4m3b11fnuz = _ml_dtype("float8_e4m3b11fnuz")
+float8_e4m3fn = _ml_dtype("float8_e4m3fn")
+float8_e4m3fnuz = _ml_dtype("float8_e4m3fnuz")
+float8_e5m2 = _ml_dtype("float8_e5m2")
+float8_e5m2fnuz = _ml_dtype("float8_e5m2fnuz")
+float8_e8m0fnu = _ml_dtype("float8_e8m0fnu")
+float4_e2m1fn = _ml_dtype("float4_e2m1fn")
+int2 = _ml_dtype("int2")
+int4 = _ml_dtype("int4")
+uint2 = _ml_dtype("uint2")
+uint4 = _ml_dtype("uint4")
+
+# JAX's tangent dtype for integer and boolean primals: zero-sized, so it carries no data.
+float0 = np.dtype([("float0", np.void, 0)])
+
+
+def _present(*dts):
+    return tuple(d for d in dts if d is not None)
+
+
+_NARROW_FLOATS = _present(
+    float8_e3m4,
+    float8_e4m3,
+    float8_e4m3b11fnuz,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
+    float4_e2m1fn,
+)
+_INTN = _present(int2, int4)
+_UINTN = _present(uint2, uint4)
+# numpy gives these kind 'V', so every category test below has to know them by membership.
+_CUSTOM_FLOATS = frozenset((bfloat16, *_NARROW_FLOATS))
+_CUSTOM_SCALAR_TYPES = frozenset(d.type for d in (*_CUSTOM_FLOATS, *_INTN, *_UINTN))
+
+_SIGNED = frozenset((int8, int16, int32, int64, *_INTN))
+_UNSIGNED = frozenset((uint8, uint16, uint32, uint64, *_UINTN))
+_FLOATING = frozenset((float16, float32, float64, *_CUSTOM_FLOATS))
+_COMPLEX = frozenset((complex64, complex128))
+_NUMERIC = _SIGNED | _UNSIGNED | _FLOATING | _COMPLEX
+_JAX_DTYPES = _NUMERIC | {bool_, float0}
+
+_KIND = {bool_: "b", **dict.fromkeys(_SIGNED, "i"), **dict.fromkeys(_UNSIGNED, "u")}
+_KIND.update({**dict.fromkeys(_FLOATING, "f"), **dict.fromkeys(_COMPLEX, "c")})
+
+# Dtypes numpy produces for Python scalars before canonicalization (JAX's python_scalar_dtypes).
+_PYTHON_SCALAR_DTYPES = {bool: bool_, int: int64, float: float64, complex: complex128}
+_WEAK_PYTYPES = (int, float, complex)
+
+_TO_32BIT = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+
+class TypePromotionError(ValueError):
+    """Raised when inputs have no implicit promotion path (e.g. float8 with float32)."""
+
+
+class extended(np.generic):  # noqa: N801 - spelled like JAX's abstract category
+    """Abstract category of extended (non-numpy) dtypes, such as PRNG key types."""
+
+
+class ExtendedDType:
+    """Base for extended dtypes; subclasses set ``type`` (a subclass of ``extended``) and ``name``."""
+
+    type = extended
+    name = "extended"
+
+    def __repr__(self):
+        return self.name
+
+
+# ---------------------------------------------------------------------------------------------
+# Canonicalization.
+
+
+def _np_dtype(x) -> np.dtype:
+    """np.dtype(x) with a TypeError that names the offending value."""
+    if isinstance(x, np.dtype):
+        return x
+    try:
+        return np.dtype(x)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"dtype {x!r} not understood") from e
+
+
+_canon_cache: dict = {}
+
+
+def canonicalize_dtype(dtype, allow_extended=False) -> np.dtype:
+    """The dtype arrays of ``dtype`` actually get: 64-bit types narrow to 32 bits unless x64 is on."""
+    try:
+        return _canon_cache[dtype]
+    except (KeyError, TypeError):
+        pass
+    if isinstance(dtype, ExtendedDType):
+        if not allow_extended:
+            raise ValueError(f"canonicalize_dtype called on extended dtype {dtype} with allow_extended=False")
+        return dtype
+    dt = _np_dtype(dtype)
+    out = dt if config.enable_x64 else _TO_32BIT.get(dt, dt)
+    # None is left out of the cache: np.dtype('float64') == None, which would alias keys.
+    if dtype is not None:
+        try:
+            _canon_cache[dtype] = out
+        except TypeError:
+            pass
+    return out
+
+
+def default_int_dtype() -> np.dtype:
+    return int64 if config.enable_x64 else int32
+
+
+def default_uint_dtype() -> np.dtype:
+    return uint64 if config.enable_x64 else uint32
+
+
+def default_float_dtype() -> np.dtype:
+    return float64 if config.enable_x64 else float32
+
+
+def default_complex_dtype() -> np.dtype:
+    return complex128 if config.enable_x64 else complex64
+
+
+def _default_dtype_for_kind(kind: str) -> np.dtype:
+    if kind == "b":
+        return bool_
+    if kind == "i":
+        return default_int_dtype()
+    if kind == "u":
+        return default_uint_dtype()
+    if kind == "f":
+        return default_float_dtype()
+    return default_complex_dtype()
+
+
+def _kind(dt) -> str:
+    """numpy's kind letter, but 'f'/'i'/'u' for the ml_dtypes types numpy calls 'V'."""
+    k = _KIND.get(dt)
+    return k if k is not None else dt.kind
+
+
+def is_python_scalar(x) -> bool:
+    """Python bool/int/float/complex; numpy scalars (even np.float64, a float subclass) are not."""
+    return type(x) in _PYTHON_SCALAR_DTYPES
+
+
+def python_scalar_dtype(x) -> np.dtype:
+    """Canonical default dtype for a Python scalar (or Python scalar type)."""
+    typ = x if isinstance(x, type) else type(x)
+    try:
+        return canonicalize_dtype(_PYTHON_SCALAR_DTYPES[typ])
+    except KeyError:
+        raise TypeError(f"{x!r} is not a Python scalar") from None
+
+
+def is_weakly_typed(x) -> bool:
+    """Python int/float/complex are weak; bool is strong, as in JAX; arrays carry ``weak_type``."""
+    if type(x) in _WEAK_PYTYPES:
+        return True
+    return bool(getattr(x, "weak_type", False))
+
+
+def _is_typeclass(x) -> bool:
+    return isinstance(x, type) and issubclass(x, np.generic)
+
+
+def dtype(x, canonicalize=False):
+    """The dtype of an array, scalar or dtype-like; Python scalars give 64-bit dtypes unless canonicalized."""
+    if x is None:
+        raise ValueError(f"Invalid argument to dtype: {x}.")
+    if isinstance(x, type) and x in _PYTHON_SCALAR_DTYPES:
+        dt = _PYTHON_SCALAR_DTYPES[x]
+    elif type(x) in _PYTHON_SCALAR_DTYPES:
+        dt = _PYTHON_SCALAR_DTYPES[type(x)]
+    elif isinstance(x, (np.dtype, ExtendedDType)):
+        dt = x
+    elif isinstance(getattr(x, "dtype", None), (np.dtype, ExtendedDType)):
+        dt = x.dtype
+    elif isinstance(x, str) or _is_typeclass(x):
+        dt = _np_dtype(x)
+    else:
+        try:
+            dt = np.result_type(x)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"Cannot determine dtype of {x!r}") from e
+    if not isinstance(dt, ExtendedDType) and dt not in _JAX_DTYPES:
+        raise TypeError(
+            f"Value {x!r} with dtype {dt} is not a valid JAX array type. "
+            "Only arrays of numeric types are supported by JAX."
+        )
+    return canonicalize_dtype(dt, allow_extended=True) if canonicalize else dt
+
+
+def scalar_type_of(x) -> type:
+    """The Python scalar type (bool/int/float/complex) matching the dtype of ``x``."""
+    k = _kind(dtype(x))
+    if k == "b":
+        return bool
+    if k in "iu":
+        return int
+    if k == "f":
+        return float
+    if k == "c":
+        return complex
+    raise TypeError(f"Invalid scalar value {x!r}")
+
+
+def check_user_dtype_supported(dtype, fun_name=None) -> None:
+    """Rejects non-numeric dtypes and warns when x32 mode will truncate a requested 64-bit dtype."""
+    if dtype is None or (isinstance(dtype, type) and dtype in _PYTHON_SCALAR_DTYPES):
+        return
+    if isinstance(dtype, ExtendedDType):
+        return
+    dt = _np_dtype(dtype)
+    where = f" in {fun_name}" if fun_name else ""
+    if dt not in _JAX_DTYPES:
+        raise TypeError(f"JAX only supports number and bool dtypes, got dtype {dtype}{where}")
+    canon = canonicalize_dtype(dt)
+    if canon != dt:
+        warnings.warn(
+            f"Explicitly requested dtype {dt.name}{where} is not available, and will be truncated to "
+            f"dtype {canon.name}. To enable more dtypes, set the jax_enable_x64 configuration option "
+            "or the JAX_ENABLE_X64 shell environment variable.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Categories.
+
+
+def issubdtype(a, b) -> bool:
+    """np.issubdtype that also files bfloat16/float8 under floating and int4/uint4 under integer."""
+    if isinstance(a, ExtendedDType) or isinstance(b, ExtendedDType):
+        if isinstance(b, ExtendedDType):
+            return a == b
+        return _is_typeclass(b) and issubclass(a.type, b)
+    a = a if _is_typeclass(a) and a not in _CUSTOM_SCALAR_TYPES else _np_dtype(a)
+    b = b if _is_typeclass(b) and b not in _CUSTOM_SCALAR_TYPES else _np_dtype(b)
+    if isinstance(a, np.dtype):
+        if a in _CUSTOM_FLOATS or a in _INTN or a in _UINTN:
+            if isinstance(b, np.dtype):
+                return a == b
+            k = _kind(a)
+            cat = np.floating if k == "f" else np.signedinteger if k == "i" else np.unsignedinteger
+            return b in (a.type, cat, np.inexact if k == "f" else np.integer, np.number, np.generic)
+        a = a.type
+    if isinstance(b, np.dtype):
+        b = b.type
+    return issubclass(a, b)
+
+
+def _as_dtype(dt) -> np.dtype:
+    return dt if isinstance(dt, np.dtype) else _np_dtype(dt)
+
+
+def is_bool(dt) -> bool:
+    return _as_dtype(dt) == bool_
+
+
+def is_unsigned(dt) -> bool:
+    return _as_dtype(dt) in _UNSIGNED
+
+
+def is_integer(dt) -> bool:
+    dt = _as_dtype(dt)
+    return dt in _SIGNED or dt in _UNSIGNED
+
+
+def is_floating(dt) -> bool:
+    return _as_dtype(dt) in _FLOATING
+
+
+def is_complex(dt) -> bool:
+    return _as_dtype(dt) in _COMPLEX
+
+
+def is_inexact(dt) -> bool:
+    dt = _as_dtype(dt)
+    return dt in _FLOATING or dt in _COMPLEX
+
+
+def to_inexact_dtype(dt) -> np.dtype:
+    """Floating and complex dtypes unchanged; bool and integers become the default float."""
+    dt = _as_dtype(dt)
+    return dt if (dt in _FLOATING or dt in _COMPLEX) else default_float_dtype()
+
+
+def to_complex_dtype(dt) -> np.dtype:
+    """The complex dtype holding ``dt``: float64 -> complex128, narrower floats -> complex64."""
+    dt = to_inexact_dtype(dt)
+    if dt in _COMPLEX:
+        return dt
+    return complex128 if dt == float64 else complex64
+
+
+def real_dtype(dt) -> np.dtype:
+    """The component dtype of a complex dtype; other dtypes are returned unchanged."""
+    dt = _as_dtype(dt)
+    if dt == complex64:
+        return float32
+    if dt == complex128:
+        return float64
+    return dt
+
+
+def itemsize_bits(dt) -> int:
+    """Storage width in bits; int4 reports 4 even though numpy stores it in a byte."""
+    dt = _as_dtype(dt)
+    if dt in _INTN or dt in _UINTN:
+        return ml_dtypes.iinfo(dt).bits
+    if dt in _CUSTOM_FLOATS:
+        return ml_dtypes.finfo(dt).bits
+    return dt.itemsize * 8
+
+
+_short_names: dict = {float0: "float0"}
+
+
+def short_dtype_name(dt) -> str:
+    """JAX's jaxpr abbreviation: float32 -> 'f32', uint8 -> 'u8', bfloat16 -> 'bf16', bool -> 'bool'."""
+    try:
+        return _short_names[dt]
+    except (KeyError, TypeError):
+        pass
+    if isinstance(dt, ExtendedDType):
+        return str(dt)
+    name = _as_dtype(dt).name.replace("float", "f").replace("uint", "u").replace("int", "i")
+    name = name.replace("complex", "c")
+    _short_names[dt] = name
+    return name
+
+
+def finfo(dt):
+    """Floating-point limits of the canonical dtype (ml_dtypes.finfo handles bfloat16 and float8)."""
+    return ml_dtypes.finfo(canonicalize_dtype(dtype(dt)))
+
+
+def iinfo(dt):
+    """Integer limits of the canonical dtype (ml_dtypes.iinfo handles int4/uint4)."""
+    return ml_dtypes.iinfo(canonicalize_dtype(dtype(dt)))
+
+
+def can_cast(from_, to, casting="safe") -> bool:
+    """np.can_cast on dtypes; arrays (anything with ``.dtype``) are judged by their dtype."""
+
+    def conv(x):
+        dt = getattr(x, "dtype", None)
+        if isinstance(dt, np.dtype):
+            return dt
+        # Python scalar values go through untouched so numpy raises its NEP 50 error.
+        return x if type(x) in _PYTHON_SCALAR_DTYPES else _np_dtype(x)
+
+    return bool(np.can_cast(conv(from_), conv(to), casting=casting))
+
+
+# ---------------------------------------------------------------------------------------------
+# The promotion lattice. Nodes are dtype names for strong types and 'i*', 'f*', 'c*' for the weak
+# Python-scalar kinds; string nodes avoid np.dtype.__eq__ matching Python types (np.dtype(int) == int).
+
+_I, _F, _C = "i*", "f*", "c*"
+_WEAK_NODES = frozenset((_I, _F, _C))
+_EDGES = {
+    "bool": [_I],
+    _I: ["uint8", "int8", *(d.name for d in (*_INTN, *_UINTN))],
+    "uint8": ["uint16", "int16"],
+    "uint16": ["uint32", "int32"],
+    "uint32": ["uint64", "int64"],
+    "uint64": [_F],
+    "int8": ["int16"],
+    "int16": ["int32"],
+    "int32": ["int64"],
+    "int64": [_F],
+    # Narrow floats and ints are leaves: JAX refuses to promote them implicitly to anything wider.
+    _F: [*(d.name for d in _NARROW_FLOATS), "bfloat16", "float16", _C],
+    "bfloat16": ["float32"],
+    "float16": ["float32"],
+    "float32": ["float64", "complex64"],
+    "float64": ["complex128"],
+    _C: ["complex64"],
+    "complex64": ["complex128"],
+    "complex128": [],
+    **{d.name: [] for d in (*_NARROW_FLOATS, *_INTN, *_UINTN)},
+}
+_NODE_DTYPE = {d.name: d for d in (bool_, *_NUMERIC)}
+_NODE_OF_DTYPE = {d: d.name for d in (bool_, *_NUMERIC)}
+_PY_OF_WEAK = {_I: int, _F: float, _C: complex}
+
+
+def _upper_bounds():
+    ub = {}
+
+    def visit(n):
+        if n not in ub:
+            ub[n] = {n}.union(*(visit(m) for m in _EDGES[n]))
+        return ub[n]
+
+    for n in _EDGES:
+        visit(n)
+    return ub
+
+
+_UB = _upper_bounds()
+
+
+def _lub_pair(a, b):
+    common = _UB[a] & _UB[b]
+    least = [n for n in common if _UB[n] >= common]
+    return least[0] if least else None
+
+
+_LUB = {(a, b): _lub_pair(a, b) for a in _EDGES for b in _EDGES}
+
+
+def _promotion_error(dts):
+    names = tuple(str(d) for d in dts)
+    if any(d in _NARROW_FLOATS for d in dts):
+        hint = "8-bit floats do not support implicit promotion"
+    elif any(d in _INTN or d in _UINTN for d in dts):
+        hint = "4-bit integers do not support implicit promotion"
+    else:
+        hint = "these dtypes do not support implicit promotion"
+    return TypePromotionError(
+        f"Input dtypes {names} have no available implicit dtype promotion path. To avoid unintended "
+        f"promotion, {hint}. If you'd like your inputs to be promoted to another type, you can do so "
+        "explicitly using e.g. x.astype('float32')"
+    )
+
+
+def _lub(nodes, dts):
+    it = iter(nodes)
+    out = next(it)
+    for n in it:
+        out = _LUB[out, n]
+        if out is None:
+            raise _promotion_error(dts)
+    return out
+
+
+def _strong_node(dt, dts):
+    node = _NODE_OF_DTYPE.get(dt)
+    if node is None:
+        raise _promotion_error(dts)
+    return node
+
+
+def _weak_node(dt):
+    # A weak-typed value joins the lattice as its Python kind; weak bool stays plain bool.
+    k = _kind(dt)
+    return "bool" if k == "b" else _I if k in "iu" else _F if k == "f" else _C
+
+
+def promote_types(a, b) -> np.dtype:
+    """Lattice join of two dtypes without canonicalization; Python types int/float/complex are weak."""
+    na = a if any(a is t for t in _WEAK_PYTYPES) else _as_dtype(a)
+    nb = b if any(b is t for t in _WEAK_PYTYPES) else _as_dtype(b)
+    nodes = []
+    for n in (na, nb):
+        if isinstance(n, type):
+            nodes.append(_weak_node(_PYTHON_SCALAR_DTYPES[n]))
+        else:
+            nodes.append(_strong_node(n, (na, nb)))
+    out = _lub(nodes, (na, nb))
+    return _NODE_DTYPE[out] if out not in _WEAK_NODES else _PYTHON_SCALAR_DTYPES[_PY_OF_WEAK[out]]
+
+
+def _compute_result(pairs):
+    """Slow path of result_type for a list of uncanonicalized (dtype, weak) operands."""
+    for dt, _ in pairs:
+        if not isinstance(dt, ExtendedDType) and dt not in _JAX_DTYPES:
+            raise TypeError(
+                f"dtype {dt} is not a valid JAX array type. Only arrays of numeric types are supported by JAX."
+            )
+    # Inputs are canonicalized first: under x32 a uint64 operand promotes as uint32.
+    pairs = [(canonicalize_dtype(d, allow_extended=True), w) for d, w in pairs]
+    dts = [d for d, _ in pairs]
+    weak = [w for _, w in pairs]
+    if len(pairs) == 1:
+        dt, w = pairs[0]
+        return (_default_dtype_for_kind(_kind(dt)) if w else dt), w
+    if all(d == dts[0] for d in dts) and not all(weak):
+        # Same dtype everywhere needs no lattice; this also lets extended dtypes and float0 through.
+        return dts[0], False
+    if all(weak):
+        # Join the strong counterparts so weak int16 + weak int8 stays an integer, then take the
+        # default dtype of the result's kind.
+        try:
+            node = _lub([_strong_node(d, dts) for d in dts], dts)
+            kind = _kind(_NODE_DTYPE[node]) if node not in _WEAK_NODES else node[0]
+        except TypePromotionError:
+            kind = _lub([_weak_node(d) for d in dts], dts)[0]
+        return _default_dtype_for_kind(kind), True
+    nodes = [_weak_node(d) if w else _strong_node(d, dts) for d, w in pairs]
+    node = _lub(nodes, dts)
+    if node in _WEAK_NODES:
+        return _default_dtype_for_kind(node[0]), True
+    return canonicalize_dtype(_NODE_DTYPE[node]), False
+
+
+# The result_type cache is keyed by (id(dtype), weak) per operand so a hit hashes only small ints
+# (hashing an np.dtype costs more than the whole lookup). Only dtypes in _REGISTERED, which this
+# module keeps alive, are ever stored, so an id in a stored key cannot be reused by another object.
+_REGISTERED = {id(d): d for d in _JAX_DTYPES}
+_scalar_keys: dict = {}
+_result_cache: dict = {}
+
+
+def _reset_scalar_keys():
+    # Python int/float/complex values are weak; bool values are strong, as in JAX.
+    _scalar_keys.clear()
+    _scalar_keys[bool] = (id(bool_), False)
+    _scalar_keys[int] = (id(default_int_dtype()), True)
+    _scalar_keys[float] = (id(default_float_dtype()), True)
+    _scalar_keys[complex] = (id(default_complex_dtype()), True)
+
+
+_reset_scalar_keys()
+
+
+def _operand_pair(x):
+    """(dtype, weak) of one result_type operand, before canonicalization."""
+    typ = type(x)
+    if typ in _PYTHON_SCALAR_DTYPES:
+        return (_PYTHON_SCALAR_DTYPES[typ], typ is not bool)
+    if x is None:
+        return (float64, False)  # JAX reads None as a request for the default float
+    if isinstance(x, type) and x in _PYTHON_SCALAR_DTYPES:
+        # The Python types count as weak kinds too: jnp.result_type(int, int8) == int8.
+        return (_PYTHON_SCALAR_DTYPES[x], x is not bool)
+    if isinstance(x, ExtendedDType):
+        return (x, False)
+    dt = getattr(x, "dtype", None)
+    if isinstance(dt, (np.dtype, ExtendedDType)):
+        return (dt, bool(getattr(x, "weak_type", False)))
+    return (dtype(x), False)
+
+
+def _result_type_slow(args, key):
+    if not args:
+        raise ValueError("at least one array or dtype is required")
+    pairs = [_operand_pair(x) for x in args]
+    out = _compute_result(pairs)
+    ids = tuple(v for d, w in pairs for v in (id(d), w))
+    if ids == key and all(_REGISTERED.get(id(d)) is d for d, _ in pairs):
+        _result_cache[key] = out
+    return out
+
+
+def result_type(*args, return_weak_type_flag=False):
+    """JAX's result dtype for combining ``args`` (dtypes, arrays, Python scalars, weak-typed arrays).
+
+    With ``return_weak_type_flag=True`` returns ``(dtype, weak)``; the result is weak only when every
+    input that decided it was weak (e.g. a float32 array + 2.0 is strong float32).
+    """
+    if len(args) == 2:
+        a, b = args
+        ka = _scalar_keys.get(type(a))
+        if ka is None:
+            ka = (id(getattr(a, "dtype", a)), getattr(a, "weak_type", False))
+        kb = _scalar_keys.get(type(b))
+        if kb is None:
+            kb = (id(getattr(b, "dtype", b)), getattr(b, "weak_type", False))
+        key = ka + kb
+    else:
+        key = ()
+        for x in args:
+            k = _scalar_keys.get(type(x))
+            if k is None:
+                k = (id(getattr(x, "dtype", x)), getattr(x, "weak_type", False))
+            key += k
+    out = _result_cache.get(key)
+    if out is None:
+        out = _result_type_slow(args, key)
+    return out if return_weak_type_flag else out[0]
+
+
+def _on_config_change(name, value):
+    if name == "jax_enable_x64":
+        _canon_cache.clear()
+        _result_cache.clear()
+        _reset_scalar_keys()
+
+
+config.add_listener(_on_config_change)

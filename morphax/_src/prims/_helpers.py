@@ -1,0 +1,114 @@
+"""Builders that make the common primitive kinds one declaration each.
+
+`unary_elementwise`, `binary_elementwise` and friends create a `Primitive`, fill its
+abstract_eval/impl slots with the standard shape and dtype rules, and attach a test spec.
+Imports the core only; never a transformation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.avals import ShapedArray
+from morphax._src.core.primitive import Primitive
+from morphax._src.prims._spec import TestSpec, binary_cases, unary_cases
+
+# Named dtype classes a primitive may accept.
+_DTYPE_CLASSES = {
+    "float": (_dtypes.is_floating, "floating"),
+    "inexact": (_dtypes.is_inexact, "floating or complexfloating"),
+    "complex": (_dtypes.is_complex, "complexfloating"),
+    "numeric": (lambda d: not _dtypes.is_bool(d), "number (not bool)"),
+    "signed": (lambda d: _dtypes.is_inexact(d) or (_dtypes.is_integer(d) and not _dtypes.is_unsigned(d)),
+               "signedinteger, floating or complexfloating"),
+    "real": (lambda d: not _dtypes.is_complex(d), "bool, integer or floating (not complex)"),
+    "real_numeric": (lambda d: not _dtypes.is_complex(d) and not _dtypes.is_bool(d), "integer or floating"),
+    "integer": (_dtypes.is_integer, "integer"),
+    "int_or_bool": (lambda d: _dtypes.is_integer(d) or _dtypes.is_bool(d), "integer or bool"),
+    "any": (lambda d: True, "any"),
+}
+
+
+def check_dtype(name: str, dtype, allowed: str, argname: str = "operand") -> None:
+    ok, desc = _DTYPE_CLASSES[allowed]
+    if not ok(dtype):
+        raise TypeError(
+            f"{name} does not accept dtype {np.dtype(dtype).name} for {argname}. "
+            f"Accepted dtypes are {desc}."
+        )
+
+
+def broadcasting_shape(name: str, *avals) -> tuple:
+    """lax's rule: rank-0 operands broadcast freely; the rest share a rank and match up to 1s."""
+    shapes = [a.shape for a in avals if a.shape]
+    if not shapes:
+        return ()
+    if len(shapes) == 1:
+        return shapes[0]
+    rank = len(shapes[0])
+    if any(len(s) != rank for s in shapes):
+        raise TypeError(
+            f"{name}: arrays must have the same number of dimensions (or be scalars), got "
+            f"{', '.join(a.str_short() for a in avals)}. Broadcast explicitly (jnp functions do this for you)."
+        )
+    out = []
+    for dims in zip(*shapes):
+        non_one = {d for d in dims if d != 1}
+        if len(non_one) > 1:
+            raise TypeError(
+                f"{name} got incompatible shapes for broadcasting: "
+                f"{', '.join(str(a.shape) for a in avals)}."
+            )
+        out.append(non_one.pop() if non_one else 1)
+    return tuple(out)
+
+
+def same_dtypes(name: str, avals) -> np.dtype:
+    dtype = avals[0].dtype
+    for a in avals[1:]:
+        if a.dtype != dtype:
+            raise TypeError(
+                f"{name} requires arguments to have the same dtypes, got "
+                f"{', '.join(a.dtype.name for a in avals)}. Cast with lax.convert_element_type or "
+                "use the jnp function, which promotes."
+            )
+    return dtype
+
+
+def unary_elementwise(name, impl, *, dtypes="inexact", out_dtype=None, spec=None, **spec_kw):
+    """An elementwise primitive of one operand: same shape, same dtype unless `out_dtype` maps it."""
+    prim = Primitive(name)
+
+    def abstract_eval(x):
+        check_dtype(name, x.dtype, dtypes)
+        dt = x.dtype if out_dtype is None else np.dtype(out_dtype(x.dtype))
+        return ShapedArray(x.shape, dt, x.weak_type)
+
+    prim.impl = impl
+    prim.abstract_eval = abstract_eval
+    prim.elementwise = True
+    prim.test_spec = spec or TestSpec(cases=unary_cases(dtypes, **spec_kw))
+    return prim
+
+
+def binary_elementwise(name, impl, *, dtypes="numeric", out_dtype=None, spec=None, **spec_kw):
+    """An elementwise primitive of two operands with lax's broadcasting (scalars and size-1 dims)."""
+    prim = Primitive(name)
+
+    def abstract_eval(x, y):
+        dt = same_dtypes(name, (x, y))
+        check_dtype(name, dt, dtypes)
+        shape = broadcasting_shape(name, x, y)
+        out = dt if out_dtype is None else np.dtype(out_dtype(dt))
+        return ShapedArray(shape, out, x.weak_type and y.weak_type)
+
+    prim.impl = impl
+    prim.abstract_eval = abstract_eval
+    prim.elementwise = True
+    prim.test_spec = spec or TestSpec(cases=binary_cases(dtypes, **spec_kw))
+    return prim
+
+
+def as_bool(_dtype):
+    return np.bool_

@@ -1,0 +1,3 @@
+"""Placeholder: primitives of the 'dot' family are being written."""
+
+__all__: list = []

@@ -1,0 +1,213 @@
+"""`Array`: the user-visible immutable array, over a buffer that is pending, ready or failed.
+
+Operators and methods are installed by `_src/numpy/array_methods.py` (shared with tracers), so
+this file only owns storage, host conversion and printing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from morphax._src import errors
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.avals import ShapedArray, pytype_aval_mappings
+from morphax._src.runtime.buffers import PendingBuffer
+
+
+class Array:
+    """An immutable n-dimensional array. ``_buf`` is a NumPy array once ready, else a PendingBuffer."""
+
+    __slots__ = ("_buf", "weak_type", "__weakref__")
+    __array_priority__ = 1000
+
+    def __init__(self, buf, weak_type: bool = False):
+        self._buf = buf
+        self.weak_type = weak_type
+
+    # -- storage ------------------------------------------------------------------------------
+    @property
+    def _value(self) -> np.ndarray:
+        buf = self._buf
+        if type(buf) is np.ndarray:
+            return buf
+        return self._wait()
+
+    def _wait(self) -> np.ndarray:
+        buf = self._buf
+        if isinstance(buf, PendingBuffer):
+            value = buf.result()
+            self._buf = value
+            return value
+        return buf
+
+    def is_ready(self) -> bool:
+        buf = self._buf
+        return not isinstance(buf, PendingBuffer) or buf.done()
+
+    def block_until_ready(self):
+        self._wait()
+        return self
+
+    def is_deleted(self) -> bool:
+        return False
+
+    @property
+    def aval(self) -> ShapedArray:
+        buf = self._buf
+        return ShapedArray(buf.shape, buf.dtype, self.weak_type)
+
+    @property
+    def shape(self):
+        return self._buf.shape
+
+    @property
+    def dtype(self):
+        return self._buf.dtype
+
+    @property
+    def ndim(self):
+        return len(self._buf.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self._buf.shape, dtype=np.int64))
+
+    @property
+    def itemsize(self):
+        return self._buf.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.size * self._buf.dtype.itemsize
+
+    # -- host conversion ----------------------------------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        value = self._value
+        if copy:
+            return np.array(value, dtype=dtype, copy=True)
+        if dtype is not None and np.dtype(dtype) != value.dtype:
+            return value.astype(dtype)
+        view = value.view()
+        view.flags.writeable = False
+        return view
+
+    def _scalar(self, fn, name):
+        if self.size != 1:
+            raise TypeError(
+                f"Only arrays with one element can be converted to Python scalars; {name}() got an "
+                f"array of shape {self.shape}."
+            )
+        return fn(self._value.reshape(()).item() if self.dtype != _dtypes.bfloat16 else float(self._value.reshape(())))
+
+    def __float__(self):
+        return self._scalar(float, "float")
+
+    def __int__(self):
+        return self._scalar(int, "int")
+
+    def __complex__(self):
+        return self._scalar(complex, "complex")
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError(
+                f"The truth value of an array with more than one element is ambiguous (shape {self.shape}). "
+                "Use a.any() or a.all()."
+            )
+        return bool(self._value.reshape(()).item())
+
+    def __index__(self):
+        if self.ndim != 0 or not (_dtypes.is_integer(self.dtype) or _dtypes.is_bool(self.dtype)):
+            raise TypeError(
+                f"Only integer scalar arrays can be converted to a scalar index; got {self.dtype.name}{list(self.shape)}"
+            )
+        return int(self._value.item())
+
+    def item(self, *args):
+        value = self._value
+        if value.dtype == _dtypes.bfloat16 or value.dtype.kind == "V":
+            return value.astype(np.float32).item(*args) if value.dtype.kind != "V" else value.item(*args)
+        return value.item(*args)
+
+    def tolist(self):
+        return self._value.tolist()
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        # Rows come from the host copy: iteration is a host-side loop anyway.
+        value = self._value
+        weak = self.weak_type
+        return (Array(np.ascontiguousarray(value[i]), weak) for i in range(self.shape[0]))
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'Array' (morphax arrays are mutable-looking values; use a tuple of Python numbers as a key)")
+
+    def __setitem__(self, idx, value):
+        raise TypeError(errors.immutable_message("Array"))
+
+    def __reduce__(self):
+        return (_rebuild, (self._value, self.weak_type))
+
+    def __repr__(self):
+        value = self._value
+        suffix = f", dtype={value.dtype.name}" + (", weak_type=True" if self.weak_type else "")
+        if value.size == 0 and value.shape != (0,):
+            return f"Array([], shape={value.shape}{suffix})"
+        body = np.array2string(value, separator=", ", prefix="Array(")
+        return f"Array({body}{suffix})"
+
+    def __str__(self):
+        return str(self._value)
+
+    def __format__(self, spec):
+        if self.ndim == 0:
+            return format(self._value.item(), spec)
+        return format(str(self), spec)
+
+    def copy_to_host_async(self):
+        return None
+
+    def devices(self):
+        from morphax._src.runtime import devices
+
+        return {devices.default_device()}
+
+    @property
+    def device(self):
+        from morphax._src.runtime import devices
+
+        return devices.default_device()
+
+
+def _rebuild(value, weak_type):
+    return Array(value, weak_type)
+
+
+def _array_aval(x: Array) -> ShapedArray:
+    buf = x._buf
+    return ShapedArray(buf.shape, buf.dtype, x.weak_type)
+
+
+pytype_aval_mappings[Array] = _array_aval
+
+
+def from_numpy(value, weak_type: bool = False) -> Array:
+    """Wrap a host value; 0-d results of NumPy ufuncs arrive as scalars and become arrays."""
+    if type(value) is not np.ndarray:
+        value = np.asarray(value)
+    return Array(value, weak_type)
+
+
+def _register():
+    from morphax._src.core import values
+
+    values.register_array_factory(lambda value, weak_type: Array(value, weak_type))
+
+
+_register()

@@ -1,0 +1,50 @@
+"""Device buffers as the runtime sees them: ready NumPy arrays, or pending results of queued work.
+
+A `PendingBuffer` is filled (or failed) by a stream worker; readers block in `result()`.
+Imports nothing from morphax above the runtime.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+
+class PendingBuffer:
+    """The future value of one output of queued work. Shape and dtype are known up front."""
+
+    __slots__ = ("shape", "dtype", "_event", "_value", "_error")
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self._event = threading.Event()
+        self._value = None
+        self._error = None
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    def set_result(self, value: np.ndarray) -> None:
+        self._value = value
+        self._event.set()
+
+    def set_error(self, error: BaseException) -> None:
+        self._error = error
+        self._event.set()
+
+    def result(self) -> np.ndarray:
+        self._event.wait()
+        if self._error is not None:
+            # The original traceback travels with the exception object.
+            raise self._error
+        return self._value

@@ -1,0 +1,103 @@
+"""The generated primitive matrix: every registered primitive, over its spec's cases (shapes x
+dtypes x special values), evaluated eagerly and through make_jaxpr + check_jaxpr + eval_jaxpr,
+compared with its NumPy reference (values, dtype and shape) and with its abstract evaluation."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+import morphax  # noqa: F401  (registers the catalogue)
+from morphax._src.core.avals import get_aval
+from morphax._src.core.jaxpr import check_jaxpr, eval_jaxpr
+from morphax._src.core.primitive import registry
+from morphax._src.api import make_jaxpr
+
+
+def _all_cases():
+    out = []
+    for name in sorted(registry):
+        prim = registry[name]
+        if prim.test_spec is None:
+            continue
+        rng = np.random.default_rng(zlib.crc32(name.encode()))
+        for case in prim.test_spec.cases(rng):
+            out.append(pytest.param(prim, case, id=f"{name}-{case.name}"))
+    return out
+
+
+CASES = _all_cases()
+
+
+def _reference(prim, case):
+    with np.errstate(all="ignore"):
+        out = prim.impl(*case.args, **case.params)
+    return list(out) if prim.multiple_results else [out]
+
+
+def _expected_avals(prim, case):
+    out = prim.abstract_eval(*[get_aval(a) for a in case.args], **case.params)
+    return list(out) if prim.multiple_results else [out]
+
+
+def _assert_matches(got, want, aval, tol):
+    got = np.asarray(got)
+    assert got.shape == aval.shape, f"shape {got.shape} != abstract {aval.shape}"
+    assert got.dtype == aval.dtype, f"dtype {got.dtype} != abstract {aval.dtype}"
+    want = np.asarray(want)
+    assert want.shape == aval.shape, f"reference shape {want.shape} != abstract {aval.shape}"
+    want = want.astype(aval.dtype)
+    if aval.dtype.type.__module__.startswith("ml_dtypes"):
+        # NumPy's testing helpers do not understand bfloat16/float8 (nan handling); widen exactly.
+        got, want = got.astype(np.float32), want.astype(np.float32)
+    if tol:
+        np.testing.assert_allclose(got.astype(np.float64) if got.dtype.kind != "c" else got, want, rtol=tol, atol=tol)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def _tol(prim, case):
+    spec = prim.test_spec
+    if spec.tol is None:
+        return 0
+    for a in case.args:
+        t = spec.tol.get(np.asarray(a).dtype.name)
+        if t is not None:
+            return t
+    return 0
+
+
+def test_catalogue_has_specs():
+    missing = [name for name, p in registry.items() if p.test_spec is None and not p.higher_order]
+    assert not missing, f"primitives without a test spec: {missing}"
+
+
+@pytest.mark.parametrize("prim,case", CASES)
+def test_eager(prim, case):
+    want = _reference(prim, case)
+    avals = _expected_avals(prim, case)
+    got = prim.bind(*case.args, **case.params)
+    got = list(got) if prim.multiple_results else [got]
+    assert len(got) == len(want) == len(avals)
+    for g, w, a in zip(got, want, avals):
+        assert g.weak_type == a.weak_type
+        _assert_matches(g, w, a, _tol(prim, case))
+
+
+@pytest.mark.parametrize("prim,case", CASES)
+def test_staged(prim, case):
+    want = _reference(prim, case)
+    avals = _expected_avals(prim, case)
+
+    def f(*args):
+        return prim.bind(*args, **case.params)
+
+    closed = make_jaxpr(f)(*case.args)
+    check_jaxpr(closed.jaxpr)
+    assert [e.primitive for e in closed.jaxpr.eqns] == [prim]
+    assert [a.shape for a in closed.out_avals] == [a.shape for a in avals]
+    got = eval_jaxpr(closed.jaxpr, closed.consts, *case.args)
+    for g, w, a in zip(got, want, avals):
+        _assert_matches(g, w, a, _tol(prim, case))
