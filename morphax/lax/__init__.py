@@ -1,10 +1,3 @@
-"""`morphax.lax`: the primitives' Python wrappers (thin re-exports of `morphax._src.prims`)."""
+"""`morphax.lax`: the primitives' Python wrappers (thin re-export of `morphax._src.prims.lax_api`)."""
 
-from morphax._src.prims.binary import *  # noqa: F401,F403
-from morphax._src.prims.conversion import *  # noqa: F401,F403
-from morphax._src.prims.dot import *  # noqa: F401,F403
-from morphax._src.prims.indexing import *  # noqa: F401,F403
-from morphax._src.prims.reductions import *  # noqa: F401,F403
-from morphax._src.prims.shape import *  # noqa: F401,F403
-from morphax._src.prims.sorting import *  # noqa: F401,F403
-from morphax._src.prims.unary import *  # noqa: F401,F403
+from morphax._src.prims.lax_api import *  # noqa: F401,F403

@@ -1,0 +1,196 @@
+"""Installs the NumPy-style surface (operators, methods, properties, `.at`) on `Array` and on
+`Tracer`, so user code treats concrete and traced arrays alike.
+
+Methods forward to `morphax.numpy` functions, looked up at call time so this module imports
+only the ufuncs eagerly (the rest of the numpy layer imports it last).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from morphax._src.core.trace import Tracer
+from morphax._src.numpy import ufuncs
+from morphax._src.runtime.array import Array
+
+
+def _jnp():
+    return importlib.import_module("morphax.numpy")
+
+
+def _binop(fn):
+    def op(self, other):
+        if not _is_operand(other):
+            return NotImplemented
+        return fn(self, other)
+
+    return op
+
+
+def _rbinop(fn):
+    def op(self, other):
+        if not _is_operand(other):
+            return NotImplemented
+        return fn(other, self)
+
+    return op
+
+
+_OPERAND_TYPES = (Array, Tracer, int, float, complex, bool)
+
+
+def _is_operand(x) -> bool:
+    if isinstance(x, _OPERAND_TYPES):
+        return True
+    import numpy as np
+
+    return isinstance(x, (np.ndarray, np.generic))
+
+
+def _matmul(a, b):
+    return _jnp().matmul(a, b)
+
+
+def _method(name):
+    def method(self, *args, **kwargs):
+        return getattr(_jnp(), name)(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+_OPERATORS = {
+    "__add__": _binop(ufuncs.add),
+    "__radd__": _rbinop(ufuncs.add),
+    "__sub__": _binop(ufuncs.subtract),
+    "__rsub__": _rbinop(ufuncs.subtract),
+    "__mul__": _binop(ufuncs.multiply),
+    "__rmul__": _rbinop(ufuncs.multiply),
+    "__truediv__": _binop(ufuncs.true_divide),
+    "__rtruediv__": _rbinop(ufuncs.true_divide),
+    "__floordiv__": _binop(ufuncs.floor_divide),
+    "__rfloordiv__": _rbinop(ufuncs.floor_divide),
+    "__mod__": _binop(ufuncs.remainder),
+    "__rmod__": _rbinop(ufuncs.remainder),
+    "__divmod__": _binop(ufuncs.divmod),
+    "__rdivmod__": _rbinop(ufuncs.divmod),
+    "__pow__": _binop(ufuncs.power),
+    "__rpow__": _rbinop(ufuncs.power),
+    "__matmul__": _binop(_matmul),
+    "__rmatmul__": _rbinop(_matmul),
+    "__and__": _binop(ufuncs.bitwise_and),
+    "__rand__": _rbinop(ufuncs.bitwise_and),
+    "__or__": _binop(ufuncs.bitwise_or),
+    "__ror__": _rbinop(ufuncs.bitwise_or),
+    "__xor__": _binop(ufuncs.bitwise_xor),
+    "__rxor__": _rbinop(ufuncs.bitwise_xor),
+    "__lshift__": _binop(ufuncs.left_shift),
+    "__rlshift__": _rbinop(ufuncs.left_shift),
+    "__rshift__": _binop(ufuncs.right_shift),
+    "__rrshift__": _rbinop(ufuncs.right_shift),
+    "__eq__": _binop(ufuncs.equal),
+    "__ne__": _binop(ufuncs.not_equal),
+    "__lt__": _binop(ufuncs.less),
+    "__le__": _binop(ufuncs.less_equal),
+    "__gt__": _binop(ufuncs.greater),
+    "__ge__": _binop(ufuncs.greater_equal),
+    "__neg__": ufuncs.negative,
+    "__pos__": ufuncs.positive,
+    "__abs__": ufuncs.absolute,
+    "__invert__": ufuncs.invert,
+}
+
+# Methods that are the jnp function of the same name applied to self.
+_METHODS = (
+    "all any argmax argmin clip conj conjugate cumprod cumsum dot flatten max mean min prod ravel "
+    "round squeeze std sum swapaxes var"
+).split()
+
+
+def _transpose(self, *axes):
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+        axes = axes[0]
+    return _jnp().transpose(self, axes or None)
+
+
+def _reshape(self, *shape, order="C"):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return _jnp().reshape(self, shape, order=order)
+
+
+def _astype(self, dtype, copy=False, device=None):
+    return _jnp().astype(self, dtype)
+
+
+def _copy(self):
+    return _jnp().array(self, copy=True)
+
+
+def _getitem(self, idx):
+    from morphax._src.numpy import indexing
+
+    return indexing.getitem(self, idx)
+
+
+def _at(self):
+    from morphax._src.numpy import indexing
+
+    return indexing.AtIndexer(self)
+
+
+def _T(self):
+    return _jnp().transpose(self)
+
+
+def _mT(self):
+    nd = self.ndim
+    if nd < 2:
+        raise ValueError(f"mT requires an array of at least 2 dimensions, got shape {self.shape}")
+    return _jnp().swapaxes(self, -1, -2)
+
+
+def _real(self):
+    return ufuncs.real(self)
+
+
+def _imag(self):
+    return ufuncs.imag(self)
+
+
+def _item_tracer(self, *args):
+    # Tracers have no value; __float__ produces the concretization error with its explanation.
+    return self.__float__()
+
+
+def _tolist_tracer(self):
+    return self.__array__()
+
+
+def install(cls) -> None:
+    for name, fn in _OPERATORS.items():
+        setattr(cls, name, fn)
+    for name in _METHODS:
+        setattr(cls, name, _method(name))
+    cls.transpose = _transpose
+    cls.reshape = _reshape
+    cls.astype = _astype
+    cls.copy = _copy
+    cls.__getitem__ = _getitem
+    cls.at = property(_at)
+    cls.T = property(_T)
+    cls.mT = property(_mT)
+    cls.real = property(_real)
+    cls.imag = property(_imag)
+
+
+def _install_all():
+    install(Array)
+    install(Tracer)
+    Tracer.item = _item_tracer
+    Tracer.tolist = _tolist_tracer
+    Tracer.itemsize = property(lambda self: self.aval.dtype.itemsize)
+    Tracer.nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
+
+
+_install_all()

@@ -1,0 +1,3 @@
+"""Placeholder: NumPy indexing (gather) and `.at[]` updates (scatter) are being written."""
+
+__all__: list = []

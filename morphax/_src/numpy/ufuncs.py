@@ -1,0 +1,556 @@
+"""Elementwise `morphax.numpy` functions: promotion at the top, then primitives.
+
+Each function checks its arguments, applies JAX's dtype promotion (integers become floats for
+transcendental functions) and NumPy rank promotion, and binds primitives. No rules live here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.avals import get_aval
+from morphax._src.numpy import util
+from morphax._src.prims import lax_api as L
+
+
+def _dtype_of(x):
+    return get_aval(x).dtype
+
+
+# ------------------------------------------------------------------------------- unary factories
+
+
+def _unary_inexact(name, prim_name):
+    def fn(x, /):
+        util.check_arraylike(name, x)
+        (x,) = util.promote_dtypes_inexact(x)
+        return getattr(L, prim_name).bind(x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise {name}, computed in the input's inexact dtype (integers promote to float)."
+    return fn
+
+
+sin = _unary_inexact("sin", "sin_p")
+cos = _unary_inexact("cos", "cos_p")
+tan = _unary_inexact("tan", "tan_p")
+arcsin = _unary_inexact("arcsin", "asin_p")
+arccos = _unary_inexact("arccos", "acos_p")
+arctan = _unary_inexact("arctan", "atan_p")
+sinh = _unary_inexact("sinh", "sinh_p")
+cosh = _unary_inexact("cosh", "cosh_p")
+tanh = _unary_inexact("tanh", "tanh_p")
+arcsinh = _unary_inexact("arcsinh", "asinh_p")
+arccosh = _unary_inexact("arccosh", "acosh_p")
+arctanh = _unary_inexact("arctanh", "atanh_p")
+exp = _unary_inexact("exp", "exp_p")
+exp2 = _unary_inexact("exp2", "exp2_p")
+log = _unary_inexact("log", "log_p")
+log1p = _unary_inexact("log1p", "log1p_p")
+expm1 = _unary_inexact("expm1", "expm1_p")
+sqrt = _unary_inexact("sqrt", "sqrt_p")
+cbrt = _unary_inexact("cbrt", "cbrt_p")
+asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
+
+
+def log2(x, /):
+    util.check_arraylike("log2", x)
+    (x,) = util.promote_dtypes_inexact(x)
+    return L.div_p.bind(L.log_p.bind(x), util.convert_element_type(np.log(2.0), _dtype_of(x), False))
+
+
+def log10(x, /):
+    util.check_arraylike("log10", x)
+    (x,) = util.promote_dtypes_inexact(x)
+    return L.div_p.bind(L.log_p.bind(x), util.convert_element_type(np.log(10.0), _dtype_of(x), False))
+
+
+def _unary_keep_int(name, prim_name):
+    """floor/ceil/trunc-like: integers and bools come back unchanged, as in JAX."""
+
+    def fn(x, /):
+        util.check_arraylike(name, x)
+        x = util.asarray_like(x)
+        if not _dtypes.is_inexact(_dtype_of(x)):
+            return x
+        if _dtypes.is_complex(_dtype_of(x)):
+            raise TypeError(f"{name} does not support complex input (dtype {_dtype_of(x).name})")
+        return getattr(L, prim_name).bind(x)
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+floor = _unary_keep_int("floor", "floor_p")
+ceil = _unary_keep_int("ceil", "ceil_p")
+
+
+def trunc(x, /):
+    util.check_arraylike("trunc", x)
+    x = util.asarray_like(x)
+    if not _dtypes.is_inexact(_dtype_of(x)):
+        return x
+    return where(L.lt_p.bind(x, util.convert_element_type(0, _dtype_of(x))), ceil(x), floor(x))
+
+
+fix = trunc
+
+
+def rint(x, /):
+    util.check_arraylike("rint", x)
+    x = util.asarray_like(x)
+    if not _dtypes.is_inexact(_dtype_of(x)):
+        return util.convert_element_type(x, _dtypes.default_float_dtype()) if _dtypes.is_bool(_dtype_of(x)) else x
+    return L.round_p.bind(x, rounding_method=L.RoundingMethod.TO_NEAREST_EVEN)
+
+
+def negative(x, /):
+    util.check_arraylike("negative", x)
+    x = util.asarray_like(x)
+    if _dtypes.is_bool(_dtype_of(x)):
+        raise TypeError("negative does not accept dtype bool; use logical_not (~) instead.")
+    return L.neg_p.bind(x)
+
+
+def positive(x, /):
+    util.check_arraylike("positive", x)
+    return util.asarray_like(x)
+
+
+def absolute(x, /):
+    util.check_arraylike("absolute", x)
+    x = util.asarray_like(x)
+    dt = _dtype_of(x)
+    if _dtypes.is_unsigned(dt) or _dtypes.is_bool(dt):
+        return x
+    return L.abs_p.bind(x)
+
+
+abs = absolute
+
+
+def sign(x, /):
+    util.check_arraylike("sign", x)
+    x = util.asarray_like(x)
+    if _dtypes.is_bool(_dtype_of(x)):
+        return x
+    return L.sign_p.bind(x)
+
+
+def square(x, /):
+    util.check_arraylike("square", x)
+    (x,) = util.promote_dtypes_numeric(x)
+    return L.integer_pow_p.bind(x, y=2)
+
+
+def reciprocal(x, /):
+    util.check_arraylike("reciprocal", x)
+    (x,) = util.promote_dtypes_inexact(x)
+    return L.integer_pow_p.bind(x, y=-1)
+
+
+def conjugate(x, /):
+    util.check_arraylike("conjugate", x)
+    x = util.asarray_like(x)
+    if not _dtypes.is_complex(_dtype_of(x)):
+        return x
+    return L.conj_p.bind(x, input_dtype=_dtype_of(x))
+
+
+conj = conjugate
+
+
+def real(x, /):
+    util.check_arraylike("real", x)
+    x = util.asarray_like(x)
+    return L.real_p.bind(x) if _dtypes.is_complex(_dtype_of(x)) else x
+
+
+def imag(x, /):
+    util.check_arraylike("imag", x)
+    x = util.asarray_like(x)
+    if _dtypes.is_complex(_dtype_of(x)):
+        return L.imag_p.bind(x)
+    return L.mul_p.bind(x, util.convert_element_type(0, _dtype_of(x), get_aval(x).weak_type))
+
+
+def isfinite(x, /):
+    util.check_arraylike("isfinite", x)
+    x = util.asarray_like(x)
+    dt = _dtype_of(x)
+    if _dtypes.is_floating(dt):
+        return L.is_finite_p.bind(x)
+    if _dtypes.is_complex(dt):
+        return logical_and(isfinite(real(x)), isfinite(imag(x)))
+    return _full_bool(x, True)
+
+
+def isnan(x, /):
+    util.check_arraylike("isnan", x)
+    x = util.asarray_like(x)
+    dt = _dtype_of(x)
+    if _dtypes.is_inexact(dt):
+        return L.ne_p.bind(x, x)
+    return _full_bool(x, False)
+
+
+def isinf(x, /):
+    util.check_arraylike("isinf", x)
+    x = util.asarray_like(x)
+    dt = _dtype_of(x)
+    if _dtypes.is_floating(dt):
+        return L.eq_p.bind(L.abs_p.bind(x), util.convert_element_type(np.inf, dt))
+    if _dtypes.is_complex(dt):
+        return logical_or(isinf(real(x)), isinf(imag(x)))
+    return _full_bool(x, False)
+
+
+def isposinf(x, /):
+    return logical_and(isinf(x), greater(x, 0))
+
+
+def isneginf(x, /):
+    return logical_and(isinf(x), less(x, 0))
+
+
+def signbit(x, /):
+    util.check_arraylike("signbit", x)
+    x = util.asarray_like(x)
+    dt = _dtype_of(x)
+    if _dtypes.is_integer(dt):
+        return less(x, 0)
+    if _dtypes.is_bool(dt):
+        return _full_bool(x, False)
+    bits = {2: np.int16, 4: np.int32, 8: np.int64}[dt.itemsize]
+    as_int = L.bitcast_convert_type_p.bind(x, new_dtype=np.dtype(bits))
+    return L.lt_p.bind(as_int, util.convert_element_type(0, np.dtype(bits)))
+
+
+def _full_bool(x, value):
+    shape = get_aval(x).shape
+    return L.broadcast_in_dim(_bool_const(value), shape, ())
+
+
+def _bool_const(value):
+    return util.convert_element_type(bool(value), np.dtype(np.bool_))
+
+
+def logical_not(x, /):
+    util.check_arraylike("logical_not", x)
+    x = util.asarray_like(x)
+    if not _dtypes.is_bool(_dtype_of(x)):
+        x = not_equal(x, 0)
+    return L.not_p.bind(x)
+
+
+def bitwise_not(x, /):
+    util.check_arraylike("bitwise_not", x)
+    x = util.asarray_like(x)
+    dt = _dtype_of(x)
+    if not (_dtypes.is_integer(dt) or _dtypes.is_bool(dt)):
+        raise TypeError(f"bitwise_not requires integer or bool input, got {dt.name}")
+    return L.not_p.bind(x)
+
+
+invert = bitwise_invert = bitwise_not
+
+
+def bitwise_count(x, /):
+    util.check_arraylike("bitwise_count", x)
+    x = util.asarray_like(x)
+    return L.population_count_p.bind(abs(x))
+
+
+# ------------------------------------------------------------------------------ binary factories
+
+
+def _binary(name, prim_name, promote=util.promote_args, accept=None):
+    def fn(x1, x2, /):
+        x, y = promote(name, x1, x2)
+        if accept is not None:
+            accept(name, _dtype_of(x))
+        return getattr(L, prim_name).bind(x, y)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise {name} with NumPy broadcasting and JAX dtype promotion."
+    return fn
+
+
+def _no_bool(name, dt):
+    if _dtypes.is_bool(dt):
+        raise TypeError(f"{name} does not accept bool operands; convert them to an integer dtype first.")
+
+
+def _int_or_bool(name, dt):
+    if not (_dtypes.is_integer(dt) or _dtypes.is_bool(dt)):
+        raise TypeError(f"{name} is only defined for integer and bool dtypes, got {dt.name}")
+
+
+subtract = _binary("subtract", "sub_p", accept=_no_bool)
+maximum = _binary("maximum", "max_p")
+minimum = _binary("minimum", "min_p")
+equal = _binary("equal", "eq_p")
+not_equal = _binary("not_equal", "ne_p")
+less = _binary("less", "lt_p")
+less_equal = _binary("less_equal", "le_p")
+greater = _binary("greater", "gt_p")
+greater_equal = _binary("greater_equal", "ge_p")
+bitwise_and = _binary("bitwise_and", "and_p", accept=_int_or_bool)
+bitwise_or = _binary("bitwise_or", "or_p", accept=_int_or_bool)
+bitwise_xor = _binary("bitwise_xor", "xor_p", accept=_int_or_bool)
+arctan2 = _binary("arctan2", "atan2_p", promote=util.promote_args_inexact)
+atan2 = arctan2
+nextafter = _binary("nextafter", "nextafter_p", promote=util.promote_args_inexact)
+
+
+def multiply(x1, x2, /):
+    x, y = util.promote_args("multiply", x1, x2)
+    if _dtypes.is_bool(_dtype_of(x)):
+        return L.and_p.bind(x, y)
+    return L.mul_p.bind(x, y)
+
+
+def add(x1, x2, /):
+    """Elementwise addition; for bools it is logical or, as in NumPy."""
+    x, y = util.promote_args("add", x1, x2)
+    if _dtypes.is_bool(_dtype_of(x)):
+        return L.or_p.bind(x, y)
+    return L.add_p.bind(x, y)
+
+
+def true_divide(x1, x2, /):
+    x, y = util.promote_args_inexact("true_divide", x1, x2)
+    return L.div_p.bind(x, y)
+
+
+divide = true_divide
+
+
+def _sign_differs(a, b):
+    zero = util.convert_element_type(0, _dtype_of(a))
+    return L.ne_p.bind(L.lt_p.bind(a, zero), L.lt_p.bind(b, zero))
+
+
+def floor_divide(x1, x2, /):
+    x, y = util.promote_args_numeric("floor_divide", x1, x2)
+    dt = _dtype_of(x)
+    if _dtypes.is_integer(dt):
+        q = L.div_p.bind(x, y)
+        if _dtypes.is_unsigned(dt):
+            return q
+        r = L.rem_p.bind(x, y)
+        zero = util.convert_element_type(0, dt)
+        adjust = L.and_p.bind(L.ne_p.bind(r, zero), _sign_differs(r, y))
+        return L.select_n_p.bind(adjust, q, L.sub_p.bind(q, util.convert_element_type(1, dt)))
+    if _dtypes.is_complex(dt):
+        raise TypeError("floor_divide does not support complex operands")
+    return _float_divmod(x, y)[0]
+
+
+def _float_divmod(x, y):
+    # NumPy's npy_divmod: fmod-based, so floor_divide(1, 0.1) == 9 as in NumPy and JAX.
+    dt = _dtype_of(x)
+    zero = util.convert_element_type(0, dt)
+    mod = L.rem_p.bind(x, y)
+    div = L.div_p.bind(L.sub_p.bind(x, mod), y)
+    ind = L.and_p.bind(L.ne_p.bind(mod, zero), _sign_differs(y, mod))
+    mod = L.select_n_p.bind(ind, mod, L.add_p.bind(mod, y))
+    div = L.select_n_p.bind(ind, div, L.sub_p.bind(div, util.convert_element_type(1, dt)))
+    return L.round_p.bind(div, rounding_method=L.RoundingMethod.AWAY_FROM_ZERO), mod
+
+
+def remainder(x1, x2, /):
+    x, y = util.promote_args_numeric("remainder", x1, x2)
+    dt = _dtype_of(x)
+    if _dtypes.is_complex(dt):
+        raise TypeError("remainder does not support complex operands")
+    r = L.rem_p.bind(x, y)
+    if _dtypes.is_unsigned(dt):
+        return r
+    zero = util.convert_element_type(0, dt)
+    fix_sign = L.and_p.bind(L.ne_p.bind(r, zero), _sign_differs(r, y))
+    return L.select_n_p.bind(fix_sign, r, L.add_p.bind(r, y))
+
+
+mod = remainder
+
+
+def divmod(x1, x2, /):
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
+def fmod(x1, x2, /):
+    x, y = util.promote_args_numeric("fmod", x1, x2)
+    return L.rem_p.bind(x, y)
+
+
+def power(x1, x2, /):
+    util.check_arraylike("power", x1, x2)
+    if type(x2) is int and not isinstance(x1, (int, float, complex)):
+        x1 = util.asarray_like(x1)
+        dt = _dtype_of(x1)
+        if _dtypes.is_bool(dt):
+            (x1,) = util.promote_dtypes_numeric(x1)
+            dt = _dtype_of(x1)
+        if x2 < 0 and not _dtypes.is_inexact(dt):
+            raise ValueError("Integers to negative integer powers are not allowed (power).")
+        return L.integer_pow_p.bind(x1, y=x2)
+    x, y = util.promote_args_numeric("power", x1, x2)
+    dt = _dtype_of(x)
+    if _dtypes.is_integer(dt):
+        return _integer_power(x, y)
+    return L.pow_p.bind(x, y)
+
+
+pow = power
+
+
+def _integer_power(x, y):
+    # Square-and-multiply over every bit of the exponent (data independent, so it traces).
+    dt = _dtype_of(x)
+    one = util.convert_element_type(1, dt)
+    zero = util.convert_element_type(0, dt)
+    acc = L.add_p.bind(L.mul_p.bind(x, zero), one)
+    acc, y = util.promote_shapes("power", acc, y)
+    base = x
+    for _ in range(dt.itemsize * 8):
+        bit = L.ne_p.bind(L.and_p.bind(y, one), zero)
+        acc = L.select_n_p.bind(bit, acc, L.mul_p.bind(acc, base))
+        base = L.mul_p.bind(base, base)
+        y = L.shift_right_logical_p.bind(y, one)
+    return acc
+
+
+def float_power(x1, x2, /):
+    x, y = util.promote_args_inexact("float_power", x1, x2)
+    return L.pow_p.bind(x, y)
+
+
+def fmax(x1, x2, /):
+    x, y = util.promote_args("fmax", x1, x2)
+    return where(isnan(y), x, where(isnan(x), y, L.max_p.bind(x, y)))
+
+
+def fmin(x1, x2, /):
+    x, y = util.promote_args("fmin", x1, x2)
+    return where(isnan(y), x, where(isnan(x), y, L.min_p.bind(x, y)))
+
+
+def hypot(x1, x2, /):
+    x, y = util.promote_args_inexact("hypot", x1, x2)
+    x, y = absolute(x), absolute(y)
+    big, small = L.max_p.bind(x, y), L.min_p.bind(x, y)
+    zero = util.convert_element_type(0, _dtype_of(big))
+    safe = where(L.eq_p.bind(big, zero), util.convert_element_type(1, _dtype_of(big)), big)
+    ratio = L.div_p.bind(small, safe)
+    out = L.mul_p.bind(big, L.sqrt_p.bind(L.add_p.bind(util.convert_element_type(1, _dtype_of(big)), L.mul_p.bind(ratio, ratio))))
+    return where(isinf(big), big, out)
+
+
+def copysign(x1, x2, /):
+    x, y = util.promote_args_inexact("copysign", x1, x2)
+    return where(signbit(y), negative(absolute(x)), absolute(x))
+
+
+def logaddexp(x1, x2, /):
+    x, y = util.promote_args_inexact("logaddexp", x1, x2)
+    amax = L.max_p.bind(x, y)
+    delta = L.sub_p.bind(x, y)
+    finite = L.log1p_p.bind(L.exp_p.bind(L.neg_p.bind(L.abs_p.bind(delta))))
+    out = L.add_p.bind(amax, finite)
+    # inf - inf is nan: equal infinities return themselves.
+    return where(isnan(delta), L.add_p.bind(x, y), out)
+
+
+def logaddexp2(x1, x2, /):
+    x, y = util.promote_args_inexact("logaddexp2", x1, x2)
+    ln2 = util.convert_element_type(np.log(2.0), _dtype_of(x))
+    return L.div_p.bind(logaddexp(L.mul_p.bind(x, ln2), L.mul_p.bind(y, ln2)), ln2)
+
+
+def left_shift(x1, x2, /):
+    x, y = util.promote_args("left_shift", x1, x2)
+    _int_or_bool("left_shift", _dtype_of(x))
+    return L.shift_left_p.bind(x, y)
+
+
+def right_shift(x1, x2, /):
+    x, y = util.promote_args("right_shift", x1, x2)
+    dt = _dtype_of(x)
+    _int_or_bool("right_shift", dt)
+    if _dtypes.is_unsigned(dt):
+        return L.shift_right_logical_p.bind(x, y)
+    return L.shift_right_arithmetic_p.bind(x, y)
+
+
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+
+
+def _logical(name, prim_name):
+    def fn(x1, x2, /):
+        util.check_arraylike(name, x1, x2)
+        x, y = util.promote_shapes(name, *[_as_bool(a) for a in (x1, x2)])
+        return getattr(L, prim_name).bind(x, y)
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+def _as_bool(x):
+    x = util.asarray_like(x)
+    if _dtypes.is_bool(_dtype_of(x)):
+        return x
+    return not_equal(x, 0)
+
+
+logical_and = _logical("logical_and", "and_p")
+logical_or = _logical("logical_or", "or_p")
+logical_xor = _logical("logical_xor", "xor_p")
+
+
+def heaviside(x1, x2, /):
+    x, h0 = util.promote_args_inexact("heaviside", x1, x2)
+    zero = util.convert_element_type(0, _dtype_of(x))
+    one = util.convert_element_type(1, _dtype_of(x))
+    return where(less(x, zero), zero, where(greater(x, zero), one, h0))
+
+
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
+    """``where(c, x, y)`` selects elementwise; the one-argument form needs ``size=`` under jit."""
+    if x is None and y is None:
+        from morphax._src.numpy import searching
+
+        return searching.nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise ValueError("where: either both or neither of x and y should be given")
+    util.check_arraylike("where", condition, x, y)
+    x, y = util.promote_dtypes(x, y)
+    c = _as_bool(condition)
+    c, x, y = util.promote_shapes("where", c, x, y)
+    shape = np.broadcast_shapes(*[get_aval(a).shape for a in (c, x, y)])
+    c, x, y = [_broadcast_to(a, shape) for a in (c, x, y)]
+    return L.select_n_p.bind(c, y, x)
+
+
+def _broadcast_to(x, shape):
+    aval = get_aval(x)
+    if aval.shape == tuple(shape):
+        return x
+    nlead = len(shape) - len(aval.shape)
+    return L.broadcast_in_dim(x, tuple(shape), tuple(range(nlead, len(shape))))
+
+
+def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
+    """Clip values to [min, max]; either bound may be None."""
+    x = arr if arr is not None else a
+    lo = min if min is not None else a_min
+    hi = max if max is not None else a_max
+    if x is None:
+        raise TypeError("clip: missing the array argument")
+    util.check_arraylike("clip", x)
+    if lo is not None:
+        x = maximum(lo, x) if not _dtypes.is_complex(_dtype_of(util.asarray_like(x))) else x
+    if hi is not None:
+        x = minimum(hi, x)
+    return x

@@ -1,0 +1,174 @@
+"""Argument handling shared by every `morphax.numpy` function: array-like checks, JAX's dtype
+promotion (weak types included) and NumPy rank promotion, expressed with primitives.
+
+Sits above the primitive catalogue; has no rules of its own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.avals import get_aval
+from morphax._src.core.trace import Tracer
+from morphax._src.core.values import make_array
+from morphax._src.prims import conversion as _conversion
+from morphax._src.prims import shape as _shape
+from morphax._src.runtime.array import Array
+
+_SCALAR_TYPES = (bool, int, float, complex)
+
+
+def is_arraylike(x) -> bool:
+    return (
+        isinstance(x, (Array, Tracer, np.ndarray, np.generic))
+        or type(x) in _SCALAR_TYPES
+        or isinstance(x, _SCALAR_TYPES)
+        or hasattr(x, "__jax_array__")
+    )
+
+
+def check_arraylike(fun_name: str, *args, emit_warning=False) -> None:
+    """JAX refuses lists and tuples where arrays are expected (they would be silently copied)."""
+    for pos, arg in enumerate(args):
+        if not is_arraylike(arg):
+            raise TypeError(
+                f"{fun_name} requires ndarray or scalar arguments, got {type(arg).__name__} at position {pos}."
+                + (" Convert lists and tuples with jnp.asarray(...) first." if isinstance(arg, (list, tuple)) else "")
+            )
+
+
+def _python_scalar_to_array(x, dtype, weak_type):
+    if isinstance(x, bool) and not _dtypes.is_bool(dtype):
+        x = int(x)
+    if isinstance(x, int) and _dtypes.is_integer(dtype):
+        info = np.iinfo(dtype)
+        if not info.min <= x <= info.max:
+            raise OverflowError(
+                f"Python int {x} too large to convert to {np.dtype(dtype).name}. Use a wider dtype "
+                "(enable 64-bit mode with config.update('jax_enable_x64', True)) or a float."
+            )
+    return make_array(x, dtype, weak_type)
+
+
+def convert_element_type(x, dtype, weak_type=False):
+    """Convert to (dtype, weak_type); constants convert on the host, values bind the primitive."""
+    dtype = np.dtype(dtype)
+    if type(x) in _SCALAR_TYPES:
+        return _python_scalar_to_array(x, dtype, weak_type)
+    if isinstance(x, (np.ndarray, np.generic)):
+        if x.dtype != dtype:
+            x = _conversion.convert_element_type_p.impl(np.asarray(x), new_dtype=dtype, weak_type=weak_type, sharding=None)
+        return make_array(x, dtype, weak_type)
+    aval = get_aval(x)
+    if aval.dtype == dtype and aval.weak_type == weak_type:
+        return x
+    return _conversion.convert_element_type_p.bind(x, new_dtype=dtype, weak_type=bool(weak_type), sharding=None)
+
+
+def promote_dtypes(*args):
+    """Convert every argument to JAX's common result dtype (weak if all deciding inputs are weak)."""
+    if len(args) < 2:
+        return [asarray_like(a) for a in args]
+    to_dtype, weak = _dtypes.result_type(*args, return_weak_type_flag=True)
+    return [convert_element_type(x, to_dtype, weak) for x in args]
+
+
+def promote_dtypes_inexact(*args):
+    """Like `promote_dtypes`, then integers and bools go to the default float (sin(1) is a float)."""
+    to_dtype, weak = _dtypes.result_type(*args, return_weak_type_flag=True)
+    to_dtype = _dtypes.to_inexact_dtype(to_dtype)
+    return [convert_element_type(x, to_dtype, weak) for x in args]
+
+
+def promote_dtypes_numeric(*args):
+    to_dtype, weak = _dtypes.result_type(*args, return_weak_type_flag=True)
+    if _dtypes.is_bool(to_dtype):
+        to_dtype = _dtypes.default_int_dtype()
+    return [convert_element_type(x, to_dtype, weak) for x in args]
+
+
+def asarray_like(x):
+    """Python scalars become weak arrays of their default dtype; other values pass through."""
+    if type(x) in _SCALAR_TYPES:
+        return _python_scalar_to_array(x, _dtypes.python_scalar_dtype(x), True)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return make_array(x, _dtypes.canonicalize_dtype(x.dtype), False)
+    return x
+
+
+def _shape_of(x):
+    return np.shape(x) if type(x) in _SCALAR_TYPES else x.shape
+
+
+def promote_shapes(fun_name: str, *args):
+    """NumPy rank promotion: lower-rank non-scalar operands gain leading size-1 axes; scalars are
+    left alone (lax broadcasts them), as are equal-rank operands (lax broadcasts size-1 axes)."""
+    if len(args) < 2:
+        return list(args)
+    shapes = [_shape_of(a) for a in args]
+    ranks = {len(s) for s in shapes if s}
+    if len(ranks) < 2:
+        nonscalar = [s for s in shapes if s]
+        if nonscalar:
+            _check_broadcastable(fun_name, shapes)
+        return list(args)
+    _check_broadcastable(fun_name, shapes)
+    rank = max(ranks)
+    out = []
+    for a, s in zip(args, shapes):
+        if s and len(s) < rank:
+            new_shape = (1,) * (rank - len(s)) + tuple(s)
+            dims = tuple(range(rank - len(s), rank))
+            a = _shape.broadcast_in_dim(a, new_shape, dims)
+        out.append(a)
+    return out
+
+
+def _check_broadcastable(fun_name, shapes):
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(
+            f"{fun_name}: operands could not be broadcast together with shapes "
+            f"{' '.join(str(tuple(s)) for s in shapes)}"
+        ) from None
+
+
+def promote_args(fun_name: str, *args):
+    check_arraylike(fun_name, *args)
+    return promote_shapes(fun_name, *promote_dtypes(*args))
+
+
+def promote_args_inexact(fun_name: str, *args):
+    check_arraylike(fun_name, *args)
+    return promote_shapes(fun_name, *promote_dtypes_inexact(*args))
+
+
+def promote_args_numeric(fun_name: str, *args):
+    check_arraylike(fun_name, *args)
+    return promote_shapes(fun_name, *promote_dtypes_numeric(*args))
+
+
+def canonicalize_axis(axis, ndim: int, fun_name: str = "", argname: str = "axis") -> int:
+    try:
+        axis = int(axis)
+    except TypeError:
+        raise TypeError(f"{fun_name}: {argname} must be an integer, got {axis!r}") from None
+    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+        raise ValueError(
+            f"{fun_name}: {argname} {axis} is out of bounds for array of dimension {ndim}"
+        )
+    return axis % ndim if ndim else 0
+
+
+def canonicalize_axes(axis, ndim: int, fun_name: str = "") -> tuple:
+    """None -> all axes; int or sequence -> sorted tuple of non-negative axes (no duplicates)."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(canonicalize_axis(a, ndim, fun_name) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"{fun_name}: duplicate value in 'axis': {axis}")
+        return tuple(sorted(axes))
+    return (canonicalize_axis(axis, ndim, fun_name),)
