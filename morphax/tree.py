@@ -1,25 +1,25 @@
 """Public ``morphax.tree``: short names for the pytree utilities (``jax.tree``).
 
-Aliases only, from ``morphax._src.core.pytree``; holds no logic and imports nothing else.
+Aliases only, of ``morphax._src.core.pytree`` functions; holds no logic and imports nothing else.
 The names ``map``, ``all`` and ``reduce`` deliberately shadow builtins inside this module.
 """
 
-from morphax._src.core.pytree import (
-    register_static as static,
-    tree_all as all,
-    tree_broadcast as broadcast,
-    tree_flatten as flatten,
-    tree_flatten_with_path as flatten_with_path,
-    tree_leaves as leaves,
-    tree_leaves_with_path as leaves_with_path,
-    tree_map as map,
-    tree_map_with_path as map_with_path,
-    tree_reduce as reduce,
-    tree_reduce_associative as reduce_associative,
-    tree_structure as structure,
-    tree_transpose as transpose,
-    tree_unflatten as unflatten,
-)
+from morphax._src.core import pytree as _pytree
+
+all = _pytree.tree_all
+broadcast = _pytree.tree_broadcast
+flatten = _pytree.tree_flatten
+flatten_with_path = _pytree.tree_flatten_with_path
+leaves = _pytree.tree_leaves
+leaves_with_path = _pytree.tree_leaves_with_path
+map = _pytree.tree_map
+map_with_path = _pytree.tree_map_with_path
+reduce = _pytree.tree_reduce
+reduce_associative = _pytree.tree_reduce_associative
+static = _pytree.register_static
+structure = _pytree.tree_structure
+transpose = _pytree.tree_transpose
+unflatten = _pytree.tree_unflatten
 
 __all__ = [
     "all",
