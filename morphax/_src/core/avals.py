@@ -67,7 +67,8 @@ pytype_aval_mappings: dict[type, object] = {}
 
 
 def _scalar_aval(x):
-    return ShapedArray((), _dtypes.python_scalar_dtype(x), True)
+    # Python bools are strong in JAX; ints, floats and complexes are weak.
+    return ShapedArray((), _dtypes.python_scalar_dtype(x), type(x) is not bool)
 
 
 def _numpy_aval(x):

@@ -119,8 +119,6 @@ class ExtendedDType:
 
 def _np_dtype(x) -> np.dtype:
     """np.dtype(x) with a TypeError that names the offending value."""
-    if isinstance(x, np.dtype):
-        return x
     try:
         return np.dtype(x)
     except (TypeError, ValueError) as e:
@@ -297,58 +295,71 @@ def issubdtype(a, b) -> bool:
     return issubclass(a, b)
 
 
+# The helpers below run inside every primitive, so they look the dtype up in a dict first:
+# isinstance(x, np.dtype) and np.dtype.__eq__ each cost more than the whole dict lookup.
+_DTYPE_CLASSES = frozenset(type(d) for d in _JAX_DTYPES)
+
+
 def _as_dtype(dt) -> np.dtype:
-    return dt if isinstance(dt, np.dtype) else _np_dtype(dt)
+    return dt if type(dt) in _DTYPE_CLASSES else _np_dtype(dt)
+
+
+def _kind_of(dt) -> str:
+    try:
+        k = _KIND.get(dt)
+    except TypeError:  # unhashable dtype-likes such as structured-field lists
+        k = None
+    if k is None:
+        k = "V" if isinstance(dt, ExtendedDType) else _kind(_np_dtype(dt))
+    return k
 
 
 def is_bool(dt) -> bool:
-    return _as_dtype(dt) == bool_
+    return _kind_of(dt) == "b"
 
 
 def is_unsigned(dt) -> bool:
-    return _as_dtype(dt) in _UNSIGNED
+    return _kind_of(dt) == "u"
 
 
 def is_integer(dt) -> bool:
-    dt = _as_dtype(dt)
-    return dt in _SIGNED or dt in _UNSIGNED
+    k = _kind_of(dt)
+    return k == "i" or k == "u"
 
 
 def is_floating(dt) -> bool:
-    return _as_dtype(dt) in _FLOATING
+    return _kind_of(dt) == "f"
 
 
 def is_complex(dt) -> bool:
-    return _as_dtype(dt) in _COMPLEX
+    return _kind_of(dt) == "c"
 
 
 def is_inexact(dt) -> bool:
-    dt = _as_dtype(dt)
-    return dt in _FLOATING or dt in _COMPLEX
+    k = _kind_of(dt)
+    return k == "f" or k == "c"
 
 
 def to_inexact_dtype(dt) -> np.dtype:
     """Floating and complex dtypes unchanged; bool and integers become the default float."""
     dt = _as_dtype(dt)
-    return dt if (dt in _FLOATING or dt in _COMPLEX) else default_float_dtype()
+    k = _kind(dt)
+    return dt if (k == "f" or k == "c") else default_float_dtype()
+
+
+_COMPLEX_OF = {float64: complex128, complex64: complex64, complex128: complex128}
+_REAL_OF = {complex64: float32, complex128: float64}
 
 
 def to_complex_dtype(dt) -> np.dtype:
     """The complex dtype holding ``dt``: float64 -> complex128, narrower floats -> complex64."""
-    dt = to_inexact_dtype(dt)
-    if dt in _COMPLEX:
-        return dt
-    return complex128 if dt == float64 else complex64
+    return _COMPLEX_OF.get(to_inexact_dtype(dt), complex64)
 
 
 def real_dtype(dt) -> np.dtype:
     """The component dtype of a complex dtype; other dtypes are returned unchanged."""
     dt = _as_dtype(dt)
-    if dt == complex64:
-        return float32
-    if dt == complex128:
-        return float64
-    return dt
+    return _REAL_OF.get(dt, dt)
 
 
 def itemsize_bits(dt) -> int:
@@ -568,7 +579,8 @@ def _operand_pair(x):
     """(dtype, weak) of one result_type operand, before canonicalization."""
     typ = type(x)
     if typ in _PYTHON_SCALAR_DTYPES:
-        return (_PYTHON_SCALAR_DTYPES[typ], typ is not bool)
+        # Canonical already, so the pair matches the fast key built from _scalar_keys.
+        return (python_scalar_dtype(x), typ is not bool)
     if x is None:
         return (float64, False)  # JAX reads None as a request for the default float
     if isinstance(x, type) and x in _PYTHON_SCALAR_DTYPES:
@@ -599,6 +611,8 @@ def result_type(*args, return_weak_type_flag=False):
     With ``return_weak_type_flag=True`` returns ``(dtype, weak)``; the result is weak only when every
     input that decided it was weak (e.g. a float32 array + 2.0 is strong float32).
     """
+    # Hand-inlined key building: a helper call per operand would cost more than the cache lookup.
+    # getattr with a default does not raise internally, so numpy arrays and dtypes stay fast too.
     if len(args) == 2:
         a, b = args
         ka = _scalar_keys.get(type(a))
