@@ -200,6 +200,9 @@ def _print_eqn(eqn: JaxprEqn, names: _NameContext, indent: int) -> str:
     lhs = " ".join(names.binder(v) for v in eqn.outvars)
     rhs_args = " ".join(names.name(v) for v in eqn.invars)
     params = eqn.params
+    hidden = eqn.primitive.print_hidden_defaults
+    if hidden and params:
+        params = {k: v for k, v in params.items() if k not in hidden or hidden[k] is not v}
     if not params:
         head = eqn.primitive.name
     elif _has_subjaxpr(params):

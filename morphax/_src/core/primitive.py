@@ -36,6 +36,9 @@ class Primitive:
         self.test_spec = None
         # Higher-order primitives (jit calls, control flow) carry jaxprs in their params.
         self.higher_order = False
+        # Params left out of the printed jaxpr while they hold these values (JAX hides e.g.
+        # ``accuracy=None`` on transcendental functions).
+        self.print_hidden_defaults: dict = {}
         registry[name] = self
 
     def bind(self, *args, **params):

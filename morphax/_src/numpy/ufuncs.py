@@ -14,6 +14,23 @@ from morphax._src.numpy import util
 from morphax._src.prims import lax_api as L
 
 
+# The public names `morphax.numpy` re-exports.
+__all__ = [
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
+    "arctanh", "exp", "exp2", "log", "log1p", "expm1", "sqrt", "cbrt", "asin", "acos", "atan",
+    "asinh", "acosh", "atanh", "log2", "log10", "floor", "ceil", "trunc", "fix", "rint", "negative",
+    "positive", "absolute", "abs", "sign", "square", "reciprocal", "conjugate", "conj", "real",
+    "imag", "isfinite", "isnan", "isinf", "isposinf", "isneginf", "signbit", "logical_not",
+    "bitwise_not", "invert", "bitwise_invert", "bitwise_count", "subtract", "maximum", "minimum",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "arctan2", "atan2", "nextafter", "multiply", "add", "true_divide",
+    "divide", "floor_divide", "remainder", "mod", "divmod", "fmod", "power", "pow", "float_power",
+    "fmax", "fmin", "hypot", "copysign", "logaddexp", "logaddexp2", "left_shift", "right_shift",
+    "bitwise_left_shift", "bitwise_right_shift", "logical_and", "logical_or", "logical_xor",
+    "heaviside", "where", "clip",
+]  # fmt: skip
+
+
 def _dtype_of(x):
     return get_aval(x).dtype
 
@@ -25,45 +42,45 @@ def _unary_inexact(name, prim_name):
     def fn(x, /):
         util.check_arraylike(name, x)
         (x,) = util.promote_dtypes_inexact(x)
-        return getattr(L, prim_name).bind(x)
+        return getattr(L, prim_name)(x)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}, computed in the input's inexact dtype (integers promote to float)."
     return fn
 
 
-sin = _unary_inexact("sin", "sin_p")
-cos = _unary_inexact("cos", "cos_p")
-tan = _unary_inexact("tan", "tan_p")
-arcsin = _unary_inexact("arcsin", "asin_p")
-arccos = _unary_inexact("arccos", "acos_p")
-arctan = _unary_inexact("arctan", "atan_p")
-sinh = _unary_inexact("sinh", "sinh_p")
-cosh = _unary_inexact("cosh", "cosh_p")
-tanh = _unary_inexact("tanh", "tanh_p")
-arcsinh = _unary_inexact("arcsinh", "asinh_p")
-arccosh = _unary_inexact("arccosh", "acosh_p")
-arctanh = _unary_inexact("arctanh", "atanh_p")
-exp = _unary_inexact("exp", "exp_p")
-exp2 = _unary_inexact("exp2", "exp2_p")
-log = _unary_inexact("log", "log_p")
-log1p = _unary_inexact("log1p", "log1p_p")
-expm1 = _unary_inexact("expm1", "expm1_p")
-sqrt = _unary_inexact("sqrt", "sqrt_p")
-cbrt = _unary_inexact("cbrt", "cbrt_p")
+sin = _unary_inexact("sin", "sin")
+cos = _unary_inexact("cos", "cos")
+tan = _unary_inexact("tan", "tan")
+arcsin = _unary_inexact("arcsin", "asin")
+arccos = _unary_inexact("arccos", "acos")
+arctan = _unary_inexact("arctan", "atan")
+sinh = _unary_inexact("sinh", "sinh")
+cosh = _unary_inexact("cosh", "cosh")
+tanh = _unary_inexact("tanh", "tanh")
+arcsinh = _unary_inexact("arcsinh", "asinh")
+arccosh = _unary_inexact("arccosh", "acosh")
+arctanh = _unary_inexact("arctanh", "atanh")
+exp = _unary_inexact("exp", "exp")
+exp2 = _unary_inexact("exp2", "exp2")
+log = _unary_inexact("log", "log")
+log1p = _unary_inexact("log1p", "log1p")
+expm1 = _unary_inexact("expm1", "expm1")
+sqrt = _unary_inexact("sqrt", "sqrt")
+cbrt = _unary_inexact("cbrt", "cbrt")
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 
 
 def log2(x, /):
     util.check_arraylike("log2", x)
     (x,) = util.promote_dtypes_inexact(x)
-    return L.div_p.bind(L.log_p.bind(x), util.convert_element_type(np.log(2.0), _dtype_of(x), False))
+    return L.div_p.bind(L.log(x), util.convert_element_type(np.log(2.0), _dtype_of(x), False))
 
 
 def log10(x, /):
     util.check_arraylike("log10", x)
     (x,) = util.promote_dtypes_inexact(x)
-    return L.div_p.bind(L.log_p.bind(x), util.convert_element_type(np.log(10.0), _dtype_of(x), False))
+    return L.div_p.bind(L.log(x), util.convert_element_type(np.log(10.0), _dtype_of(x), False))
 
 
 def _unary_keep_int(name, prim_name):
@@ -444,7 +461,7 @@ def hypot(x1, x2, /):
     zero = util.convert_element_type(0, _dtype_of(big))
     safe = where(L.eq_p.bind(big, zero), util.convert_element_type(1, _dtype_of(big)), big)
     ratio = L.div_p.bind(small, safe)
-    out = L.mul_p.bind(big, L.sqrt_p.bind(L.add_p.bind(util.convert_element_type(1, _dtype_of(big)), L.mul_p.bind(ratio, ratio))))
+    out = L.mul_p.bind(big, L.sqrt(L.add_p.bind(util.convert_element_type(1, _dtype_of(big)), L.mul_p.bind(ratio, ratio))))
     return where(isinf(big), big, out)
 
 
@@ -457,7 +474,7 @@ def logaddexp(x1, x2, /):
     x, y = util.promote_args_inexact("logaddexp", x1, x2)
     amax = L.max_p.bind(x, y)
     delta = L.sub_p.bind(x, y)
-    finite = L.log1p_p.bind(L.exp_p.bind(L.neg_p.bind(L.abs_p.bind(delta))))
+    finite = L.log1p(L.exp(L.neg_p.bind(L.abs_p.bind(delta))))
     out = L.add_p.bind(amax, finite)
     # inf - inf is nan: equal infinities return themselves.
     return where(isnan(delta), L.add_p.bind(x, y), out)

@@ -1,20 +1,56 @@
-"""Binary elementwise primitives: arithmetic, comparisons, bitwise and shifts.
+"""Binary elementwise arithmetic primitives: add sub mul div rem pow max min atan2 nextafter complex.
 
-Operands share a dtype; shapes follow lax broadcasting (scalars, size-1 axes). Integer
-semantics follow JAX: wrapping arithmetic, division toward zero, no trap on division by zero,
-shifts by >= the bit width give 0 (or the sign for arithmetic right shifts). Imports the core only.
+Operands share a dtype (pow also takes an integer exponent); shapes follow lax broadcasting
+(scalars, size-1 axes). Integer semantics are XLA's: wrapping arithmetic, division toward zero,
+and no trap on overflow: ``x / 0`` is -1 (all bits set, so the maximum for unsigned), ``INT_MIN / -1``
+is INT_MIN, ``x % 0`` is x and ``INT_MIN % -1`` is 0. Float max/min propagate nan and order
+-0.0 below +0.0 (IEEE 754-2019 maximum/minimum, as stablehlo specifies). Imports the core only.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from morphax._src.prims._helpers import binary_elementwise
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.primitive import Primitive
+from morphax._src.core.values import make_array
+from morphax._src.prims._helpers import binary_elementwise, broadcasting_shape, same_dtypes
 from morphax._src.prims._operands import lax_binary_operands
+from morphax._src.prims._spec import BINARY_SHAPES, Case, TestSpec, binary_cases, random_array
+from morphax._src.prims.unary import as_arrays, check_class, concat_cases
 
-__all__ = ["add", "add_p", "mul", "mul_p"]
+__all__ = [
+    "add",
+    "add_p",
+    "atan2",
+    "atan2_p",
+    "complex",
+    "complex_p",
+    "div",
+    "div_p",
+    "max",
+    "max_p",
+    "min",
+    "min_p",
+    "mul",
+    "mul_p",
+    "nextafter",
+    "nextafter_p",
+    "pow",
+    "pow_p",
+    "rem",
+    "rem_p",
+    "sub",
+    "sub_p",
+]
+
+# ---------------------------------------------------------------------------------------------
+# Wrapping arithmetic: NumPy arrays wrap silently (0-d included, as ufunc calls).
 
 add_p = binary_elementwise("add", np.add, dtypes="numeric")
+sub_p = binary_elementwise("sub", np.subtract, dtypes="numeric")
+mul_p = binary_elementwise("mul", np.multiply, dtypes="numeric")
 
 
 def add(x, y):
@@ -22,9 +58,259 @@ def add(x, y):
     return add_p.bind(*lax_binary_operands("add", x, y))
 
 
-mul_p = binary_elementwise("mul", np.multiply, dtypes="any")
+def sub(x, y):
+    """Elementwise ``x - y``."""
+    return sub_p.bind(*lax_binary_operands("sub", x, y))
 
 
 def mul(x, y):
     """Elementwise ``x * y``."""
     return mul_p.bind(*lax_binary_operands("mul", x, y))
+
+
+# ---------------------------------------------------------------------------------------------
+# Division and remainder.
+
+
+def _safe_divisor(x, y):
+    """The divisor with the two trapping cases (y == 0 and INT_MIN / -1) replaced by 1, plus
+    the masks of those cases, so NumPy never divides by zero or overflows."""
+    zero = y == 0
+    bad = zero
+    overflow = None
+    if not _dtypes.is_unsigned(y.dtype):
+        overflow = (x == np.iinfo(x.dtype).min) & (y == -1)
+        bad = bad | overflow
+    return np.where(bad, np.ones_like(y), y), zero
+
+
+def _div_impl(x, y):
+    x, y = as_arrays(x, y)
+    if not _dtypes.is_integer(x.dtype):
+        return np.true_divide(x, y)
+    ys, zero = _safe_divisor(x, y)
+    q = np.floor_divide(x, ys)
+    if not _dtypes.is_unsigned(x.dtype):
+        # Floor to truncation: step toward zero when the signs differ and the division is inexact.
+        inexact = (np.remainder(x, ys) != 0) & ((x < 0) != (ys < 0))
+        q = np.where(inexact, np.add(q, np.ones_like(q)), q)
+    # x / 0 is all bits set: -1 signed, the maximum unsigned. INT_MIN / -1 already gave INT_MIN.
+    all_ones = (
+        np.full_like(q, -1) if not _dtypes.is_unsigned(x.dtype) else np.full_like(q, np.iinfo(x.dtype).max)
+    )
+    return np.where(zero, all_ones, q)
+
+
+def _rem_impl(x, y):
+    x, y = as_arrays(x, y)
+    if not _dtypes.is_integer(x.dtype):
+        return np.fmod(x, y)  # C fmod: the sign of the dividend
+    ys, zero = _safe_divisor(x, y)
+    # fmod on integers is the truncated remainder; INT_MIN % 1 gives the 0 XLA gives for % -1.
+    r = np.fmod(x, ys)
+    return np.where(zero, x, r)
+
+
+div_p = binary_elementwise("div", _div_impl, dtypes="numeric")
+rem_p = binary_elementwise("rem", _rem_impl, dtypes="real_numeric")
+
+
+def div(x, y):
+    """Elementwise ``x / y``; integers truncate toward zero, and ``x / 0`` gives -1 (all bits set)."""
+    return div_p.bind(*lax_binary_operands("div", x, y))
+
+
+def rem(x, y):
+    """Elementwise remainder with the sign of ``x`` (C fmod); ``x % 0`` gives x for integers."""
+    return rem_p.bind(*lax_binary_operands("rem", x, y))
+
+
+# ---------------------------------------------------------------------------------------------
+# Powers.
+
+
+def _pow_abstract_eval(x, y):
+    check_class("pow", x.dtype, "inexact", "x (the base)")
+    check_class("pow", y.dtype, "numeric", "y (the exponent)")
+    if not (_dtypes.is_integer(y.dtype) or y.dtype == x.dtype):
+        raise TypeError(
+            "the first argument to pow must have an inexact dtype (float or complex), and the second "
+            "argument must have an inexact or integer dtype, and two inexact dtypes must match, but got "
+            f"{x.dtype.name} and {y.dtype.name} respectively."
+        )
+    return ShapedArray(broadcasting_shape("pow", x, y), x.dtype, x.weak_type and y.weak_type)
+
+
+def _pow_impl(x, y):
+    x, y = as_arrays(x, y)
+    # XLA converts an integer exponent to the base's dtype, then takes pow in that dtype.
+    return np.power(x, y.astype(x.dtype))
+
+
+def _pow_int_exponent_cases(rng):
+    out = []
+    for dt in ("float32", "bfloat16", "complex64"):
+        for sx, sy in BINARY_SHAPES:
+            x = random_array(rng, sx, dt)
+            y = random_array(rng, sy, "int32", (-4, 4))
+            out.append(Case((x, y), {}, f"{dt}{list(sx)}-int32{list(sy)}"))
+    return out
+
+
+pow_p = Primitive("pow")
+pow_p.impl = _pow_impl
+pow_p.abstract_eval = _pow_abstract_eval
+pow_p.elementwise = True
+pow_p.test_spec = TestSpec(
+    cases=concat_cases(
+        binary_cases("inexact", domain=(0.1, 3.0), rhs_domain=(-3.0, 3.0)),
+        binary_cases("inexact", shapes=(((3,), (3,)),)),
+        _pow_int_exponent_cases,
+    )
+)
+
+
+def _pow_operands(x, y):
+    # A Python int exponent stays an integer (JAX keeps pow(x, 2) an int exponent); other Python
+    # scalars take the array operand's dtype, and a Python base of an integer exponent array
+    # becomes the default inexact dtype of its kind.
+    x_scalar, y_scalar = _dtypes.is_python_scalar(x), _dtypes.is_python_scalar(y)
+    if y_scalar and not x_scalar:
+        if type(y) is not int:
+            y = make_array(y, get_aval(x).dtype, weak_type=True)
+    elif x_scalar and not y_scalar:
+        y_dtype = get_aval(y).dtype
+        if _dtypes.is_inexact(y_dtype):
+            x = make_array(x, y_dtype, weak_type=True)
+        else:
+            kind = _dtypes.default_complex_dtype() if type(x) is complex else _dtypes.default_float_dtype()
+            x = make_array(x, kind, weak_type=True)
+    return x, y
+
+
+def pow(x, y):  # noqa: A001 - JAX's name
+    """Elementwise ``x ** y`` for inexact ``x``; ``y`` has x's dtype or any integer dtype."""
+    return pow_p.bind(*_pow_operands(x, y))
+
+
+# ---------------------------------------------------------------------------------------------
+# max and min.
+
+
+def _minmax(x, y, np_fn, pick_x):
+    x, y = as_arrays(x, y)
+    if _dtypes.is_complex(x.dtype):
+        # Lexicographic on (real, imag), as JAX lowers complex max/min.
+        rx, ry = x.real, y.real
+        choose_x = np.where(rx == ry, pick_x(x.imag, y.imag), pick_x(rx, ry))
+        return np.where(choose_x, x, y)
+    out = np_fn(x, y)  # np.maximum/minimum already propagate nan
+    if _dtypes.is_floating(x.dtype):
+        both_zero = (x == 0) & (y == 0)
+        # max(-0.0, +0.0) is +0.0 and min is -0.0 in either order; NumPy returns y on ties.
+        keep_x = np.signbit(x) != (np_fn is np.maximum)
+        out = np.where(both_zero, np.where(keep_x, x, y), out)
+    return out
+
+
+def _max_impl(x, y):
+    return _minmax(x, y, np.maximum, np.greater)
+
+
+def _min_impl(x, y):
+    return _minmax(x, y, np.minimum, np.less)
+
+
+def _complex_minmax_cases(rng):
+    vals = np.array([0.0, 1.0, -1.0, np.nan], np.float32)
+    re = np.array(np.meshgrid(vals, vals, vals, vals)).reshape(4, -1)
+    x = (re[0] + 1j * re[1]).astype(np.complex64)
+    y = (re[2] + 1j * re[3]).astype(np.complex64)
+    return [Case((x, y), {}, "complex64-lexicographic")]
+
+
+_ANY_DTYPES = ("float32", "float16", "bfloat16", "int32", "uint8", "int8", "bool", "complex64")
+max_p = binary_elementwise(
+    "max",
+    _max_impl,
+    dtypes="any",
+    spec=TestSpec(cases=concat_cases(binary_cases(dtype_list=_ANY_DTYPES), _complex_minmax_cases)),
+)
+min_p = binary_elementwise(
+    "min",
+    _min_impl,
+    dtypes="any",
+    spec=TestSpec(cases=concat_cases(binary_cases(dtype_list=_ANY_DTYPES), _complex_minmax_cases)),
+)
+
+
+def max(x, y):  # noqa: A001 - JAX's name
+    """Elementwise maximum; nan wins, and complex values compare lexicographically."""
+    return max_p.bind(*lax_binary_operands("max", x, y))
+
+
+def min(x, y):  # noqa: A001 - JAX's name
+    """Elementwise minimum; nan wins, and complex values compare lexicographically."""
+    return min_p.bind(*lax_binary_operands("min", x, y))
+
+
+# ---------------------------------------------------------------------------------------------
+# atan2, nextafter, complex.
+
+
+def _atan2_impl(x, y):
+    x, y = as_arrays(x, y)
+    if not _dtypes.is_complex(x.dtype):
+        return np.arctan2(x, y)
+    # atan(x / y) on the branch of arg(y + i x), the real atan2 continued to complex operands.
+    r = np.sqrt(np.add(np.multiply(x, x), np.multiply(y, y)))
+    return np.multiply(np.asarray(-1j, x.dtype), np.log(np.divide(np.add(y, np.multiply(1j, x)), r))).astype(
+        x.dtype
+    )
+
+
+atan2_p = binary_elementwise("atan2", _atan2_impl, dtypes="inexact")
+nextafter_p = binary_elementwise("nextafter", np.nextafter, dtypes="float")
+nextafter_p.test_spec.differentiable = False  # JAX defines no JVP for it
+
+
+def atan2(x, y):
+    """Elementwise two-argument arc tangent of ``x / y`` (the quadrant from both signs)."""
+    return atan2_p.bind(*lax_binary_operands("atan2", x, y))
+
+
+def nextafter(x1, x2):
+    """The next representable value after ``x1`` in the direction of ``x2``."""
+    return nextafter_p.bind(*lax_binary_operands("nextafter", x1, x2))
+
+
+# JAX builds complex numbers from float32 or float64 parts only.
+_COMPLEX_PARTS = (lambda d: np.dtype(d) in (_dtypes.float32, _dtypes.float64), "float32 or float64")
+
+
+def _complex_abstract_eval(x, y):
+    check_class("complex", x.dtype, _COMPLEX_PARTS, "x")
+    check_class("complex", y.dtype, _COMPLEX_PARTS, "y")
+    dt = same_dtypes("complex", (x, y))
+    shape = broadcasting_shape("complex", x, y)
+    return ShapedArray(shape, _dtypes.to_complex_dtype(dt), x.weak_type and y.weak_type)
+
+
+def _complex_impl(x, y):
+    x, y = as_arrays(x, y)
+    # Assign the parts: x + 1j * y would turn an infinite y into nan + inf j.
+    out = np.empty(np.broadcast_shapes(x.shape, y.shape), _dtypes.to_complex_dtype(x.dtype))
+    out.real, out.imag = x, y
+    return out
+
+
+complex_p = Primitive("complex")
+complex_p.impl = _complex_impl
+complex_p.abstract_eval = _complex_abstract_eval
+complex_p.elementwise = True
+complex_p.test_spec = TestSpec(cases=binary_cases(dtype_list=("float32",)))
+
+
+def complex(x, y):  # noqa: A001 - JAX's name
+    """Elementwise ``x + i y`` from float32 (float64) parts, giving complex64 (complex128)."""
+    return complex_p.bind(*lax_binary_operands("complex", x, y))
