@@ -2,11 +2,15 @@
 
 from morphax._src.prims import (  # noqa: F401
     binary,
+    bitwise,
+    compare,
     conversion,
     dot,
     indexing,
     reductions,
     shape,
+    slicing,
     sorting,
+    transcendental,
     unary,
 )

@@ -2,10 +2,14 @@
 what the numpy layer calls)."""
 
 from morphax._src.prims.binary import *  # noqa: F401,F403
+from morphax._src.prims.bitwise import *  # noqa: F401,F403
+from morphax._src.prims.compare import *  # noqa: F401,F403
 from morphax._src.prims.conversion import *  # noqa: F401,F403
 from morphax._src.prims.dot import *  # noqa: F401,F403
 from morphax._src.prims.indexing import *  # noqa: F401,F403
 from morphax._src.prims.reductions import *  # noqa: F401,F403
 from morphax._src.prims.shape import *  # noqa: F401,F403
+from morphax._src.prims.slicing import *  # noqa: F401,F403
 from morphax._src.prims.sorting import *  # noqa: F401,F403
+from morphax._src.prims.transcendental import *  # noqa: F401,F403
 from morphax._src.prims.unary import *  # noqa: F401,F403

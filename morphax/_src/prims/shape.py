@@ -1,3 +1,600 @@
-"""Placeholder: primitives of the 'shape' family are being written."""
+"""Structural primitives that move elements without computing on them: broadcast_in_dim, reshape,
+transpose, squeeze, rev, pad and concatenate, plus the lax helpers built on them (broadcast,
+broadcast_to_rank, expand_dims). Slicing lives in `slicing`. Imports the core only.
+"""
 
-__all__: list = []
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.primitive import Primitive
+from morphax._src.core.trace import Tracer
+from morphax._src.core.values import make_array
+from morphax._src.prims._helpers import same_dtypes
+from morphax._src.prims._operands import lax_binary_operands
+from morphax._src.prims._spec import Case, TestSpec, random_array
+
+__all__ = [
+    "broadcast",
+    "broadcast_in_dim",
+    "broadcast_in_dim_p",
+    "broadcast_to_rank",
+    "concatenate",
+    "concatenate_p",
+    "expand_dims",
+    "pad",
+    "pad_p",
+    "reshape",
+    "reshape_p",
+    "rev",
+    "rev_p",
+    "squeeze",
+    "squeeze_p",
+    "transpose",
+    "transpose_p",
+]
+
+# Dtypes every structural primitive is exercised with (they accept any dtype).
+SHAPE_DTYPES = ("float32", "int32", "bool", "complex64", "bfloat16")
+
+
+# ---------------------------------------------------------------------------------------- helpers
+
+
+def is_array(x) -> bool:
+    """A morphax Array or tracer (duck-typed: prims may not import the runtime)."""
+    return isinstance(x, Tracer) or hasattr(x, "_buf")
+
+
+def fresh(a) -> np.ndarray:
+    """A new array owning its data: results must never alias an input NumPy buffer."""
+    return np.array(a, copy=True)
+
+
+def canonical_shape(shape, name: str, what: str = "shape") -> tuple:
+    """A user shape (sequence of ints or integer scalars) as a tuple of Python ints."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        return tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(
+            f"{name}: {what} must be a sequence of concrete integers, got {shape!r}. Shapes cannot depend "
+            "on traced values; pass Python ints (mark the argument static under jit)."
+        ) from None
+
+
+def check_nonnegative_shape(name: str, shape, what: str = "shape") -> None:
+    if not isinstance(shape, tuple) or not all(isinstance(d, (int, np.integer)) for d in shape):
+        raise TypeError(f"{name}: {what} must be a tuple of integers, got {shape!r}.")
+    if any(d < 0 for d in shape):
+        raise TypeError(f"{name}: {what} must contain only non-negative sizes, got {shape}.")
+
+
+def canonical_axis(axis, ndim: int, name: str) -> int:
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name}: axis {axis} is out of bounds for array of dimension {ndim}.")
+    return axis + ndim if axis < 0 else axis
+
+
+def as_lax_array(x):
+    """`lax.asarray`: arrays and tracers pass through; NumPy values and Python scalars become constants
+    (Python int/float/complex weakly typed)."""
+    if is_array(x):
+        return x
+    aval = get_aval(x)
+    return make_array(np.asarray(x, dtype=aval.dtype), aval.dtype, weak_type=aval.weak_type)
+
+
+def _axes_cases(dtypes, configs, make_args, rng):
+    """One Case per (dtype, config); `make_args(rng, dt, config) -> (args, params)`."""
+    out = []
+    for dt in dtypes:
+        for cfg in configs:
+            args, params = make_args(rng, dt, cfg)
+            shapes = ",".join(str(list(np.shape(a))) for a in args)
+            out.append(Case(args, params, f"{dt}{shapes}{tuple(params.values())}"))
+    return out
+
+
+def _dt(name):
+    return _dtypes.bfloat16 if name == "bfloat16" else np.dtype(name)
+
+
+# ---------------------------------------------------------------------------------- broadcast_in_dim
+
+
+def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions, sharding):
+    name = "broadcast_in_dim"
+    check_nonnegative_shape(name, shape)
+    bd = broadcast_dimensions
+    if len(bd) != x.ndim:
+        raise TypeError(
+            f"{name}: broadcast_dimensions must have one entry per operand dimension; got "
+            f"broadcast_dimensions {bd} for operand {x.str_short()} (ndim {x.ndim})."
+        )
+    if len(shape) < x.ndim:
+        raise TypeError(
+            f"{name}: the target shape {shape} must have rank >= the operand's; got operand {x.str_short()}."
+        )
+    if any(not 0 <= d < len(shape) for d in bd):
+        raise TypeError(
+            f"{name}: broadcast_dimensions {bd} must be dimensions of the target shape {shape} "
+            f"(in range [0, {len(shape)}))."
+        )
+    if any(a >= b for a, b in zip(bd, bd[1:])):
+        raise TypeError(f"{name}: broadcast_dimensions must be strictly increasing; got {bd}.")
+    for i, d in enumerate(bd):
+        if x.shape[i] != 1 and x.shape[i] != shape[d]:
+            raise TypeError(
+                f"{name}: operand dimension sizes must be 1 or equal to the corresponding target sizes; got "
+                f"operand shape {x.shape}, target shape {shape}, broadcast_dimensions {bd} (operand dimension "
+                f"{i} of size {x.shape[i]} maps to target size {shape[d]})."
+            )
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions, sharding):
+    expanded = [1] * len(shape)
+    for i, d in enumerate(broadcast_dimensions):
+        expanded[d] = x.shape[i]
+    return fresh(np.broadcast_to(np.reshape(x, expanded), shape))
+
+
+broadcast_in_dim_p = Primitive("broadcast_in_dim")
+broadcast_in_dim_p.impl = _broadcast_in_dim_impl
+broadcast_in_dim_p.abstract_eval = _broadcast_in_dim_abstract_eval
+
+_BROADCAST_CONFIGS = (
+    ((), (), ()),
+    ((), (3,), ()),
+    ((), (2, 0), ()),
+    ((3,), (2, 3), (1,)),
+    ((3,), (3, 2), (0,)),
+    ((1,), (4,), (0,)),
+    ((1,), (0,), (0,)),
+    ((2, 1), (2, 3), (0, 1)),
+    ((1, 3), (2, 4, 3), (0, 2)),
+    ((0,), (2, 0), (1,)),
+    ((2, 3), (2, 0, 3), (0, 2)),
+    ((2, 3), (2, 3), (0, 1)),
+)
+
+
+def _broadcast_in_dim_args(rng, dt, cfg):
+    xs, shape, bd = cfg
+    return (random_array(rng, xs, dt),), dict(shape=shape, broadcast_dimensions=bd, sharding=None)
+
+
+broadcast_in_dim_p.test_spec = TestSpec(
+    cases=lambda rng: _axes_cases(SHAPE_DTYPES, _BROADCAST_CONFIGS, _broadcast_in_dim_args, rng)
+)
+
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
+    """Broadcast `operand` to `shape`; operand dimension i becomes output dimension
+    ``broadcast_dimensions[i]`` (size 1 or equal to the target size)."""
+    shape = canonical_shape(shape, "broadcast_in_dim")
+    bd = canonical_shape(broadcast_dimensions, "broadcast_in_dim", "broadcast_dimensions")
+    if not shape and not bd and is_array(operand) and not get_aval(operand).shape and out_sharding is None:
+        return operand
+    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=bd, sharding=out_sharding)
+
+
+def broadcast(operand, sizes, *, out_sharding=None):
+    """Prepend dimensions of `sizes` to `operand`'s shape."""
+    sizes = canonical_shape(sizes, "broadcast", "sizes")
+    if not sizes and out_sharding is None:
+        return as_lax_array(operand)
+    old = get_aval(operand).shape
+    dims = tuple(range(len(sizes), len(sizes) + len(old)))
+    return broadcast_in_dim(operand, sizes + old, dims, out_sharding=out_sharding)
+
+
+def broadcast_to_rank(x, rank):
+    """Prepend size-1 dimensions to `x` until it has rank `rank`."""
+    ndim = len(get_aval(x).shape)
+    if ndim == rank:
+        return as_lax_array(x)
+    return broadcast(x, (1,) * (rank - ndim))
+
+
+def expand_dims(array, dimensions):
+    """Insert size-1 dimensions at `dimensions` (positions in the output; negative counts from the end)."""
+    dimensions = tuple(operator.index(d) for d in dimensions)
+    if len(set(dimensions)) != len(dimensions):
+        raise ValueError(f"repeated axis in lax.expand_dims: {dimensions}")
+    shape = get_aval(array).shape
+    ndim_out = len(shape) + len(dimensions)
+    dims = [canonical_axis(d, ndim_out, "expand_dims") for d in dimensions]
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"repeated axis in lax.expand_dims: {tuple(dims)}")
+    out_shape = list(shape)
+    for d in sorted(dims):
+        out_shape.insert(d, 1)
+    kept = tuple(i for i in range(ndim_out) if i not in dims)
+    return broadcast_in_dim(array, tuple(out_shape), kept)
+
+
+# ------------------------------------------------------------------------------------------- reshape
+
+
+def _reshape_abstract_eval(x, *, new_sizes, dimensions, sharding):
+    name = "reshape"
+    if not isinstance(new_sizes, tuple) or not all(isinstance(d, (int, np.integer)) for d in new_sizes):
+        raise TypeError(f"{name}: new_sizes must be a tuple of integers, got {new_sizes!r}.")
+    if any(d < 0 for d in new_sizes):
+        raise TypeError(
+            f"{name}: new_sizes must all be non-negative, got {new_sizes} for operand {x.str_short()}. lax.reshape "
+            "does not infer -1 sizes; use jnp.reshape for that."
+        )
+    new_size = int(np.prod(new_sizes, dtype=np.int64))
+    if new_size != x.size:
+        raise TypeError(
+            f"{name}: total size must be unchanged, got new_sizes {new_sizes} (of total size {new_size}) for "
+            f"operand shape {x.shape} (of total size {x.size})."
+        )
+    if dimensions is not None and tuple(sorted(dimensions)) != tuple(range(x.ndim)):
+        raise TypeError(
+            f"{name}: dimensions must be a permutation of the operand dimensions, got dimensions {dimensions} "
+            f"for operand shape {x.shape}."
+        )
+    return ShapedArray(new_sizes, x.dtype, x.weak_type)
+
+
+def _reshape_impl(x, *, new_sizes, dimensions, sharding):
+    if dimensions is not None:
+        x = np.transpose(x, dimensions)
+    return fresh(np.reshape(x, new_sizes))
+
+
+reshape_p = Primitive("reshape")
+reshape_p.impl = _reshape_impl
+reshape_p.abstract_eval = _reshape_abstract_eval
+
+_RESHAPE_CONFIGS = (
+    ((6,), (2, 3), None),
+    ((2, 3), (3, 2), None),
+    ((2, 3), (3, 2), (1, 0)),
+    ((2, 3), (6,), (1, 0)),
+    ((2, 3, 4), (4, 6), (2, 0, 1)),
+    ((), (1, 1), None),
+    ((1,), (), None),
+    ((1, 1), (), (1, 0)),
+    ((0, 3), (3, 0), None),
+    ((2, 0), (0,), (1, 0)),
+    ((2, 3), (6,), None),
+)
+
+
+def _reshape_args(rng, dt, cfg):
+    xs, new, dims = cfg
+    return (random_array(rng, xs, dt),), dict(new_sizes=new, dimensions=dims, sharding=None)
+
+
+reshape_p.test_spec = TestSpec(
+    cases=lambda rng: _axes_cases(SHAPE_DTYPES, _RESHAPE_CONFIGS, _reshape_args, rng)
+)
+
+
+def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
+    """Reshape (in row-major order) to `new_sizes`, after transposing by `dimensions` if given.
+
+    Sizes must be explicit (no -1); the total size must be unchanged.
+    """
+    new_sizes = canonical_shape(new_sizes, "reshape", "new_sizes")
+    shape = get_aval(operand).shape
+    if dimensions is None:
+        dims, same_dims = None, True
+    else:
+        dims = canonical_shape(dimensions, "reshape", "dimensions")
+        same_dims = dims == tuple(range(len(shape)))
+    if shape and shape == new_sizes and same_dims and is_array(operand) and out_sharding is None:
+        return operand
+    return reshape_p.bind(
+        operand, new_sizes=new_sizes, dimensions=None if same_dims else dims, sharding=out_sharding
+    )
+
+
+# ----------------------------------------------------------------------------------------- transpose
+
+
+def _transpose_abstract_eval(x, *, permutation):
+    if not isinstance(permutation, tuple) or tuple(sorted(permutation)) != tuple(range(x.ndim)):
+        raise TypeError(
+            f"transpose: permutation must be a permutation of the operand dimensions, got permutation "
+            f"{permutation} for operand shape {x.shape}."
+        )
+    return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
+
+
+transpose_p = Primitive("transpose")
+transpose_p.impl = lambda x, *, permutation: fresh(np.transpose(x, permutation))
+transpose_p.abstract_eval = _transpose_abstract_eval
+
+_TRANSPOSE_CONFIGS = (
+    ((), ()),
+    ((3,), (0,)),
+    ((2, 3), (1, 0)),
+    ((2, 3), (0, 1)),
+    ((2, 3, 4), (2, 0, 1)),
+    ((0, 2), (1, 0)),
+    ((1, 4, 1), (2, 1, 0)),
+)
+
+
+def _transpose_args(rng, dt, cfg):
+    return (random_array(rng, cfg[0], dt),), dict(permutation=cfg[1])
+
+
+transpose_p.test_spec = TestSpec(
+    cases=lambda rng: _axes_cases(SHAPE_DTYPES, _TRANSPOSE_CONFIGS, _transpose_args, rng)
+)
+
+
+def transpose(operand, permutation):
+    """Permute dimensions: output dimension i is operand dimension ``permutation[i]``."""
+    permutation = canonical_shape(permutation, "transpose", "permutation")
+    if permutation == tuple(range(len(get_aval(operand).shape))) and is_array(operand):
+        return operand
+    return transpose_p.bind(operand, permutation=permutation)
+
+
+# ------------------------------------------------------------------------------------------- squeeze
+
+
+def _squeeze_abstract_eval(x, *, dimensions):
+    if not isinstance(dimensions, tuple):
+        raise TypeError(f"squeeze: dimensions must be a tuple of integers, got {dimensions!r}.")
+    if len(set(dimensions)) != len(dimensions):
+        raise ValueError(f"squeeze: dimensions are not unique: {dimensions} (operand shape {x.shape}).")
+    if any(not 0 <= d < x.ndim for d in dimensions):
+        raise ValueError(
+            f"squeeze: dimensions {dimensions} are outside the range [0, {x.ndim}) of operand "
+            f"shape {x.shape}."
+        )
+    if any(x.shape[d] != 1 for d in dimensions):
+        raise ValueError(
+            f"squeeze: cannot squeeze out an axis whose size is not 1; got operand shape {x.shape} and "
+            f"dimensions {dimensions}."
+        )
+    shape = tuple(n for i, n in enumerate(x.shape) if i not in dimensions)
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+squeeze_p = Primitive("squeeze")
+squeeze_p.impl = lambda x, *, dimensions: fresh(np.squeeze(x, axis=dimensions))
+squeeze_p.abstract_eval = _squeeze_abstract_eval
+
+_SQUEEZE_CONFIGS = (
+    ((1, 3), (0,)),
+    ((3, 1), (1,)),
+    ((1, 1), (0, 1)),
+    ((1,), (0,)),
+    ((2, 1, 0), (1,)),
+    ((2, 3), ()),
+    ((), ()),
+    ((1, 2, 1), (0, 2)),
+)
+
+
+def _squeeze_args(rng, dt, cfg):
+    return (random_array(rng, cfg[0], dt),), dict(dimensions=cfg[1])
+
+
+squeeze_p.test_spec = TestSpec(
+    cases=lambda rng: _axes_cases(SHAPE_DTYPES, _SQUEEZE_CONFIGS, _squeeze_args, rng)
+)
+
+
+def squeeze(array, dimensions):
+    """Remove the size-1 dimensions listed in `dimensions` (negative counts from the end)."""
+    ndim = len(get_aval(array).shape)
+    dims = tuple(sorted(canonical_axis(d, ndim, "squeeze") for d in dimensions))
+    if not dims and is_array(array):
+        return array
+    return squeeze_p.bind(array, dimensions=dims)
+
+
+# ----------------------------------------------------------------------------------------------- rev
+
+
+def _rev_abstract_eval(x, *, dimensions):
+    if not isinstance(dimensions, tuple):
+        raise TypeError(f"rev: dimensions must be a tuple of integers, got {dimensions!r}.")
+    if len(set(dimensions)) != len(dimensions):
+        raise TypeError(f"rev: dimensions must be unique, got {dimensions}.")
+    if any(not 0 <= d < x.ndim for d in dimensions):
+        raise TypeError(
+            f"rev: dimensions must be in range [0, {x.ndim}) for operand shape {x.shape}, got {dimensions}."
+        )
+    return x
+
+
+rev_p = Primitive("rev")
+rev_p.impl = lambda x, *, dimensions: fresh(np.flip(x, dimensions) if dimensions else x)
+rev_p.abstract_eval = _rev_abstract_eval
+
+_REV_CONFIGS = (
+    ((3,), (0,)),
+    ((2, 3), (0, 1)),
+    ((2, 3), (1,)),
+    ((2, 3), ()),
+    ((), ()),
+    ((0, 3), (0,)),
+    ((1, 4), (1,)),
+    ((2, 3, 4), (2, 0)),
+)
+
+
+def _rev_args(rng, dt, cfg):
+    return (random_array(rng, cfg[0], dt),), dict(dimensions=cfg[1])
+
+
+rev_p.test_spec = TestSpec(cases=lambda rng: _axes_cases(SHAPE_DTYPES, _REV_CONFIGS, _rev_args, rng))
+
+
+def rev(operand, dimensions):
+    """Reverse the order of elements along each of `dimensions`."""
+    return rev_p.bind(operand, dimensions=canonical_shape(dimensions, "rev", "dimensions"))
+
+
+# ----------------------------------------------------------------------------------------------- pad
+
+
+def _dilated(size: int, interior: int) -> int:
+    return 0 if size == 0 else size + (size - 1) * interior
+
+
+def _pad_abstract_eval(x, padding_value, *, padding_config):
+    name = "pad"
+    if padding_value.shape:
+        raise TypeError(f"{name}: padding_value must be a scalar, got {padding_value.str_short()}.")
+    if x.dtype != padding_value.dtype:
+        raise TypeError(
+            f"{name}: operand and padding_value must have the same dtype, got {x.dtype.name} and "
+            f"{padding_value.dtype.name}. Cast padding_value with lax.convert_element_type."
+        )
+    if len(padding_config) != x.ndim or any(len(c) != 3 for c in padding_config):
+        raise ValueError(
+            f"{name}: padding_config must hold one (low, high, interior) triple per operand axis, got "
+            f"padding_config {padding_config} for operand shape {x.shape}."
+        )
+    if any(i < 0 for _, _, i in padding_config):
+        raise ValueError(
+            f"{name}: interior padding must be non-negative, got padding_config {padding_config}."
+        )
+    shape = tuple(lo + hi + _dilated(n, i) for (lo, hi, i), n in zip(padding_config, x.shape))
+    if any(d < 0 for d in shape):
+        raise ValueError(
+            f"{name}: dimension sizes after padding must be at least 0, got result shape {shape} for "
+            f"padding_config {padding_config} and operand shape {x.shape}."
+        )
+    return ShapedArray(shape, x.dtype, x.weak_type and padding_value.weak_type)
+
+
+def _pad_impl(x, padding_value, *, padding_config):
+    # Interior padding and the non-negative edges first, then negative edges crop from the result.
+    grown = [max(lo, 0) + max(hi, 0) + _dilated(n, i) for (lo, hi, i), n in zip(padding_config, x.shape)]
+    out = np.full(grown, padding_value, dtype=x.dtype)
+    place = tuple(
+        slice(max(lo, 0), max(lo, 0) + _dilated(n, i), i + 1)
+        for (lo, hi, i), n in zip(padding_config, x.shape)
+    )
+    out[place] = x
+    crop = tuple(slice(max(-lo, 0), g - max(-hi, 0)) for (lo, hi, _), g in zip(padding_config, grown))
+    return fresh(out[crop])
+
+
+pad_p = Primitive("pad")
+pad_p.impl = _pad_impl
+pad_p.abstract_eval = _pad_abstract_eval
+
+_PAD_CONFIGS = (
+    ((), ()),
+    ((3,), ((1, 2, 0),)),
+    ((3,), ((0, 0, 0),)),
+    ((3,), ((-1, 0, 1),)),
+    ((4,), ((-2, -1, 0),)),
+    ((3,), ((-5, 0, 1),)),
+    ((2,), ((-3, 1, 2),)),
+    ((0,), ((2, 1, 3),)),
+    ((1,), ((0, 0, 4),)),
+    ((2, 3), ((1, -1, 2), (0, 2, 1))),
+    ((1, 4), ((0, 0, 5), (-3, 2, 0))),
+    ((2, 0, 3), ((1, 1, 1), (1, 0, 2), (-1, -1, 0))),
+)
+
+
+def _pad_args(rng, dt, cfg):
+    xs, config = cfg
+    return (random_array(rng, xs, dt), random_array(rng, (), dt)), dict(padding_config=config)
+
+
+pad_p.test_spec = TestSpec(cases=lambda rng: _axes_cases(SHAPE_DTYPES, _PAD_CONFIGS, _pad_args, rng))
+
+
+def pad(operand, padding_value, padding_config):
+    """Pad each axis with (low, high, interior) copies of the scalar `padding_value`.
+
+    Negative low/high remove elements from that edge; interior inserts values between elements.
+    """
+    try:
+        config = tuple(
+            (operator.index(lo), operator.index(hi), operator.index(i)) for lo, hi, i in padding_config
+        )
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"pad: padding_config must be a sequence of (low, high, interior) integer triples, got {padding_config!r}."
+        ) from None
+    operand, padding_value = lax_binary_operands("pad", operand, padding_value)
+    return pad_p.bind(operand, padding_value, padding_config=config)
+
+
+# --------------------------------------------------------------------------------------- concatenate
+
+
+def _concatenate_abstract_eval(*xs, dimension):
+    name = "concatenate"
+    shapes = ", ".join(str(x.shape) for x in xs)
+    if not xs:
+        raise TypeError(f"{name} expects at least one operand, got 0.")
+    if len({x.ndim for x in xs}) != 1:
+        raise TypeError(
+            f"{name}: cannot concatenate arrays with different numbers of dimensions: got {shapes}."
+        )
+    if not isinstance(dimension, (int, np.integer)) or not 0 <= dimension < xs[0].ndim:
+        raise TypeError(
+            f"{name}: dimension {dimension!r} is out of bounds for shapes {shapes} (must be in [0, {xs[0].ndim}); "
+            "scalars cannot be concatenated)."
+        )
+    rest = [x.shape[:dimension] + x.shape[dimension + 1 :] for x in xs]
+    if any(r != rest[0] for r in rest[1:]):
+        raise TypeError(
+            f"{name}: cannot concatenate arrays whose shapes differ in dimensions other than the one being "
+            f"concatenated: concatenating along dimension {dimension} for shapes {shapes}."
+        )
+    dt = same_dtypes(name, xs)
+    shape = list(xs[0].shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return ShapedArray(tuple(shape), dt, all(x.weak_type for x in xs))
+
+
+concatenate_p = Primitive("concatenate")
+concatenate_p.impl = lambda *xs, dimension: np.concatenate(xs, axis=dimension)
+concatenate_p.abstract_eval = _concatenate_abstract_eval
+
+_CONCAT_CONFIGS = (
+    (((3,), (2,)), 0),
+    (((3,),), 0),
+    (((2, 3), (2, 1), (2, 0)), 1),
+    (((1, 3), (0, 3), (2, 3)), 0),
+    (((2, 2), (2, 2), (2, 2), (2, 2)), 0),
+    (((2, 0), (2, 0)), 1),
+    (((2, 1, 3), (2, 4, 3)), 1),
+)
+
+
+def _concat_args(rng, dt, cfg):
+    shapes, dim = cfg
+    return tuple(random_array(rng, s, dt) for s in shapes), dict(dimension=dim)
+
+
+concatenate_p.test_spec = TestSpec(
+    cases=lambda rng: _axes_cases(SHAPE_DTYPES, _CONCAT_CONFIGS, _concat_args, rng)
+)
+
+
+def concatenate(operands, dimension):
+    """Join `operands` (same dtype and rank, equal sizes off `dimension`) along `dimension`."""
+    operands = list(operands)
+    if not operands:
+        raise ValueError("concatenate requires a non-empty sequence of arrays")
+    if len(operands) == 1 and is_array(operands[0]):
+        return operands[0]
+    return concatenate_p.bind(*operands, dimension=operator.index(dimension))

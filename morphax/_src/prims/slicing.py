@@ -1,0 +1,439 @@
+"""Slicing primitives: static `slice` and the traced-start `dynamic_slice` / `dynamic_update_slice`,
+with their lax helpers (slice_in_dim, index_in_dim, dynamic_*_in_dim).
+
+Dynamic starts follow XLA: each is clamped so the whole window stays in bounds. The lax wrappers,
+like JAX's, first wrap negative starts once (``i + dim``); the primitives never do. Imports the core only.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.primitive import Primitive
+from morphax._src.core.trace import Tracer
+from morphax._src.core.values import make_array
+from morphax._src.prims._spec import Case, TestSpec, random_array
+from morphax._src.prims.shape import (
+    SHAPE_DTYPES,
+    canonical_axis,
+    canonical_shape,
+    expand_dims,
+    fresh,
+    squeeze,
+)
+
+__all__ = [
+    "dynamic_index_in_dim",
+    "dynamic_slice",
+    "dynamic_slice_in_dim",
+    "dynamic_slice_p",
+    "dynamic_update_index_in_dim",
+    "dynamic_update_slice",
+    "dynamic_update_slice_in_dim",
+    "dynamic_update_slice_p",
+    "index_in_dim",
+    "slice",
+    "slice_in_dim",
+    "slice_p",
+]
+
+_pyslice = slice  # `slice` is redefined below as the lax function
+
+
+def _ints(name, what, values):
+    return canonical_shape(values, name, what)
+
+
+# --------------------------------------------------------------------------------------------- slice
+
+
+def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
+    name = "slice"
+    for what, v in (("start_indices", start_indices), ("limit_indices", limit_indices)):
+        if not isinstance(v, tuple) or len(v) != x.ndim:
+            raise TypeError(
+                f"{name}: {what} must have one entry per operand dimension, got {what} {v} for operand shape "
+                f"{x.shape}."
+            )
+    if any(s < 0 for s in start_indices):
+        raise TypeError(
+            f"{name}: start_indices must be >= 0, got {start_indices} for operand shape {x.shape}."
+        )
+    if any(lim > n for lim, n in zip(limit_indices, x.shape)):
+        raise TypeError(
+            f"{name}: limit_indices must be <= the operand shape, got limit_indices {limit_indices} for operand "
+            f"shape {x.shape}."
+        )
+    if any(lim < s for s, lim in zip(start_indices, limit_indices)):
+        raise TypeError(
+            f"{name}: limit_indices must be >= start_indices, got start_indices {start_indices} and "
+            f"limit_indices {limit_indices} (operand shape {x.shape})."
+        )
+    if strides is None:
+        strides = (1,) * x.ndim
+    if not isinstance(strides, tuple) or len(strides) != x.ndim:
+        raise TypeError(
+            f"{name}: strides must have one entry per operand dimension, got {strides} for operand "
+            f"shape {x.shape}."
+        )
+    if any(s < 1 for s in strides):
+        raise TypeError(f"{name}: strides must be positive, got {strides}.")
+    shape = tuple(-(-(lim - s) // st) for s, lim, st in zip(start_indices, limit_indices, strides))
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+def _slice_impl(x, *, start_indices, limit_indices, strides):
+    strides = strides or (1,) * x.ndim
+    return fresh(x[tuple(_pyslice(s, lim, st) for s, lim, st in zip(start_indices, limit_indices, strides))])
+
+
+slice_p = Primitive("slice")
+slice_p.impl = _slice_impl
+slice_p.abstract_eval = _slice_abstract_eval
+
+_SLICE_CONFIGS = (
+    ((), (), (), None),
+    ((5,), (1,), (4,), None),
+    ((5,), (0,), (5,), (2,)),
+    ((6,), (1,), (6,), (3,)),
+    ((7,), (0,), (7,), (10,)),
+    ((5,), (2,), (2,), (4,)),
+    ((3,), (3,), (3,), None),
+    ((4, 5), (1, 0), (3, 5), (1, 2)),
+    ((0, 3), (0, 1), (0, 3), None),
+    ((1, 4), (0, 1), (1, 4), (1, 1)),
+    ((2, 3, 4), (0, 1, 1), (2, 3, 4), (2, 1, 2)),
+)
+
+
+def _slice_cases(rng):
+    out = []
+    for dt in SHAPE_DTYPES:
+        for shape, start, limit, strides in _SLICE_CONFIGS:
+            p = dict(start_indices=start, limit_indices=limit, strides=strides)
+            out.append(
+                Case((random_array(rng, shape, dt),), p, f"{dt}{list(shape)}{start}:{limit}:{strides}")
+            )
+    return out
+
+
+slice_p.test_spec = TestSpec(cases=_slice_cases)
+
+
+def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 - JAX's name
+    """``operand[start:limit:stride]`` along every axis, with static bounds."""
+    return slice_p.bind(
+        operand,
+        start_indices=_ints("slice", "start_indices", start_indices),
+        limit_indices=_ints("slice", "limit_indices", limit_indices),
+        strides=None if strides is None else _ints("slice", "strides", strides),
+    )
+
+
+def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
+    """`slice` along one `axis`; None bounds mean the whole axis, negative bounds count from the end."""
+    shape = get_aval(operand).shape
+    axis = canonical_axis(axis, len(shape), "slice_in_dim")
+    n = shape[axis]
+    start = 0 if start_index is None else operator.index(start_index)
+    limit = n if limit_index is None else operator.index(limit_index)
+    start = start + n if start < 0 else start
+    limit = limit + n if limit < 0 else limit
+    starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
+    starts[axis], limits[axis], strides[axis] = start, limit, operator.index(stride)
+    return slice(operand, starts, limits, strides)
+
+
+def index_in_dim(operand, index, axis=0, keepdims=True):
+    """Element `index` (negative counts from the end) along `axis`, keeping a size-1 axis if `keepdims`."""
+    shape = get_aval(operand).shape
+    axis = canonical_axis(axis, len(shape), "index_in_dim")
+    index, n = operator.index(index), shape[axis]
+    wrapped = index + n if index < 0 else index
+    if not 0 <= wrapped < n:
+        raise IndexError(f"index {index} is out of bounds for axis {axis} with size {n}")
+    result = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
+    return result if keepdims else squeeze(result, (axis,))
+
+
+# --------------------------------------------------------------------------- dynamic start indices
+
+
+def _check_indices(name, x, indices):
+    if len(indices) != x.ndim:
+        raise TypeError(
+            f"{name}: needs one start index per operand dimension, got {len(indices)} indices for operand "
+            f"shape {x.shape}."
+        )
+    if any(i.shape for i in indices):
+        raise TypeError(
+            f"{name}: start indices must be scalars, got {', '.join(i.str_short() for i in indices)}."
+        )
+    if any(not _dtypes.is_integer(i.dtype) or i.dtype != indices[0].dtype for i in indices):
+        raise TypeError(
+            f"{name}: start indices must be integers of one dtype, got "
+            f"{', '.join(i.dtype.name for i in indices)}. Cast them with lax.convert_element_type."
+        )
+
+
+def _clamped_starts(indices, shape, window):
+    """XLA's rule: each start is clamped into [0, dim - window] so the window stays in bounds."""
+    return [min(max(int(i), 0), n - w) for i, n, w in zip(indices, shape, window)]
+
+
+def _fits(value: int, dt) -> bool:
+    info = np.iinfo(dt)
+    return int(info.min) <= value <= int(info.max)
+
+
+def _normalize_indices(name, operand, start_indices, allow_negative_indices):
+    """The wrappers' index handling: one scalar per dimension, negative values wrapped once (like
+    JAX's lax), Python ints made into constants of the indices' dtype."""
+    shape = get_aval(operand).shape
+    if isinstance(start_indices, (list, tuple)):
+        indices = list(start_indices)
+    else:
+        aval = get_aval(start_indices)
+        if aval.ndim != 1:
+            raise ValueError(f"{name}: slice indices must be a 1D sequence, got shape {aval.shape}.")
+        if isinstance(start_indices, Tracer):
+            indices = [index_in_dim(start_indices, k, 0, keepdims=False) for k in range(aval.shape[0])]
+        else:
+            indices = list(np.asarray(start_indices))
+    if len(indices) != len(shape):
+        raise ValueError(
+            f"{name}: length of slice indices must match the number of operand dimensions ({len(indices)} vs "
+            f"{len(shape)}, operand shape {shape})."
+        )
+    allow = allow_negative_indices
+    allow = [bool(allow)] * len(shape) if isinstance(allow, bool) else [bool(a) for a in allow]
+    typed = [get_aval(i).dtype for i in indices if type(i) is not int]
+    default = typed[0] if typed else _dtypes.default_int_dtype()
+    out = []
+    for i, n, wrap in zip(indices, shape, allow):
+        if isinstance(i, Tracer):
+            if not _dtypes.is_integer(i.dtype) or i.shape:
+                raise TypeError(f"{name}: start indices must be integer scalars, got {i.aval.str_short()}.")
+            out.append(_wrap_traced(i, n) if wrap and not _dtypes.is_unsigned(i.dtype) else i)
+            continue
+        dt = default if type(i) is int else get_aval(i).dtype
+        if not (_dtypes.is_integer(dt) and not get_aval(i).shape):
+            raise TypeError(f"{name}: start indices must be integer scalars, got {i!r}.")
+        value = int(i)
+        if value < 0 and wrap:
+            value += n
+        if not _fits(value, dt):
+            # Clamping into [0, n] first is harmless: the primitive clamps into [0, n - size] anyway.
+            value = min(max(value, 0), n)
+            if not _fits(value, dt):
+                dt = _dtypes.default_int_dtype()
+        out.append(make_array(value, dt))
+    return out
+
+
+def _wrap_traced(i, n):
+    """``select(i < 0, i + n, i)`` staged with lax ops, as JAX's wrapper does for traced starts."""
+    from morphax._src.prims.binary import add
+    from morphax._src.prims.compare import lt
+    from morphax._src.prims.conversion import select_n
+
+    dt = i.dtype
+    size = make_array(np.array(n).astype(dt), dt)  # wraps like convert_element_type when n overflows dt
+    return select_n(lt(i, make_array(0, dt)), i, add(i, size))
+
+
+# ------------------------------------------------------------------------------------- dynamic_slice
+
+
+def _dynamic_slice_abstract_eval(x, *indices, slice_sizes):
+    name = "dynamic_slice"
+    _check_indices(name, x, indices)
+    if not isinstance(slice_sizes, tuple) or len(slice_sizes) != x.ndim:
+        raise TypeError(
+            f"{name}: slice_sizes must have one entry per operand dimension, got slice_sizes {slice_sizes} for "
+            f"operand shape {x.shape}."
+        )
+    if any(not 0 <= s <= n for s, n in zip(slice_sizes, x.shape)):
+        raise TypeError(
+            f"{name}: slice_sizes must be between 0 and the operand shape, got slice_sizes {slice_sizes} for "
+            f"operand shape {x.shape}."
+        )
+    return ShapedArray(slice_sizes, x.dtype, x.weak_type)
+
+
+def _dynamic_slice_impl(x, *indices, slice_sizes):
+    starts = _clamped_starts(indices, x.shape, slice_sizes)
+    return fresh(x[tuple(_pyslice(s, s + w) for s, w in zip(starts, slice_sizes))])
+
+
+dynamic_slice_p = Primitive("dynamic_slice")
+dynamic_slice_p.impl = _dynamic_slice_impl
+dynamic_slice_p.abstract_eval = _dynamic_slice_abstract_eval
+
+_DYNAMIC_SLICE_CONFIGS = (
+    ((), (), ()),
+    ((5,), (1,), (3,)),
+    ((5,), (4,), (3,)),
+    ((5,), (-2,), (2,)),
+    ((5,), (100,), (0,)),
+    ((4,), (2,), (4,)),
+    ((1,), (0,), (1,)),
+    ((3, 4), (1, 3), (2, 2)),
+    ((3, 4), (-1, -7), (1, 4)),
+    ((0, 3), (0, 1), (0, 2)),
+    ((2, 3, 4), (1, 5, -3), (2, 1, 2)),
+)
+_INDEX_DTYPES = ("int32", "uint8", "int8", "uint32", "int16")
+
+
+def _index_arrays(starts, dt):
+    info = np.iinfo(dt)
+    return tuple(np.array(min(max(s, int(info.min)), int(info.max))).astype(dt) for s in starts)
+
+
+def _dynamic_slice_cases(rng):
+    out = []
+    for k, dt in enumerate(SHAPE_DTYPES):
+        for shape, starts, sizes in _DYNAMIC_SLICE_CONFIGS:
+            idt = _INDEX_DTYPES[k]
+            args = (random_array(rng, shape, dt), *_index_arrays(starts, idt))
+            out.append(Case(args, dict(slice_sizes=sizes), f"{dt}{list(shape)}@{starts}:{idt}{sizes}"))
+    x = random_array(rng, (200,), "float32")
+    for idt in _INDEX_DTYPES:
+        info = np.iinfo(idt)
+        for s in (int(info.min), int(info.max)):
+            out.append(Case((x, np.array(s).astype(idt)), dict(slice_sizes=(3,)), f"float32[200]@{s}:{idt}"))
+    return out
+
+
+dynamic_slice_p.test_spec = TestSpec(cases=_dynamic_slice_cases)
+
+
+def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
+    """The `slice_sizes` window of `operand` at (possibly traced) `start_indices`.
+
+    Negative starts are first wrapped once (``i + dim``); then, as in XLA, each start is clamped so the
+    window fits (a window running past the end shifts back).
+    """
+    indices = _normalize_indices("dynamic_slice", operand, start_indices, allow_negative_indices)
+    sizes = canonical_shape(slice_sizes, "dynamic_slice", "slice_sizes")
+    return dynamic_slice_p.bind(operand, *indices, slice_sizes=sizes)
+
+
+def _zero_like_index(index):
+    """A zero start of the same kind as `index` (so all starts end up with one dtype)."""
+    return 0 if type(index) is int else make_array(0, get_aval(index).dtype)
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *, allow_negative_indices=True):
+    """`dynamic_slice` of `slice_size` elements along `axis`, whole along the other axes."""
+    shape = get_aval(operand).shape
+    axis = canonical_axis(axis, len(shape), "dynamic_slice_in_dim")
+    starts = [_zero_like_index(start_index)] * len(shape)
+    sizes = list(shape)
+    starts[axis], sizes[axis] = start_index, operator.index(slice_size)
+    return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow_negative_indices)
+
+
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *, allow_negative_indices=True):
+    """Element `index` (possibly traced) along `axis`; the size-1 axis is dropped unless `keepdims`."""
+    result = dynamic_slice_in_dim(operand, index, 1, axis, allow_negative_indices=allow_negative_indices)
+    if keepdims:
+        return result
+    return squeeze(result, (canonical_axis(axis, len(get_aval(operand).shape), "dynamic_index_in_dim"),))
+
+
+# ------------------------------------------------------------------------------ dynamic_update_slice
+
+
+def _dynamic_update_slice_abstract_eval(x, update, *indices):
+    name = "dynamic_update_slice"
+    if update.ndim != x.ndim:
+        raise TypeError(
+            f"{name}: update must have the same rank as operand, got update {update.str_short()} for operand "
+            f"{x.str_short()}."
+        )
+    if any(u > n for u, n in zip(update.shape, x.shape)):
+        raise TypeError(
+            f"{name}: update shape must not exceed the operand shape, got update shape {update.shape} for operand "
+            f"shape {x.shape}."
+        )
+    if update.dtype != x.dtype:
+        raise TypeError(
+            f"{name}: operand and update must have the same dtype, got {x.dtype.name} and {update.dtype.name}. "
+            "Cast update with lax.convert_element_type."
+        )
+    _check_indices(name, x, indices)
+    weak = x.weak_type and update.weak_type and all(i.weak_type for i in indices)
+    return ShapedArray(x.shape, x.dtype, weak)
+
+
+def _dynamic_update_slice_impl(x, update, *indices):
+    starts = _clamped_starts(indices, x.shape, update.shape)
+    out = np.array(x, copy=True)
+    out[tuple(_pyslice(s, s + w) for s, w in zip(starts, update.shape))] = update
+    return out
+
+
+dynamic_update_slice_p = Primitive("dynamic_update_slice")
+dynamic_update_slice_p.impl = _dynamic_update_slice_impl
+dynamic_update_slice_p.abstract_eval = _dynamic_update_slice_abstract_eval
+
+_DUS_CONFIGS = (
+    ((), (), ()),
+    ((5,), (2,), (1,)),
+    ((5,), (2,), (4,)),
+    ((5,), (2,), (-3,)),
+    ((4,), (4,), (1,)),
+    ((4,), (0,), (9,)),
+    ((3, 4), (2, 2), (2, 3)),
+    ((3, 4), (0, 2), (1, 1)),
+    ((2, 0), (1, 0), (5, 5)),
+    ((1, 4), (1, 3), (-1, 2)),
+)
+
+
+def _dus_cases(rng):
+    out = []
+    for k, dt in enumerate(SHAPE_DTYPES):
+        for shape, ushape, starts in _DUS_CONFIGS:
+            idt = _INDEX_DTYPES[k]
+            args = (random_array(rng, shape, dt), random_array(rng, ushape, dt), *_index_arrays(starts, idt))
+            out.append(Case(args, {}, f"{dt}{list(shape)}<-{list(ushape)}@{starts}:{idt}"))
+    return out
+
+
+dynamic_update_slice_p.test_spec = TestSpec(cases=_dus_cases)
+
+
+def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
+    """`operand` with the window at (possibly traced) `start_indices` replaced by `update`.
+
+    Negative starts are wrapped once; then each start is clamped so `update` fits, as in XLA.
+    """
+    indices = _normalize_indices("dynamic_update_slice", operand, start_indices, allow_negative_indices)
+    return dynamic_update_slice_p.bind(operand, update, *indices)
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis, *, allow_negative_indices=True):
+    """`dynamic_update_slice` at `start_index` along `axis` (0 along the other axes)."""
+    ndim = len(get_aval(operand).shape)
+    axis = canonical_axis(axis, ndim, "dynamic_update_slice_in_dim")
+    starts = [_zero_like_index(start_index)] * ndim
+    starts[axis] = start_index
+    return dynamic_update_slice(operand, update, starts, allow_negative_indices=allow_negative_indices)
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis, *, allow_negative_indices=True):
+    """Write `update` (with or without the size-1 `axis`) at position `index` along `axis`."""
+    ndim = len(get_aval(operand).shape)
+    axis = canonical_axis(axis, ndim, "dynamic_update_index_in_dim")
+    if len(get_aval(update).shape) == ndim - 1:
+        update = expand_dims(update, (axis,))
+    return dynamic_update_slice_in_dim(
+        operand, update, index, axis, allow_negative_indices=allow_negative_indices
+    )
