@@ -12,6 +12,11 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.numpy import util
 from morphax._src.prims import lax_api as L
+from morphax._src.runtime.array import Array
+
+# NumPy dtype kinds that are already inexact (float, complex); bfloat16 and float8 report 'V'
+# and take the general path.
+_INEXACT_KINDS = ("f", "c")
 
 
 # The public names `morphax.numpy` re-exports.
@@ -32,17 +37,21 @@ __all__ = [
 
 
 def _dtype_of(x):
-    return get_aval(x).dtype
+    # Arrays and tracers carry .dtype; Python scalars are promoted before this is called.
+    return x.dtype
 
 
 # ------------------------------------------------------------------------------- unary factories
 
 
 def _unary_inexact(name, prim_name):
+    lax_fn = getattr(L, prim_name)
+
     def fn(x, /):
-        util.check_arraylike(name, x)
-        (x,) = util.promote_dtypes_inexact(x)
-        return getattr(L, prim_name)(x)
+        if type(x) is not Array or x._buf.dtype.kind not in _INEXACT_KINDS:
+            util.check_arraylike(name, x)
+            (x,) = util.promote_dtypes_inexact(x)
+        return lax_fn(x)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}, computed in the input's inexact dtype (integers promote to float)."

@@ -60,8 +60,7 @@ def convert_element_type(x, dtype, weak_type=False):
         if x.dtype != dtype:
             x = _conversion.convert_element_type_p.impl(np.asarray(x), new_dtype=dtype, weak_type=weak_type, sharding=None)
         return make_array(x, dtype, weak_type)
-    aval = get_aval(x)
-    if aval.dtype == dtype and aval.weak_type == weak_type:
+    if x.dtype == dtype and x.weak_type == weak_type:
         return x
     return _conversion.convert_element_type_p.bind(x, new_dtype=dtype, weak_type=bool(weak_type), sharding=None)
 
@@ -136,6 +135,13 @@ def _check_broadcastable(fun_name, shapes):
 
 
 def promote_args(fun_name: str, *args):
+    if len(args) == 2:
+        # Hot path of every eager binary op: two arrays of one type need no promotion.
+        a, b = args
+        if type(a) is Array and type(b) is Array:
+            ba, bb = a._buf, b._buf
+            if ba.dtype == bb.dtype and ba.shape == bb.shape and a.weak_type == b.weak_type:
+                return args
     check_arraylike(fun_name, *args)
     return promote_shapes(fun_name, *promote_dtypes(*args))
 

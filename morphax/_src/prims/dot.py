@@ -1,3 +1,379 @@
-"""Placeholder: primitives of the 'dot' family are being written."""
+"""`dot_general`: XLA's general tensor contraction with batch and contracting dimensions.
 
-__all__: list = []
+Output layout is (batch dims, lhs free dims, rhs free dims). Mixed operand dtypes resolve to
+the "higher precision" one as in JAX/XLA; integers wrap, bool is or-of-ands, and float16/bfloat16
+accumulate in float32 (XLA CPU's behaviour) before rounding once. Imports the core only.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+from morphax._src.config import config
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.primitive import Primitive
+from morphax._src.prims._spec import Case, TestSpec, random_array
+
+__all__ = ["Precision", "dot", "dot_general", "dot_general_p"]
+
+
+class Precision(enum.Enum):
+    """Matmul precision hint; recorded in the jaxpr, it never changes the NumPy reference."""
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        # JAX's string spellings (including the dtype-named aliases).
+        return {
+            "bfloat16": cls.DEFAULT,
+            "tensorfloat32": cls.HIGH,
+            "float32": cls.HIGHEST,
+            "fastest": cls.DEFAULT,
+            "default": cls.DEFAULT,
+            "high": cls.HIGH,
+            "highest": cls.HIGHEST,
+        }.get(value)
+
+    def __repr__(self):
+        return f"{type(self).__name__}.{self.name}"
+
+    def __str__(self):
+        return self.name
+
+
+def canonicalize_precision(precision):
+    """None / a Precision or string / a pair of them -> None or a (Precision, Precision) pair."""
+    if precision is None:
+        default = config.default_matmul_precision
+        return None if default is None else canonicalize_precision(default)
+    if isinstance(precision, (Precision, str)):
+        p = _one_precision(precision)
+        return (p, p)
+    if isinstance(precision, (list, tuple)) and len(precision) == 2:
+        return (_one_precision(precision[0]), _one_precision(precision[1]))
+    raise ValueError(
+        "Precision argument must be one of None, a lax.Precision, a string such as 'highest', or a "
+        f"pair of them (one per operand); got {precision!r}."
+    )
+
+
+def _one_precision(p):
+    if isinstance(p, Precision):
+        return p
+    try:
+        return Precision(p)
+    except ValueError:
+        raise ValueError(
+            f"Unknown precision {p!r}: use lax.Precision.DEFAULT/HIGH/HIGHEST or one of 'default', "
+            "'high', 'highest', 'bfloat16', 'tensorfloat32', 'float32'."
+        ) from None
+
+
+# ------------------------------------------------------------------------------------------------
+# Dtype rule.
+
+
+def _bit_width(dt) -> int:
+    return 1 if _dtypes.is_bool(dt) else _dtypes.itemsize_bits(dt)
+
+
+def _type_properties(dt):
+    # XLA's HigherPrecisionType ordering: complex > range (maxexp) > mantissa > width > signedness.
+    comp = _dtypes.real_dtype(dt)
+    is_float = _dtypes.is_floating(comp)
+    fi = _dtypes.finfo(comp) if is_float else None
+    return (
+        _dtypes.is_complex(dt),
+        int(fi.maxexp) if is_float else -1,
+        int(fi.nmant) if is_float else -1,
+        _bit_width(comp),
+        not _dtypes.is_unsigned(comp),
+    )
+
+
+def _result_dtype(lhs_dt, rhs_dt, preferred):
+    lp, rp = _type_properties(lhs_dt), _type_properties(rhs_dt)
+    if lp > rp:
+        out = lhs_dt
+    elif rp > lp:
+        out = rhs_dt
+    else:
+        if lhs_dt != rhs_dt:
+            raise TypeError(
+                f"dot_general argument type error: lhs dtype {lhs_dt.name} and rhs dtype {rhs_dt.name} "
+                "have no common higher-precision type; cast one operand with lax.convert_element_type."
+            )
+        out = lhs_dt
+    if preferred is None or np.dtype(preferred) == out:
+        return out
+    preferred = np.dtype(preferred)
+    if not _dtypes.is_floating(out) and _bit_width(preferred) < _bit_width(out):
+        raise TypeError(
+            "dot_general: `preferred_element_type` must not be narrower than the original type, got "
+            f"preferred_element_type of {preferred.name} for result type of {out.name}."
+        )
+    return preferred
+
+
+# ------------------------------------------------------------------------------------------------
+# Shape rule.
+
+
+def _check_dims(which: str, kind: str, dims, aval: ShapedArray, lhs, rhs):
+    if not isinstance(dims, tuple) or not all(isinstance(d, (int, np.integer)) for d in dims):
+        raise TypeError(f"dot_general: {which} {kind} dimensions must be a tuple of ints, got {dims!r}")
+    if len(set(dims)) != len(dims):
+        raise TypeError(f"dot_general requires {which} {kind} dimensions to be distinct, got {dims}.")
+    for d in dims:
+        if not 0 <= d < aval.ndim:
+            raise TypeError(
+                f"dot_general requires {which} {kind} dimensions to be in range [0, {aval.ndim}) for "
+                f"{which} of shape {aval.shape}, got {dims} (lhs {lhs.str_short()}, rhs {rhs.str_short()})."
+            )
+
+
+def _unpack_dnums(dimension_numbers):
+    try:
+        (lc, rc), (lb, rb) = dimension_numbers
+    except (TypeError, ValueError):
+        raise TypeError(
+            "dot_general: dimension_numbers must be ((lhs_contracting, rhs_contracting), (lhs_batch, "
+            f"rhs_batch)), got {dimension_numbers!r}"
+        ) from None
+    return lc, rc, lb, rb
+
+
+def _shape_rule(lhs, rhs, dimension_numbers):
+    lc, rc, lb, rb = _unpack_dnums(dimension_numbers)
+    for which, kind, dims, aval in (
+        ("lhs", "contracting", lc, lhs),
+        ("rhs", "contracting", rc, rhs),
+        ("lhs", "batch", lb, lhs),
+        ("rhs", "batch", rb, rhs),
+    ):
+        _check_dims(which, kind, dims, aval, lhs, rhs)
+    if len(lb) != len(rb):
+        raise TypeError(
+            "dot_general requires lhs batch dimensions and rhs batch dimensions to have the same length, "
+            f"got {lb} and {rb}."
+        )
+    for which, c, b in (("lhs", lc, lb), ("rhs", rc, rb)):
+        if set(c) & set(b):
+            raise TypeError(
+                f"dot_general requires {which} batch dimensions to be disjoint from its contracting "
+                f"dimensions, got batch {b} and contracting {c}."
+            )
+    lbs = tuple(lhs.shape[d] for d in lb)
+    rbs = tuple(rhs.shape[d] for d in rb)
+    if lbs != rbs:
+        raise TypeError(
+            "dot_general requires lhs batch dimensions and rhs batch dimensions to have the same shape, "
+            f"got {lbs} and {rbs} (lhs shape {lhs.shape}, rhs shape {rhs.shape}, batch dims {lb} and {rb})."
+        )
+    if len(lc) != len(rc):
+        raise TypeError(
+            "dot_general requires equal numbers of lhs and rhs contracting dimensions, got "
+            f"{lc} and {rc} (lhs shape {lhs.shape}, rhs shape {rhs.shape})."
+        )
+    lcs = tuple(lhs.shape[d] for d in lc)
+    rcs = tuple(rhs.shape[d] for d in rc)
+    if lcs != rcs:
+        raise TypeError(
+            "dot_general requires contracting dimensions to have the same shape, got "
+            f"{lcs} and {rcs} (lhs shape {lhs.shape} contracting {lc}, rhs shape {rhs.shape} contracting {rc})."
+        )
+    lfree = tuple(d for i, d in enumerate(lhs.shape) if i not in lc and i not in lb)
+    rfree = tuple(d for i, d in enumerate(rhs.shape) if i not in rc and i not in rb)
+    return lbs + lfree + rfree
+
+
+# ------------------------------------------------------------------------------------------------
+# The primitive.
+
+dot_general_p = Primitive("dot_general")
+
+
+def _dot_general_abstract_eval(
+    lhs, rhs, *, dimension_numbers, precision, preferred_element_type, out_sharding
+):
+    shape = _shape_rule(lhs, rhs, dimension_numbers)
+    dtype = _result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+    return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _einsum_spec(lndim, rndim, dimension_numbers):
+    lc, rc, lb, rb = _unpack_dnums(dimension_numbers)
+    letters = iter(_LETTERS)
+    lsub = [None] * lndim
+    rsub = [None] * rndim
+    for li, ri in zip(lb, rb):
+        lsub[li] = rsub[ri] = next(letters)
+    for li, ri in zip(lc, rc):
+        lsub[li] = rsub[ri] = next(letters)
+    for i in range(lndim):
+        if lsub[i] is None:
+            lsub[i] = next(letters)
+    for i in range(rndim):
+        if rsub[i] is None:
+            rsub[i] = next(letters)
+    out = [lsub[i] for i in lb]
+    out += [lsub[i] for i in range(lndim) if i not in lc and i not in lb]
+    out += [rsub[i] for i in range(rndim) if i not in rc and i not in rb]
+    return f"{''.join(lsub)},{''.join(rsub)}->{''.join(out)}"
+
+
+def _float_accumulator(*dts) -> np.dtype:
+    # float16/bfloat16 accumulate in float32 (XLA CPU); 64-bit anywhere keeps 64 bits.
+    wide = any(d in (_dtypes.float64, _dtypes.complex128) for d in dts)
+    if any(_dtypes.is_complex(d) for d in dts):
+        return np.dtype(np.complex128 if wide else np.complex64)
+    return np.dtype(np.float64 if wide else np.float32)
+
+
+def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type, out_sharding):
+    out_dt = _result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+    common = _result_dtype(lhs.dtype, rhs.dtype, None)
+    spec = _einsum_spec(lhs.ndim, rhs.ndim, dimension_numbers)
+    with np.errstate(all="ignore"):
+        if _dtypes.is_bool(out_dt) or _dtypes.is_integer(out_dt):
+            # Operands take the result type (wrapping if narrower), then accumulate exactly in 64
+            # bits: wrapping arithmetic is a ring map mod 2^bits, so one final wrap equals XLA's
+            # step-by-step wrapping. bool is or-of-ands: a nonzero count of true products.
+            a = lhs.astype(out_dt).astype(np.int64)
+            b = rhs.astype(out_dt).astype(np.int64)
+            out = np.einsum(spec, a, b, dtype=np.int64)
+            return np.asarray(out != 0) if _dtypes.is_bool(out_dt) else np.asarray(out).astype(out_dt)
+        # Inexact result: inputs meet at their common type (or the result type when the common
+        # type is integral), are widened exactly to the accumulator, and round once at the end.
+        src = common if _dtypes.is_inexact(common) else out_dt
+        acc = _float_accumulator(src, out_dt)
+        a = lhs.astype(src).astype(acc)
+        b = rhs.astype(src).astype(acc)
+        out = np.asarray(np.einsum(spec, a, b, dtype=acc))
+        if _dtypes.is_complex(out.dtype) and not _dtypes.is_complex(out_dt):
+            out = out.real
+        return out.astype(out_dt)
+
+
+dot_general_p.impl = _dot_general_impl
+dot_general_p.abstract_eval = _dot_general_abstract_eval
+
+
+def _dot_cases(rng):
+    out = []
+    i32 = np.dtype("int32")
+    f32 = np.dtype("float32")
+    configs = (
+        ("vv", (3,), (3,), (((0,), (0,)), ((), ()))),
+        ("mv", (2, 3), (3,), (((1,), (0,)), ((), ()))),
+        ("vm", (3,), (3, 4), (((0,), (0,)), ((), ()))),
+        ("mm", (2, 3), (3, 4), (((1,), (0,)), ((), ()))),
+        ("mTm", (3, 2), (3, 4), (((0,), (0,)), ((), ()))),
+        ("outer", (2,), (3,), (((), ()), ((), ()))),
+        ("scalar", (), (2, 3), (((), ()), ((), ()))),
+        ("bmm", (5, 2, 3), (5, 3, 4), (((2,), (1,)), ((0,), (0,)))),
+        ("bmm-moved-batch", (2, 5, 3), (3, 4, 5), (((2,), (0,)), ((1,), (2,)))),
+        ("two-contract", (2, 3, 4), (4, 3, 5), (((1, 2), (1, 0)), ((), ()))),
+        ("batch-only", (4, 3), (4, 3), (((), ()), ((0, 1), (0, 1)))),
+        ("zero-contract", (2, 0), (0, 3), (((1,), (0,)), ((), ()))),
+        ("zero-free", (0, 3), (3, 4), (((1,), (0,)), ((), ()))),
+        ("size1", (1, 1), (1, 1), (((1,), (0,)), ((), ()))),
+    )
+    base = {"precision": None, "preferred_element_type": None, "out_sharding": None}
+    for dt in ("float32", "float16", "bfloat16", "int32", "int8", "uint8", "bool", "complex64"):
+        for name, ls, rs, dn in configs:
+            x = random_array(rng, ls, dt)
+            y = random_array(rng, rs, dt)
+            out.append(Case((x, y), dict(base, dimension_numbers=dn), f"{dt}-{name}"))
+    mm = (((1,), (0,)), ((), ()))
+    extra = (
+        ("int8", "int8", i32),
+        ("int8", "int8", f32),
+        ("bfloat16", "bfloat16", f32),
+        ("float32", "float32", np.dtype("bfloat16")),
+        ("int8", "float32", None),
+        ("float16", "bfloat16", None),
+        ("uint8", "int8", None),
+        ("float32", "complex64", None),
+        ("bool", "bool", i32),
+    )
+    for ldt, rdt, pref in extra:
+        x = random_array(rng, (2, 3), ldt)
+        y = random_array(rng, (3, 4), rdt)
+        params = dict(base, dimension_numbers=mm, preferred_element_type=pref)
+        out.append(Case((x, y), params, f"{ldt}x{rdt}->{pref}"))
+    big = np.full((2, 8), 100, np.int8), np.full((8, 3), 100, np.int8)
+    out.append(Case(big, dict(base, dimension_numbers=mm), "int8-wraps"))
+    prec = (Precision.HIGHEST, Precision.HIGHEST)
+    x, y = random_array(rng, (2, 3), "float32"), random_array(rng, (3, 4), "float32")
+    out.append(Case((x, y), dict(base, dimension_numbers=mm, precision=prec), "float32-highest"))
+    sp = np.array([[np.inf, 1.0, 0.0], [np.nan, 1.0, 2.0]], np.float32)
+    out.append(Case((sp, sp.T.copy()), dict(base, dimension_numbers=mm), "float32-specials"))
+    return out
+
+
+dot_general_p.test_spec = TestSpec(cases=_dot_cases)
+
+
+def _canon_dims(dims, ndim):
+    out = []
+    for d in dims:
+        d = int(d)
+        out.append(d + ndim if -ndim <= d < 0 else d)
+    return tuple(out)
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None):
+    """General contraction: ``dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
+
+    The result holds the batch dims, then lhs's remaining dims, then rhs's remaining dims.
+    """
+    (lc, rc), (lb, rb) = dimension_numbers
+    ln, rn = len(get_aval(lhs).shape), len(get_aval(rhs).shape)
+    dn = (
+        (_canon_dims(_as_tuple(lc), ln), _canon_dims(_as_tuple(rc), rn)),
+        (_canon_dims(_as_tuple(lb), ln), _canon_dims(_as_tuple(rb), rn)),
+    )
+    pref = None if preferred_element_type is None else _dtypes.canonicalize_dtype(preferred_element_type)
+    return dot_general_p.bind(
+        lhs,
+        rhs,
+        dimension_numbers=dn,
+        precision=canonicalize_precision(precision),
+        preferred_element_type=pref,
+        out_sharding=out_sharding,
+    )
+
+
+def _as_tuple(dims):
+    if isinstance(dims, (int, np.integer)):
+        return (int(dims),)
+    return tuple(int(d) for d in dims)
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None, *, out_sharding=None):
+    """Vector/matrix product: contracts the last dim of `lhs` (rank 1 or 2) with the first of `rhs`."""
+    ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
+    if 1 <= len(ls) <= 2 and 1 <= len(rs) <= 2 and ls[-1] == rs[0]:
+        dn = (((len(ls) - 1,), (0,)), ((), ()))
+        return dot_general(
+            lhs,
+            rhs,
+            dn,
+            precision=precision,
+            preferred_element_type=preferred_element_type,
+            out_sharding=out_sharding,
+        )
+    raise TypeError(
+        f"Incompatible shapes for dot: got {ls} and {rs}. lax.dot takes vectors or matrices whose inner "
+        "dimensions match; use lax.dot_general for other contractions."
+    )

@@ -69,6 +69,11 @@ class EvalTrace(_trace.Trace):
         if prim.higher_order:
             # Jaxpr-carrying primitives evaluate their bodies with bind, so they keep Arrays.
             return prim.impl(*args, **params)
+        nargs = len(args)
+        if nargs <= 2 and not prim.multiple_results:
+            out = self._fast_path(prim, args, params, nargs)
+            if out is not None:
+                return out
         vals = []
         key = [prim]
         for x in args:
@@ -105,9 +110,55 @@ class EvalTrace(_trace.Trace):
                 if len(_abstract_cache) > _ABSTRACT_CACHE_LIMIT:
                     _abstract_cache.clear()
                 _abstract_cache[key] = out_aval
-        out = run_impl(prim, vals, params)
+        try:
+            out = prim.impl(*vals, **params)
+        except (RuntimeWarning, FloatingPointError):
+            out = _quiet_call(prim.impl, vals, params)
         if prim.multiple_results:
             return [_wrap(o, a) for o, a in zip(out, out_aval)]
+        if type(out) is np.ndarray and out.dtype == out_aval.dtype:
+            return Array(out, out_aval.weak_type)
+        return _wrap(out, out_aval)
+
+
+    @staticmethod
+    def _fast_path(prim, args, params, nargs):
+        """One or two ready Arrays: the common eager case, kept to a few dict and attribute reads."""
+        try:
+            if nargs == 2:
+                a, b = args
+                if type(a) is not Array or type(b) is not Array:
+                    return None
+                ba, bb = a._buf, b._buf
+                if type(ba) is not np.ndarray or type(bb) is not np.ndarray:
+                    return None
+                key = (prim, ba.shape, ba.dtype, a.weak_type, bb.shape, bb.dtype, b.weak_type, *params.items())
+                out_aval = _abstract_cache.get(key)
+                if out_aval is None:
+                    out_aval = _abstract_cache[key] = prim.abstract_eval(a.aval, b.aval, **params)
+                vals = (ba, bb)
+            elif nargs == 1:
+                (a,) = args
+                if type(a) is not Array:
+                    return None
+                ba = a._buf
+                if type(ba) is not np.ndarray:
+                    return None
+                key = (prim, ba.shape, ba.dtype, a.weak_type, *params.items())
+                out_aval = _abstract_cache.get(key)
+                if out_aval is None:
+                    out_aval = _abstract_cache[key] = prim.abstract_eval(a.aval, **params)
+                vals = (ba,)
+            else:
+                return None
+        except TypeError:  # unhashable params: the general path handles them
+            return None
+        try:
+            out = prim.impl(*vals, **params)
+        except (RuntimeWarning, FloatingPointError):
+            out = _quiet_call(prim.impl, vals, params)
+        if type(out) is np.ndarray and out.dtype == out_aval.dtype:
+            return Array(out, out_aval.weak_type)
         return _wrap(out, out_aval)
 
 
