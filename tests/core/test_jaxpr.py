@@ -166,3 +166,26 @@ def test_tracer_rejects_numpy_conversion_and_mutation():
 
 def test_public_package_exports():
     assert morphax.make_jaxpr is make_jaxpr
+
+
+def test_acceptance_jaxpr_text_with_numpy():
+    import morphax.numpy as jnp
+
+    text = str(make_jaxpr(lambda x, y: jnp.sin(x) * y + 2.0)(jnp.ones(3), jnp.ones(3)))
+    assert text == (
+        "{ lambda ; a:f32[3] b:f32[3]. let\n"
+        "    c:f32[3] = sin a\n"
+        "    d:f32[3] = mul c b\n"
+        "    e:f32[3] = add d 2.0:f32[]\n"
+        "  in (e,) }"
+    )
+
+
+def test_weak_type_meets_strong_in_jaxpr():
+    import morphax.numpy as jnp
+
+    # A weak value meeting a strong one of the same dtype gets an explicit conversion, as in JAX.
+    closed = make_jaxpr(lambda x, s: x + s * 2)(jnp.ones(2, jnp.float32), 3.0)
+    names = [e.primitive.name for e in closed.jaxpr.eqns]
+    assert names == ["mul", "convert_element_type", "add"]
+    assert closed.out_avals[0].weak_type is False
