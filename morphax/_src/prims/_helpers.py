@@ -1,6 +1,6 @@
 """Builders that make the common primitive kinds one declaration each.
 
-`unary_elementwise`, `binary_elementwise` and friends create a `Primitive`, fill its
+`elementwise_unop`, `binary_elementwise` and friends create a `Primitive`, fill its
 abstract_eval/impl slots with the standard shape and dtype rules, and attach a test spec.
 Imports the core only; never a transformation.
 """
@@ -12,7 +12,7 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray
 from morphax._src.core.primitive import Primitive
-from morphax._src.prims._spec import TestSpec, binary_cases, unary_cases
+from morphax._src.prims._spec import Case, TestSpec, binary_cases
 
 # Named dtype classes a primitive may accept.
 _DTYPE_CLASSES = {
@@ -20,23 +20,16 @@ _DTYPE_CLASSES = {
     "inexact": (_dtypes.is_inexact, "floating or complexfloating"),
     "complex": (_dtypes.is_complex, "complexfloating"),
     "numeric": (lambda d: not _dtypes.is_bool(d), "number (not bool)"),
-    "signed": (lambda d: _dtypes.is_inexact(d) or (_dtypes.is_integer(d) and not _dtypes.is_unsigned(d)),
-               "signedinteger, floating or complexfloating"),
+    "signed": (
+        lambda d: _dtypes.is_inexact(d) or (_dtypes.is_integer(d) and not _dtypes.is_unsigned(d)),
+        "signedinteger, floating or complexfloating",
+    ),
     "real": (lambda d: not _dtypes.is_complex(d), "bool, integer or floating (not complex)"),
     "real_numeric": (lambda d: not _dtypes.is_complex(d) and not _dtypes.is_bool(d), "integer or floating"),
     "integer": (_dtypes.is_integer, "integer"),
     "int_or_bool": (lambda d: _dtypes.is_integer(d) or _dtypes.is_bool(d), "integer or bool"),
     "any": (lambda d: True, "any"),
 }
-
-
-def check_dtype(name: str, dtype, allowed: str, argname: str = "operand") -> None:
-    ok, desc = _DTYPE_CLASSES[allowed]
-    if not ok(dtype):
-        raise TypeError(
-            f"{name} does not accept dtype {np.dtype(dtype).name} for {argname}. "
-            f"Accepted dtypes are {desc}."
-        )
 
 
 def broadcasting_shape(name: str, *avals) -> tuple:
@@ -57,8 +50,7 @@ def broadcasting_shape(name: str, *avals) -> tuple:
         non_one = {d for d in dims if d != 1}
         if len(non_one) > 1:
             raise TypeError(
-                f"{name} got incompatible shapes for broadcasting: "
-                f"{', '.join(str(a.shape) for a in avals)}."
+                f"{name} got incompatible shapes for broadcasting: {', '.join(str(a.shape) for a in avals)}."
             )
         out.append(non_one.pop() if non_one else 1)
     return tuple(out)
@@ -76,20 +68,49 @@ def same_dtypes(name: str, avals) -> np.dtype:
     return dtype
 
 
-def unary_elementwise(name, impl, *, dtypes="inexact", out_dtype=None, spec=None, **spec_kw):
-    """An elementwise primitive of one operand: same shape, same dtype unless `out_dtype` maps it."""
+def check_class(name: str, dtype, dtype_class, argname: str = "operand") -> None:
+    """Raise JAX's TypeError unless `dtype` is in `dtype_class`: a `_helpers` class name or a
+    (predicate, description) pair for the few primitives with their own sets (conj, complex)."""
+    ok, desc = _DTYPE_CLASSES[dtype_class] if isinstance(dtype_class, str) else dtype_class
+    if not ok(dtype):
+        raise TypeError(
+            f"{name} does not accept dtype {np.dtype(dtype).name} for {argname}. Accepted dtypes are "
+            f"{desc}; cast with lax.convert_element_type first."
+        )
+
+
+def elementwise_unop(name, impl, dtypes, *, out_dtype=None, check=None, spec):
+    """A one-operand elementwise primitive whose params (if any) leave shape and dtype alone:
+    same shape, weak_type kept, dtype mapped by `out_dtype`; `check(aval, **params)` adds checks."""
     prim = Primitive(name)
 
-    def abstract_eval(x):
-        check_dtype(name, x.dtype, dtypes)
+    def abstract_eval(x, **params):
+        check_class(name, x.dtype, dtypes)
+        if check is not None:
+            check(x, **params)
         dt = x.dtype if out_dtype is None else np.dtype(out_dtype(x.dtype))
         return ShapedArray(x.shape, dt, x.weak_type)
 
     prim.impl = impl
     prim.abstract_eval = abstract_eval
     prim.elementwise = True
-    prim.test_spec = spec or TestSpec(cases=unary_cases(dtypes, **spec_kw))
+    prim.test_spec = spec
     return prim
+
+
+def concat_cases(*case_fns):
+    """One case generator running several in turn (e.g. float and integer variants)."""
+    return lambda rng: [c for fn in case_fns for c in fn(rng)]
+
+
+def with_params(case_fn, **params):
+    """Add fixed params (such as ``accuracy=None``) to every case without renaming it."""
+    return lambda rng: [Case(c.args, {**c.params, **params}, c.name) for c in case_fn(rng)]
+
+
+def as_arrays(*xs):
+    """Impls get ndarrays, but eval paths may hand over NumPy scalars; `.view` needs arrays."""
+    return [np.asarray(x) for x in xs]
 
 
 def binary_elementwise(name, impl, *, dtypes="numeric", out_dtype=None, spec=None, **spec_kw):
@@ -108,6 +129,10 @@ def binary_elementwise(name, impl, *, dtypes="numeric", out_dtype=None, spec=Non
     prim.elementwise = True
     prim.test_spec = spec or TestSpec(cases=binary_cases(dtypes, **spec_kw))
     return prim
+
+
+# The name most family files use for the same check.
+check_dtype = check_class
 
 
 def as_bool(_dtype):

@@ -8,7 +8,7 @@ accepts, plus its special values. Used only by tests and docs; imports numpy and
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -89,8 +89,15 @@ def _special_array(dtype, specials):
     return None
 
 
-def unary_cases(dtypes="inexact", *, domain=None, specials=FLOAT_SPECIALS, shapes=UNARY_SHAPES, params=None,
-                dtype_list=None):
+def unary_cases(
+    dtypes="inexact",
+    *,
+    domain=None,
+    specials=FLOAT_SPECIALS,
+    shapes=UNARY_SHAPES,
+    params=None,
+    dtype_list=None,
+):
     """Cases for a one-operand elementwise primitive."""
     names = dtype_list or DTYPES_FOR_CLASS[dtypes]
     param_sets = params or [{}]
@@ -100,7 +107,9 @@ def unary_cases(dtypes="inexact", *, domain=None, specials=FLOAT_SPECIALS, shape
         for dt in names:
             for p in param_sets:
                 for shape in shapes:
-                    out.append(Case((random_array(rng, shape, dt, domain),), dict(p), f"{dt}{list(shape)}{p or ''}"))
+                    out.append(
+                        Case((random_array(rng, shape, dt, domain),), dict(p), f"{dt}{list(shape)}{p or ''}")
+                    )
                 special = _special_array(dt, specials) if specials else None
                 if special is not None:
                     out.append(Case((special,), dict(p), f"{dt}-specials{p or ''}"))
@@ -109,8 +118,16 @@ def unary_cases(dtypes="inexact", *, domain=None, specials=FLOAT_SPECIALS, shape
     return cases
 
 
-def binary_cases(dtypes="numeric", *, domain=None, rhs_domain=None, specials=FLOAT_SPECIALS, shapes=BINARY_SHAPES,
-                 dtype_list=None, params=None):
+def binary_cases(
+    dtypes="numeric",
+    *,
+    domain=None,
+    rhs_domain=None,
+    specials=FLOAT_SPECIALS,
+    shapes=BINARY_SHAPES,
+    dtype_list=None,
+    params=None,
+):
     """Cases for a two-operand elementwise primitive, including lax broadcasting pairs and, for
     inexact dtypes, every pairing of the special values."""
     names = dtype_list or DTYPES_FOR_CLASS[dtypes]
@@ -131,8 +148,21 @@ def binary_cases(dtypes="numeric", *, domain=None, rhs_domain=None, specials=FLO
                 elif _dtypes.is_integer(np.dtype(dt)):
                     # Integer edge cases: zero divisors, extremes, negative operands.
                     info = np.iinfo(np.dtype(dt))
-                    vals = np.array(sorted({0, 1, 2, 7, int(info.max), int(info.min), int(info.min) + 1,
-                                            min(-1, 0) if info.min < 0 else 3, -7 if info.min < 0 else 5}))
+                    vals = np.array(
+                        sorted(
+                            {
+                                0,
+                                1,
+                                2,
+                                7,
+                                int(info.max),
+                                int(info.min),
+                                int(info.min) + 1,
+                                min(-1, 0) if info.min < 0 else 3,
+                                -7 if info.min < 0 else 5,
+                            }
+                        )
+                    )
                     vals = vals.astype(np.dtype(dt))
                     xs, ys = np.meshgrid(vals, vals)
                     out.append(Case((xs.ravel(), ys.ravel()), dict(p), f"{dt}-edges{p or ''}"))

@@ -18,7 +18,7 @@ from morphax._src.core.values import make_array
 from morphax._src.prims._helpers import binary_elementwise, broadcasting_shape, same_dtypes
 from morphax._src.prims._operands import lax_binary_operands
 from morphax._src.prims._spec import BINARY_SHAPES, Case, TestSpec, binary_cases, random_array
-from morphax._src.prims.unary import as_arrays, check_class, concat_cases
+from morphax._src.prims._helpers import as_arrays, check_class, concat_cases
 
 __all__ = [
     "add",

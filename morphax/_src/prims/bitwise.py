@@ -13,7 +13,7 @@ import numpy as np
 from morphax._src.prims._helpers import binary_elementwise
 from morphax._src.prims._operands import lax_binary_operands
 from morphax._src.prims._spec import TestSpec, binary_cases
-from morphax._src.prims.unary import as_arrays, concat_cases
+from morphax._src.prims._helpers import as_arrays, concat_cases
 
 __all__ = [
     "and_p",

@@ -14,7 +14,7 @@ import scipy.special as _sp
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.prims._spec import TestSpec, unary_cases
-from morphax._src.prims.unary import as_arrays, concat_cases, elementwise_unop, with_params
+from morphax._src.prims._helpers import as_arrays, concat_cases, elementwise_unop, with_params
 
 __all__ = [
     "AccuracyMode",

@@ -14,9 +14,8 @@ import operator
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
-from morphax._src.prims._helpers import _DTYPE_CLASSES
+from morphax._src.core.avals import get_aval
+from morphax._src.prims._helpers import as_arrays, concat_cases, elementwise_unop
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, unary_cases
 
 __all__ = [
@@ -56,51 +55,6 @@ __all__ = [
 
 # ---------------------------------------------------------------------------------------------
 # Builder and spec helpers, shared with transcendental.py.
-
-
-def check_class(name: str, dtype, dtype_class, argname: str = "operand") -> None:
-    """Raise JAX's TypeError unless `dtype` is in `dtype_class`: a `_helpers` class name or a
-    (predicate, description) pair for the few primitives with their own sets (conj, complex)."""
-    ok, desc = _DTYPE_CLASSES[dtype_class] if isinstance(dtype_class, str) else dtype_class
-    if not ok(dtype):
-        raise TypeError(
-            f"{name} does not accept dtype {np.dtype(dtype).name} for {argname}. Accepted dtypes are "
-            f"{desc}; cast with lax.convert_element_type first."
-        )
-
-
-def elementwise_unop(name, impl, dtypes, *, out_dtype=None, check=None, spec):
-    """A one-operand elementwise primitive whose params (if any) leave shape and dtype alone:
-    same shape, weak_type kept, dtype mapped by `out_dtype`; `check(aval, **params)` adds checks."""
-    prim = Primitive(name)
-
-    def abstract_eval(x, **params):
-        check_class(name, x.dtype, dtypes)
-        if check is not None:
-            check(x, **params)
-        dt = x.dtype if out_dtype is None else np.dtype(out_dtype(x.dtype))
-        return ShapedArray(x.shape, dt, x.weak_type)
-
-    prim.impl = impl
-    prim.abstract_eval = abstract_eval
-    prim.elementwise = True
-    prim.test_spec = spec
-    return prim
-
-
-def concat_cases(*case_fns):
-    """One case generator running several in turn (e.g. float and integer variants)."""
-    return lambda rng: [c for fn in case_fns for c in fn(rng)]
-
-
-def with_params(case_fn, **params):
-    """Add fixed params (such as ``accuracy=None``) to every case without renaming it."""
-    return lambda rng: [Case(c.args, {**c.params, **params}, c.name) for c in case_fn(rng)]
-
-
-def as_arrays(*xs):
-    """Impls get ndarrays, but eval paths may hand over NumPy scalars; `.view` needs arrays."""
-    return [np.asarray(x) for x in xs]
 
 
 def _unsigned_of(dt):
