@@ -24,6 +24,7 @@ LAYERS = {
     "scipy": 7,
     "api": 8,
     "test_util": 8,
+    "autodiff": 8,
 }
 PUBLIC = 10
 

@@ -1,0 +1,549 @@
+"""Differentiation entry points: jvp, linearize, vjp, grad, value_and_grad, the Jacobians,
+linear_transpose, custom_gradient and closure_convert.
+
+Each flattens pytree arguments, checks them (structure, shapes, dtypes) with errors that say
+what to do, and calls the trace machinery in `transforms/ad.py`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.core import pytree
+from morphax._src.core import trace as _trace
+from morphax._src.core.ad_util import Zero, is_zero, tangent_aval, tangent_dtype
+from morphax._src.core.avals import get_aval
+from morphax._src.core.jaxpr import eval_jaxpr
+from morphax._src.core.values import make_array
+from morphax._src.prims._ad import instantiate, zeros_like_aval
+from morphax._src.transforms import ad
+from morphax._src.transforms.custom import custom_vjp
+from morphax._src.transforms.staging import trace_to_jaxpr
+
+
+def _fun_name(fun) -> str:
+    return getattr(fun, "__name__", type(fun).__name__)
+
+
+def _flat_fun(fun, in_tree, has_aux, store):
+    """`fun` of pytree args -> function of leaves; output (and aux) trees are recorded in store."""
+
+    def flat(*leaves):
+        args = pytree.tree_unflatten(in_tree, leaves)
+        out = fun(*args)
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(
+                    f"{_fun_name(fun)}: with has_aux=True the function must return a pair "
+                    f"(output, auxiliary_data), but it returned {type(out).__name__}."
+                )
+            out, aux = out
+            out_leaves, out_tree = pytree.tree_flatten(out)
+            aux_leaves, aux_tree = pytree.tree_flatten(aux)
+            store["out_tree"], store["aux_tree"], store["n_out"] = out_tree, aux_tree, len(out_leaves)
+            return list(out_leaves) + list(aux_leaves)
+        out_leaves, out_tree = pytree.tree_flatten(out)
+        store["out_tree"], store["n_out"] = out_tree, len(out_leaves)
+        return out_leaves
+
+    return flat
+
+
+def _check_outputs_are_arrays(fun, leaves):
+    for x in leaves:
+        try:
+            get_aval(x)
+        except TypeError:
+            raise TypeError(
+                f"{_fun_name(fun)} returned a value of type {type(x).__name__}, which is not a valid "
+                "morphax type: differentiated functions must return arrays (or pytrees of them)."
+            ) from None
+
+
+# --------------------------------------------------------------------------------------------- jvp
+
+
+def _tangent_matches(p, t, where):
+    pa, ta = get_aval(p), get_aval(t)
+    if pa.shape != ta.shape:
+        raise ValueError(
+            f"jvp called with different primal and tangent shapes at {where}: primal shape {pa.shape}, "
+            f"tangent shape {ta.shape}."
+        )
+    want = tangent_dtype(pa.dtype)
+    if ta.dtype != want:
+        raise TypeError(
+            f"primal and tangent arguments to jvp do not match at {where}: dtypes must be equal, or for "
+            f"an int/bool primal the tangent dtype must be float0. Got primal dtype {pa.dtype.name}, so "
+            f"the expected tangent dtype is {want.name}, but got {ta.dtype.name}."
+        )
+
+
+def jvp(fun, primals, tangents, has_aux=False):
+    """Push `tangents` forward through `fun` at `primals`: returns (primals_out, tangents_out)."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError(
+            "primal and tangent arguments to jvp must be tuples or lists; found "
+            f"{type(primals).__name__} and {type(tangents).__name__}."
+        )
+    p_paths, p_tree = pytree.tree_flatten_with_path(tuple(primals))
+    t_leaves, t_tree = pytree.tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise TypeError(
+            "primal and tangent arguments to jvp must have the same tree structure; primals have "
+            f"structure {p_tree} whereas tangents have structure {t_tree}."
+        )
+    p_leaves = [leaf for _, leaf in p_paths]
+    ts = []
+    for (path, p), t in zip(p_paths, t_leaves):
+        _tangent_matches(p, t, f"primals{pytree.keystr(path)}")
+        ts.append(Zero(tangent_aval(get_aval(p))) if get_aval(t).dtype == _dtypes.float0 else t)
+    store: dict = {}
+    out_p, out_t = ad.jvp_flat(_flat_fun(fun, p_tree, has_aux, store), p_leaves, ts)
+    n = store["n_out"]
+    _check_outputs_are_arrays(fun, out_p[:n])
+    primals_out = pytree.tree_unflatten(store["out_tree"], out_p[:n])
+    tangents_out = pytree.tree_unflatten(store["out_tree"], [instantiate(t) for t in out_t[:n]])
+    if has_aux:
+        return primals_out, tangents_out, pytree.tree_unflatten(store["aux_tree"], out_p[n:])
+    return primals_out, tangents_out
+
+
+def linearize(fun, *primals, has_aux=False):
+    """Returns (primals_out, f_jvp) where f_jvp evaluates the linearized function (no retracing)."""
+    p_leaves, p_tree = pytree.tree_flatten(primals)
+    store: dict = {}
+    out_p, lin = ad.linearize_flat(_flat_fun(fun, p_tree, has_aux, store), p_leaves)
+    n = store["n_out"]
+    if has_aux and any(a is None for a in lin.out_zero_avals[n:]):
+        lin = _drop_outputs(lin, n)
+    out_tree = store["out_tree"]
+    in_avals = [tangent_aval(get_aval(p)) for p in p_leaves]
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = pytree.tree_flatten(tangents)
+        if t_tree != p_tree:
+            raise TypeError(
+                f"linearized function called with tangents of structure {t_tree}, expected {p_tree} "
+                "(the structure of the primals)."
+            )
+        for a, t in zip(in_avals, t_leaves):
+            if get_aval(t).shape != a.shape:
+                raise ValueError(f"linearized function: tangent shape {get_aval(t).shape} != primal shape {a.shape}")
+        outs = lin(*t_leaves)[:n]
+        return pytree.tree_unflatten(out_tree, [instantiate(t) for t in outs])
+
+    f_jvp.jaxpr = lin.jaxpr
+    primals_out = pytree.tree_unflatten(out_tree, out_p[:n])
+    if has_aux:
+        return primals_out, f_jvp, pytree.tree_unflatten(store["aux_tree"], out_p[n:])
+    return primals_out, f_jvp
+
+
+def _drop_outputs(lin, n):
+    # Aux outputs are not differentiated: keep only the first n outputs of the linear function.
+    live_before = sum(1 for a in lin.out_zero_avals[:n] if a is None)
+    closed = lin.jaxpr
+    from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr
+
+    jaxpr = closed.jaxpr
+    trimmed = Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars[:live_before], jaxpr.eqns)
+    return ad.LinearFunction(ClosedJaxpr(trimmed, closed.consts), lin.out_zero_avals[:n], lin.in_avals)
+
+
+# --------------------------------------------------------------------------------------------- vjp
+
+
+def _check_cotangents(out_tree, out_avals, cts):
+    ct_leaves, ct_tree = pytree.tree_flatten(cts)
+    if ct_tree != out_tree:
+        raise TypeError(
+            "Tree structure of cotangent input to the vjp function does not match the structure of the "
+            f"primal output: got {ct_tree}, expected {out_tree}."
+        )
+    for a, ct in zip(out_avals, ct_leaves):
+        ca = get_aval(ct)
+        if ca.shape != a.shape:
+            raise ValueError(
+                f"Shape of cotangent input to the vjp function {ca.shape} does not match the shape of the "
+                f"primal output {a.shape}."
+            )
+        want = tangent_dtype(a.dtype)
+        if ca.dtype != want and not (ca.weak_type and _dtypes.is_inexact(ca.dtype) and _dtypes.is_inexact(want)):
+            raise TypeError(
+                f"Type of cotangent input to the vjp function ({ca.dtype.name}) is not the expected tangent "
+                f"type ({want.name}) of the primal output (dtype {a.dtype.name})."
+            )
+    return ct_leaves
+
+
+def vjp(fun, *primals, has_aux=False):
+    """Returns (primals_out, vjp_fun) where vjp_fun maps output cotangents to input cotangents."""
+    p_leaves, p_tree = pytree.tree_flatten(primals)
+    store: dict = {}
+    out_p, lin = ad.linearize_flat(_flat_fun(fun, p_tree, has_aux, store), p_leaves)
+    n = store["n_out"]
+    _check_outputs_are_arrays(fun, out_p[:n])
+    if has_aux:
+        lin = _drop_outputs(lin, n)
+    out_tree = store["out_tree"]
+    out_avals = [get_aval(o) for o in out_p[:n]]
+    in_avals = [get_aval(p) for p in p_leaves]
+
+    def vjp_fun(cts):
+        ct_leaves = _check_cotangents(out_tree, out_avals, cts)
+        ct_leaves = [
+            make_array(c, dtype=a.dtype) if _dtypes.is_python_scalar(c) else c
+            for c, a in zip(ct_leaves, out_avals)
+        ]
+        cts_in = lin.transpose(ct_leaves)
+        dense = [
+            zeros_like_aval(tangent_aval(a)) if is_zero(c) else c for c, a in zip(cts_in, in_avals)
+        ]
+        return pytree.tree_unflatten(p_tree, dense)
+
+    primals_out = pytree.tree_unflatten(out_tree, out_p[:n])
+    if has_aux:
+        return primals_out, vjp_fun, pytree.tree_unflatten(store["aux_tree"], out_p[n:])
+    return primals_out, vjp_fun
+
+
+# -------------------------------------------------------------------------------------------- grad
+
+
+def _normalize_argnums(argnums, nargs, fname):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    if not nums:
+        raise ValueError(f"{fname}: argnums must not be empty")
+    out = []
+    for i in nums:
+        if not isinstance(i, (int, np.integer)):
+            raise TypeError(f"{fname}: argnums must be an int or a tuple of ints, got {argnums!r}")
+        if not -nargs <= i < nargs:
+            raise TypeError(
+                f"{fname}: differentiating with respect to argnums={argnums} requires at least {i + 1 if i >= 0 else -i} "
+                f"positional arguments to be passed by the caller, but got only {nargs} positional arguments."
+            )
+        out.append(int(i) % nargs)
+    return single, tuple(out)
+
+
+def _check_input_dtype(fname, holomorphic, allow_int, argnum, path, x):
+    dt = get_aval(x).dtype
+    where = f"argument {argnum}{pytree.keystr(path)}"
+    if holomorphic and not _dtypes.is_complex(dt):
+        raise TypeError(
+            f"{fname} with holomorphic=True requires inputs with complex dtype, but {where} has dtype {dt.name}."
+        )
+    if not _dtypes.is_inexact(dt) and not allow_int:
+        raise TypeError(
+            f"{fname} requires real- or complex-valued inputs (input dtype that is a sub-dtype of np.inexact), "
+            f"but {where} has dtype {dt.name}. If you want to use Boolean- or integer-valued inputs, use vjp "
+            "or set allow_int to True."
+        )
+
+
+def _check_scalar_output(fname, x, holomorphic):
+    try:
+        aval = get_aval(x)
+    except TypeError:
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output was {x!r}.") from None
+    if aval.shape != ():
+        raise TypeError(
+            f"Gradient only defined for scalar-output functions. Output had shape: {aval.shape}. "
+            "For non-scalar outputs use vjp (a vector-Jacobian product) or jacrev (the full Jacobian)."
+        )
+    dt = aval.dtype
+    if holomorphic:
+        if not _dtypes.is_complex(dt):
+            raise TypeError(f"{fname} with holomorphic=True requires outputs with complex dtype, but got {dt.name}.")
+    elif _dtypes.is_complex(dt):
+        raise TypeError(
+            f"{fname} requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but got "
+            f"{dt.name}. For holomorphic differentiation, pass holomorphic=True. For differentiation of "
+            "non-holomorphic functions involving complex outputs, use vjp directly."
+        )
+    elif not _dtypes.is_floating(dt):
+        raise TypeError(
+            f"{fname} requires real- or complex-valued outputs (output dtype that is a sub-dtype of "
+            f"np.inexact), but got {dt.name}. For differentiation of functions with integer outputs, use "
+            "vjp directly."
+        )
+
+
+def _partial_with(fun, args, kwargs, argnums):
+    dyn = tuple(args[i] for i in argnums)
+
+    def f_partial(*dyn_args):
+        full = list(args)
+        for i, a in zip(argnums, dyn_args):
+            full[i] = a
+        return fun(*full, **kwargs)
+
+    return f_partial, dyn
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
+    """Returns a function computing both `fun` and its gradient with respect to `argnums`."""
+    if not callable(fun):
+        raise TypeError(f"value_and_grad: expected a callable, got {fun!r}")
+    fname = "value_and_grad"
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args, **kwargs):
+        single, nums = _normalize_argnums(argnums, len(args), fname if fname != "grad" else "grad")
+        f_partial, dyn = _partial_with(fun, args, kwargs, nums)
+        for i, a in zip(nums, dyn):
+            for path, leaf in pytree.tree_flatten_with_path(a)[0]:
+                _check_input_dtype("grad", holomorphic, allow_int, i, path, leaf)
+        if has_aux:
+            ans, vjp_fun, aux = vjp(f_partial, *dyn, has_aux=True)
+        else:
+            ans, vjp_fun = vjp(f_partial, *dyn)
+        _check_scalar_output("grad", ans, holomorphic)
+        ct = make_array(1, dtype=get_aval(ans).dtype)
+        g = vjp_fun(ct)
+        g = g[0] if single else g
+        return ((ans, aux), g) if has_aux else (ans, g)
+
+    return value_and_grad_f
+
+
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
+    """The gradient of scalar-valued `fun` with respect to the arguments selected by `argnums`."""
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
+
+    @functools.wraps(fun)
+    def grad_f(*args, **kwargs):
+        if has_aux:
+            (_, aux), g = vg(*args, **kwargs)
+            return g, aux
+        return vg(*args, **kwargs)[1]
+
+    return grad_f
+
+
+# --------------------------------------------------------------------------------------- Jacobians
+
+
+def _std_basis(leaves):
+    """One-hot tangents over all elements of `leaves`, as (leaf index, flat index) pairs."""
+    for li, x in enumerate(leaves):
+        aval = get_aval(x)
+        for k in range(aval.size):
+            yield li, k
+
+
+def _one_hot_like(leaves, li, k):
+    out = []
+    for j, x in enumerate(leaves):
+        aval = get_aval(x)
+        t = np.zeros(aval.shape, dtype=tangent_dtype(aval.dtype))
+        if j == li:
+            t.reshape(-1)[k] = 1
+        out.append(make_array(t, dtype=t.dtype))
+    return out
+
+
+def _stack_jacobian(cols, out_shape, in_shape):
+    """cols: list over input elements of arrays of out_shape -> array of out_shape + in_shape."""
+    from morphax._src.numpy import manipulation as _manip
+
+    if not cols:
+        return make_array(np.zeros(tuple(out_shape) + tuple(in_shape), np.float32))
+    stacked = _manip.stack(cols, axis=-1)
+    return _manip.reshape(stacked, tuple(out_shape) + tuple(in_shape))
+
+
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The Jacobian by forward mode, one JVP per input element (columns)."""
+
+    def jacfun(*args, **kwargs):
+        single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
+        f_partial, dyn = _partial_with(fun, args, kwargs, nums)
+        in_leaves, in_tree = pytree.tree_flatten(dyn)
+        for i, a in zip(nums, dyn):
+            for path, leaf in pytree.tree_flatten_with_path(a)[0]:
+                dt = get_aval(leaf).dtype
+                if holomorphic and not _dtypes.is_complex(dt):
+                    raise TypeError(f"jacfwd with holomorphic=True requires complex inputs, got {dt.name}")
+                if not holomorphic and not _dtypes.is_floating(dt):
+                    raise TypeError(
+                        f"jacfwd requires real-valued inputs (input dtype that is a sub-dtype of np.floating), "
+                        f"but argument {i}{pytree.keystr(path)} has dtype {dt.name}. For holomorphic "
+                        "differentiation, pass holomorphic=True."
+                    )
+        cols = []
+        out = aux = None
+        for li, k in _std_basis(in_leaves):
+            t_leaves = _one_hot_like(in_leaves, li, k)
+            res = jvp(f_partial, dyn, pytree.tree_unflatten(in_tree, t_leaves), has_aux=has_aux)
+            out, t_out = res[0], res[1]
+            if has_aux:
+                aux = res[2]
+            cols.append((li, pytree.tree_leaves(t_out)))
+        if out is None:
+            out = f_partial(*dyn)
+            if has_aux:
+                out, aux = out
+        out_leaves, out_tree = pytree.tree_flatten(out)
+        per_out = []
+        for oi, o in enumerate(out_leaves):
+            o_shape = get_aval(o).shape
+            per_in = []
+            for li, x in enumerate(in_leaves):
+                col = [c[oi] for (lj, c) in cols if lj == li]
+                per_in.append(_stack_jacobian(col, o_shape, get_aval(x).shape))
+            per_out.append(pytree.tree_unflatten(in_tree, per_in) if not single else pytree.tree_unflatten(in_tree, per_in)[0])
+        jac = pytree.tree_unflatten(out_tree, per_out)
+        return (jac, aux) if has_aux else jac
+
+    return jacfun
+
+
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """The Jacobian by reverse mode: one VJP per output element (rows), traced once."""
+
+    def jacfun(*args, **kwargs):
+        single, nums = _normalize_argnums(argnums, len(args), "jacrev")
+        f_partial, dyn = _partial_with(fun, args, kwargs, nums)
+        for i, a in zip(nums, dyn):
+            for path, leaf in pytree.tree_flatten_with_path(a)[0]:
+                _check_input_dtype("jacrev", holomorphic, allow_int, i, path, leaf)
+        if has_aux:
+            out, vjp_fun, aux = vjp(f_partial, *dyn, has_aux=True)
+        else:
+            out, vjp_fun = vjp(f_partial, *dyn)
+        out_leaves, out_tree = pytree.tree_flatten(out)
+        in_leaves, in_tree = pytree.tree_flatten(dyn)
+        rows = []
+        for oi, k in _std_basis(out_leaves):
+            ct = pytree.tree_unflatten(out_tree, _one_hot_like(out_leaves, oi, k))
+            rows.append((oi, pytree.tree_leaves(vjp_fun(ct))))
+        per_out = []
+        for oi, o in enumerate(out_leaves):
+            o_shape = get_aval(o).shape
+            per_in = []
+            for li, x in enumerate(in_leaves):
+                x_shape = get_aval(x).shape
+                row = [r[li] for (oj, r) in rows if oj == oi]
+                from morphax._src.numpy import manipulation as _manip
+
+                if row:
+                    stacked = _manip.reshape(_manip.stack(row, axis=0), tuple(o_shape) + tuple(x_shape))
+                else:
+                    stacked = make_array(np.zeros(tuple(o_shape) + tuple(x_shape), get_aval(x).dtype))
+                per_in.append(stacked)
+            tree = pytree.tree_unflatten(in_tree, per_in)
+            per_out.append(tree[0] if single else tree)
+        jac = pytree.tree_unflatten(out_tree, per_out)
+        return (jac, aux) if has_aux else jac
+
+    return jacfun
+
+
+jacobian = jacrev
+
+
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The Hessian: forward-over-reverse (jacfwd of jacrev)."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums, has_aux=has_aux,
+                  holomorphic=holomorphic)
+
+
+# -------------------------------------------------------------------------------- linear_transpose
+
+
+def linear_transpose(fun, *primals, reduce_axes=()):
+    """Transpose of a function promised to be linear, at the types of `primals`."""
+    p_leaves, p_tree = pytree.tree_flatten(primals)
+    in_avals = [get_aval(p) for p in p_leaves]
+    for a in in_avals:
+        if not _dtypes.is_inexact(a.dtype):
+            raise TypeError(f"linear_transpose only supports float and complex inputs, but got {a.dtype.name}")
+    store: dict = {}
+    flat = _flat_fun(fun, p_tree, False, store)
+    with _trace.new_trace(ad.PartialEvalTrace()) as pe:
+        args = [pe.new_arg(a.strip_weak_type()) for a in in_avals]
+        outs = flat(*args)
+        closed = pe.to_closed_jaxpr(outs)
+    out_tree = store["out_tree"]
+    out_avals = closed.out_avals
+
+    def transposed(*cts):
+        ct = cts[0] if len(cts) == 1 else cts
+        ct_leaves = _check_cotangents(out_tree, out_avals, ct)
+        cts_in = ad.backward_pass(closed, ct_leaves)
+        dense = [zeros_like_aval(a) if is_zero(c) else c for c, a in zip(cts_in, in_avals)]
+        return pytree.tree_unflatten(p_tree, dense)
+
+    return transposed
+
+
+# ------------------------------------------------------------------- custom_gradient, closure_convert
+
+
+class _RuleResiduals:
+    """The traced backward rule of `custom_gradient`: consts are the pytree children."""
+
+    def __init__(self, closed, consts, in_tree, out_tree):
+        self.closed, self.consts, self.in_tree, self.out_tree = closed, consts, in_tree, out_tree
+
+
+pytree.register_pytree_node(
+    _RuleResiduals,
+    lambda r: (r.consts, (r.closed, r.in_tree, r.out_tree)),
+    lambda aux, consts: _RuleResiduals(aux[0], list(consts), aux[1], aux[2]),
+)
+
+
+def custom_gradient(fun):
+    """``fun(*args) -> (value, vjp_rule)``; the result differentiates with `vjp_rule`."""
+
+    @custom_vjp
+    def wrapped(*args):
+        ans, _ = fun(*args)
+        return ans
+
+    def fwd(*args):
+        ans, rule = fun(*args)
+        ans_leaves, ans_tree = pytree.tree_flatten(ans)
+        ct_avals = [tangent_aval(get_aval(a)) for a in ans_leaves]
+        store: dict = {}
+        flat_rule = _flat_fun(lambda *cts: rule(pytree.tree_unflatten(ans_tree, cts)), pytree.tree_structure(tuple(ct_avals)), False, store)
+        closed = trace_to_jaxpr(lambda *cts: flat_rule(*cts), ct_avals)
+        return ans, _RuleResiduals(closed.jaxpr, closed.consts, ans_tree, store["out_tree"])
+
+    def bwd(res, cts):
+        ct_leaves = pytree.tree_leaves(cts)
+        outs = eval_jaxpr(res.closed, res.consts, *ct_leaves)
+        out = pytree.tree_unflatten(res.out_tree, outs)
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+    wrapped.defvjp(fwd, bwd)
+    return wrapped
+
+
+def closure_convert(fun, *example_args):
+    """Trace `fun` and hoist its closed-over constants: returns (converted, consts) with
+    ``converted(*args, *consts) == fun(*args)``; consts become explicit (differentiable) inputs."""
+    leaves, in_tree = pytree.tree_flatten(example_args)
+    store: dict = {}
+    closed = trace_to_jaxpr(_flat_fun(fun, in_tree, False, store), [get_aval(x) for x in leaves])
+    consts = list(closed.consts)
+    n_args = len(leaves)
+    out_tree = store["out_tree"]
+
+    def converted(*args_and_consts):
+        args, cs = args_and_consts[: len(example_args)], args_and_consts[len(example_args):]
+        a_leaves = pytree.tree_leaves(args)
+        if len(a_leaves) != n_args:
+            raise TypeError(f"closure_convert: expected {n_args} argument leaves, got {len(a_leaves)}")
+        outs = eval_jaxpr(closed.jaxpr, list(cs), *a_leaves)
+        return pytree.tree_unflatten(out_tree, outs)
+
+    return converted, consts

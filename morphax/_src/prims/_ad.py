@@ -1,0 +1,180 @@
+"""Helpers that make derivative rules one line each: per-operand JVP partials, linear primitives,
+zero-derivative primitives, and the broadcasting bookkeeping transposes need.
+
+Rule conventions (every primitive block follows them):
+  prim.jvp(primals, tangents, **params) -> (primal_out, tangent_out)
+      tangents may be `Zero`; runs on the parent trace, so it is written with lax functions.
+  prim.transpose(cts, *args, **params) -> one entry per arg
+      `args` holds `UndefinedPrimal` for the linear inputs and values for the others; return a
+      cotangent (or `Zero`/None) for each UndefinedPrimal and None for the others. For primitives
+      with one result `cts` is that result's cotangent; for several it is a list (may hold Zero).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.ad_util import UndefinedPrimal, Zero, is_undefined_primal, is_zero, tangent_aval
+from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.values import make_array
+
+_lax_module = []
+
+
+def _lax():
+    # The family modules import this file, so the lax namespace is looked up lazily.
+    if not _lax_module:
+        from morphax._src.prims import lax_api
+
+        _lax_module.append(lax_api)
+    return _lax_module[0]
+
+
+def aval_of(x) -> ShapedArray:
+    if isinstance(x, (Zero, UndefinedPrimal)):
+        return x.aval
+    return get_aval(x)
+
+
+def zeros_like_aval(aval: ShapedArray):
+    """Dense zeros of `aval` (float0 zeros for integer tangents)."""
+    if aval.dtype == _dtypes.float0:
+        return make_array(np.zeros(aval.shape, dtype=_dtypes.float0), _dtypes.float0)
+    zero = make_array(0, aval.dtype, weak_type=aval.weak_type)
+    if not aval.shape:
+        return zero
+    return _lax().broadcast_in_dim(zero, aval.shape, ())
+
+
+def instantiate(t):
+    """A dense value for a tangent/cotangent that may be a symbolic Zero."""
+    return zeros_like_aval(t.aval) if is_zero(t) else t
+
+
+def add_tangents(a, b):
+    if is_zero(a):
+        return b
+    if is_zero(b):
+        return a
+    return _lax().add_p.bind(a, b)
+
+
+def broadcast_to_shape(x, shape):
+    """Broadcast under lax's rule (rank-0 operands, or equal rank with size-1 axes) to `shape`."""
+    shape = tuple(shape)
+    xs = aval_of(x).shape
+    if xs == shape:
+        return x
+    L = _lax()
+    if not xs:
+        return L.broadcast_in_dim(x, shape, ())
+    keep = tuple(i for i, d in enumerate(xs) if d == shape[i])
+    if len(keep) != len(xs):
+        x = L.reshape(x, tuple(xs[i] for i in keep))
+    return L.broadcast_in_dim(x, shape, keep)
+
+
+def unbroadcast(aval: ShapedArray, x):
+    """Sum `x` down to `aval`'s shape: the transpose of lax's implicit broadcasting."""
+    if is_zero(x):
+        return x
+    xs = aval_of(x).shape
+    if xs == aval.shape:
+        return x
+    L = _lax()
+    if not aval.shape:
+        return L.reduce_sum(x, tuple(range(len(xs))))
+    dims = tuple(i for i, (a, b) in enumerate(zip(aval.shape, xs)) if a != b)
+    summed = L.reduce_sum(x, dims)
+    return L.reshape(summed, aval.shape)
+
+
+def _out_tangent_aval(out):
+    return tangent_aval(get_aval(out))
+
+
+def defjvp(prim, *partials):
+    """JVP from one partial per operand: ``partial(g, ans, *primals, **params)`` gives operand i's
+    contribution for its tangent ``g`` (None: the output does not depend differentiably on it).
+    Contributions are broadcast to the output shape and summed; Zero tangents cost nothing."""
+
+    def jvp(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        out_t = _out_tangent_aval(ans)
+        if out_t.dtype == _dtypes.float0:
+            return ans, Zero(out_t)
+        acc = None
+        for partial, t in zip(partials, tangents):
+            if partial is None or is_zero(t):
+                continue
+            contrib = broadcast_to_shape(partial(t, ans, *primals, **params), out_t.shape)
+            acc = contrib if acc is None else _lax().add_p.bind(acc, contrib)
+        return ans, (Zero(out_t) if acc is None else acc)
+
+    prim.jvp = jvp
+    return jvp
+
+
+def defjvp_zero(prim):
+    """A primitive with zero derivative everywhere it is defined (floor, sign, comparisons...)."""
+
+    def jvp(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        if prim.multiple_results:
+            return ans, [Zero(_out_tangent_aval(a)) for a in ans]
+        return ans, Zero(_out_tangent_aval(ans))
+
+    prim.jvp = jvp
+    prim.differentiable = False
+    return jvp
+
+
+def deflinear(prim, transpose_rule):
+    """A primitive linear in all its operands: its JVP applies it to the tangents."""
+
+    def jvp(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        if all(is_zero(t) for t in tangents):
+            if prim.multiple_results:
+                return ans, [Zero(_out_tangent_aval(a)) for a in ans]
+            return ans, Zero(_out_tangent_aval(ans))
+        return ans, prim.bind(*[instantiate(t) for t in tangents], **params)
+
+    prim.jvp = jvp
+    prim.transpose = transpose_rule
+    return jvp
+
+
+def linear_in_first(prim, transpose_rule):
+    """Linear in operand 0, with the remaining operands (indices, sizes) non-differentiable:
+    the tangent is the primitive applied to the first tangent with the other primals."""
+
+    def jvp(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        t = tangents[0]
+        if is_zero(t):
+            return ans, Zero(_out_tangent_aval(ans))
+        return ans, prim.bind(t, *primals[1:], **params)
+
+    prim.jvp = jvp
+    prim.transpose = transpose_rule
+    return jvp
+
+
+__all__ = [
+    "UndefinedPrimal",
+    "Zero",
+    "add_tangents",
+    "aval_of",
+    "broadcast_to_shape",
+    "defjvp",
+    "defjvp_zero",
+    "deflinear",
+    "instantiate",
+    "is_undefined_primal",
+    "is_zero",
+    "linear_in_first",
+    "unbroadcast",
+    "zeros_like_aval",
+]

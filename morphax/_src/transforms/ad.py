@@ -1,0 +1,212 @@
+"""Forward and reverse mode: the JVP trace, linearization by partial evaluation, and transposition.
+
+`jvp` pushes (primal, tangent) pairs through each primitive's JVP rule. `linearize` runs the JVP
+under a partial-evaluation trace: primal work (all inputs known) runs now, tangent work is
+staged into a linear jaxpr whose constants are the residuals. `backward_pass` transposes that
+jaxpr with the primitives' transpose rules, which gives the VJP. No primitive is named here.
+"""
+
+from __future__ import annotations
+
+from morphax._src.core import trace as _trace
+from morphax._src.core.ad_util import UndefinedPrimal, Zero, is_undefined_primal, is_zero, tangent_aval
+from morphax._src.core.avals import get_aval
+from morphax._src.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
+from morphax._src.core.trace import Tracer
+from morphax._src.prims._ad import add_tangents, instantiate
+from morphax._src.transforms.custom import jvp_of_custom_vjp
+from morphax._src.transforms.staging import StagingTrace, StagingTracer
+
+
+class MissingRuleError(NotImplementedError):
+    pass
+
+
+# --------------------------------------------------------------------------------------------- JVP
+
+
+class JVPTracer(Tracer):
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace, primal, tangent):
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self):
+        return get_aval(self.primal)
+
+    def to_concrete_value(self):
+        p = self.primal
+        if isinstance(p, Tracer):
+            return p.to_concrete_value()
+        return p._value if hasattr(p, "_value") else p
+
+    def __repr__(self):
+        return f"JVPTracer<{self.aval.str_short()}>(primal={self.primal!r}, tangent={self.tangent!r})"
+
+
+_trace.register_tracer_type(JVPTracer)
+
+
+class JVPTrace(_trace.Trace):
+    """Pairs each value with its tangent; values from outside carry a symbolic zero tangent."""
+
+    def lift(self, x):
+        if isinstance(x, JVPTracer) and x._trace is self:
+            return x.primal, x.tangent
+        if isinstance(x, Tracer):
+            _trace.check_tracer_valid(x, self)
+        return x, Zero.from_primal_value(x)
+
+    def process_primitive(self, prim, args, params):
+        primals, tangents = [], []
+        for x in args:
+            p, t = self.lift(x)
+            primals.append(p)
+            tangents.append(t)
+        parent = self.parent
+        if all(is_zero(t) for t in tangents):
+            with _trace.set_current_trace(parent):
+                return prim.bind(*primals, **params)
+        rule = prim.jvp
+        if rule is None:
+            raise MissingRuleError(
+                f"Differentiation rule for '{prim.name}' not implemented: the primitive has no JVP rule, "
+                "so it cannot be differentiated (jvp, grad, linearize)."
+            )
+        with _trace.set_current_trace(parent):
+            out, out_t = rule(primals, tangents, **params)
+        if prim.multiple_results:
+            return [JVPTracer(self, o, t) for o, t in zip(out, out_t)]
+        return JVPTracer(self, out, out_t)
+
+    def process_custom_jvp_call(self, fun, jvp_rule, args, symbolic_zeros):
+        primals, tangents = zip(*[self.lift(x) for x in args]) if args else ((), ())
+        if all(is_zero(t) for t in tangents):
+            with _trace.set_current_trace(self.parent):
+                return fun(*primals)
+        if not symbolic_zeros:
+            tangents = [instantiate(t) for t in tangents]
+        with _trace.set_current_trace(self.parent):
+            out, out_t = jvp_rule(list(primals), list(tangents))
+        return [JVPTracer(self, o, t) for o, t in zip(out, out_t)]
+
+    def process_custom_vjp_call(self, fun, fwd, bwd, args, symbolic_zeros):
+        out, out_t = jvp_of_custom_vjp(self, self.lift, fun, fwd, bwd, args, symbolic_zeros)
+        if out is None:
+            return out_t
+        return [JVPTracer(self, o, t) for o, t in zip(out, out_t)]
+
+    def unpack(self, out):
+        """Split outputs of a traced function into primals and tangents (Zero if untouched)."""
+        if isinstance(out, JVPTracer) and out._trace is self:
+            return out.primal, out.tangent
+        return out, Zero.from_primal_value(out)
+
+
+def jvp_flat(flat_fun, primals, tangents):
+    """Run `flat_fun` on (primal, tangent) pairs; returns output primals and tangents (maybe Zero)."""
+    with _trace.new_trace(JVPTrace()) as trace:
+        ins = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+        outs = flat_fun(*ins)
+        pairs = [trace.unpack(o) for o in outs]
+    return [p for p, _ in pairs], [t for _, t in pairs]
+
+
+# -------------------------------------------------------------------------------- partial evaluation
+
+
+class PartialEvalTrace(StagingTrace):
+    """Evaluates primitives whose inputs are all known (not this trace's tracers) on the parent
+    trace, and stages the rest; known values used by staged equations become residual constants."""
+
+    def _owns(self, x) -> bool:
+        return isinstance(x, StagingTracer) and x._trace is self
+
+    def process_primitive(self, prim, args, params):
+        if not any(self._owns(x) for x in args):
+            with _trace.set_current_trace(self.parent):
+                return prim.bind(*args, **params)
+        return super().process_primitive(prim, args, params)
+
+    def process_custom_jvp_call(self, fun, jvp_rule, args, symbolic_zeros):
+        return fun(*args)
+
+    def process_custom_vjp_call(self, fun, fwd, bwd, args, symbolic_zeros):
+        return fun(*args)
+
+
+class LinearFunction:
+    """The result of `linearize`: evaluates the linear jaxpr (no retracing) on new tangents."""
+
+    def __init__(self, closed: ClosedJaxpr, out_zero_avals, in_avals):
+        self.jaxpr = closed
+        self.out_zero_avals = out_zero_avals  # Zero aval for outputs whose tangent is symbolically 0
+        self.in_avals = in_avals
+
+    def __call__(self, *tangents):
+        outs = eval_jaxpr(self.jaxpr.jaxpr, self.jaxpr.consts, *tangents)
+        it = iter(outs)
+        return [Zero(a) if a is not None else next(it) for a in self.out_zero_avals]
+
+    def transpose(self, cts):
+        """Cotangents of the outputs -> cotangents of the inputs (Zero where none flows)."""
+        live_cts = [ct for ct, z in zip(cts, self.out_zero_avals) if z is None]
+        return backward_pass(self.jaxpr, live_cts)
+
+
+def linearize_flat(flat_fun, primals):
+    """Returns (output primals, LinearFunction of the input tangents)."""
+    in_tangent_avals = [tangent_aval(get_aval(p)) for p in primals]
+    with _trace.new_trace(PartialEvalTrace()) as pe:
+        tangent_args = [pe.new_arg(a) for a in in_tangent_avals]
+        out_primals, out_tangents = jvp_flat(flat_fun, primals, tangent_args)
+        out_zero_avals = [t.aval if is_zero(t) else None for t in out_tangents]
+        live = [t for t in out_tangents if not is_zero(t)]
+        closed = pe.to_closed_jaxpr(live)
+    return out_primals, LinearFunction(closed, out_zero_avals, in_tangent_avals)
+
+
+# ------------------------------------------------------------------------------------- transposition
+
+
+def backward_pass(closed: ClosedJaxpr, cts_out):
+    """Transpose a linear jaxpr: constvars are residuals (known); every other variable is linear."""
+    jaxpr = closed.jaxpr
+    known = {id(v): c for v, c in zip(jaxpr.constvars, closed.consts)}
+    ct_env: dict[int, object] = {}
+
+    def write(v, ct):
+        if type(v) is Literal or ct is None or is_zero(ct) or id(v) in known:
+            return
+        prev = ct_env.get(id(v))
+        ct_env[id(v)] = ct if prev is None else add_tangents(prev, ct)
+
+    for v, ct in zip(jaxpr.outvars, cts_out):
+        write(v, ct)
+    for eqn in reversed(jaxpr.eqns):
+        cts = [ct_env.pop(id(v), None) for v in eqn.outvars]
+        if all(ct is None for ct in cts):
+            continue
+        cts = [Zero(v.aval) if ct is None else ct for v, ct in zip(eqn.outvars, cts)]
+        args = []
+        for v in eqn.invars:
+            if type(v) is Literal:
+                args.append(v.val)
+            elif id(v) in known:
+                args.append(known[id(v)])
+            else:
+                args.append(UndefinedPrimal(v.aval))
+        rule = eqn.primitive.transpose
+        if rule is None:
+            raise MissingRuleError(
+                f"Transpose rule (for reverse-mode differentiation) for '{eqn.primitive.name}' not "
+                "implemented: the primitive appeared in a linear function but has no transpose rule."
+            )
+        cts_in = rule(cts if eqn.primitive.multiple_results else cts[0], *args, **eqn.params)
+        for v, a, ct in zip(eqn.invars, args, cts_in):
+            if is_undefined_primal(a):
+                write(v, ct)
+    return [ct_env.get(id(v), Zero(v.aval)) for v in jaxpr.invars]

@@ -1,0 +1,274 @@
+"""`custom_jvp` and `custom_vjp`: user-defined derivative rules.
+
+Each decorated call asks the current trace how to run it: the JVP trace applies the user rule,
+every other trace runs the primal function. A custom VJP enters linearization as one
+`custom_lin` equation whose transpose calls the user's backward function.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+from morphax._src.core import pytree
+from morphax._src.core import trace as _trace
+from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
+from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.primitive import Primitive
+from morphax._src.prims._ad import instantiate, zeros_like_aval
+
+
+def _resolve_args(fun, args, kwargs):
+    if not kwargs:
+        return args
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        raise TypeError(f"{getattr(fun, '__name__', fun)}: keyword arguments need an inspectable signature") from None
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.args
+
+
+def _split_nondiff(args, nondiff_argnums):
+    nondiff = {i: args[i] for i in nondiff_argnums}
+    diff = tuple(a for i, a in enumerate(args) if i not in nondiff)
+    return nondiff, diff
+
+
+def _merge(nondiff, diff, n):
+    it = iter(diff)
+    return tuple(nondiff[i] if i in nondiff else next(it) for i in range(n))
+
+
+def _call_with_trace(method, fallback, *rest):
+    trace = _trace.current_trace()
+    handler = getattr(trace, method, None)
+    return fallback() if handler is None else handler(*rest)
+
+
+class custom_jvp:
+    """Wrap `fun` so its JVP is given by a user rule (``@f.defjvp`` or ``f.defjvps``)."""
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp = None
+        self.symbolic_zeros = False
+
+    def defjvp(self, jvp, symbolic_zeros=False):
+        self.jvp = jvp
+        self.symbolic_zeros = symbolic_zeros
+        return jvp
+
+    def defjvps(self, *jvps):
+        """One function per differentiable argument: ``jvp_i(g_i, ans, *primals)``; None for none."""
+
+        def jvp(primals, tangents):
+            ans = self(*primals)
+            outs = []
+            for fn, t in zip(jvps, tangents):
+                if fn is None:
+                    continue
+                outs.append(fn(t, ans, *primals))
+            if not outs:
+                return ans, pytree.tree_map(lambda a: zeros_like_aval(tangent_aval(get_aval(a))), ans)
+            total = outs[0]
+            for o in outs[1:]:
+                total = pytree.tree_map(lambda a, b: a + b, total, o)
+            return ans, total
+
+        self.jvp = jvp
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        if self.jvp is None:
+            raise AttributeError(
+                f"No JVP defined for custom_jvp function {self.__name__} using defjvp: decorate a rule "
+                f"with @{self.__name__}.defjvp before calling it."
+            )
+        args = _resolve_args(self.fun, args, kwargs)
+        nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
+        leaves, in_tree = pytree.tree_flatten(diff)
+        out_tree_box = []
+
+        def flat_fun(*flat):
+            out = self.fun(*_merge(nondiff, pytree.tree_unflatten(in_tree, flat), len(args)))
+            out_leaves, out_tree = pytree.tree_flatten(out)
+            out_tree_box.append(out_tree)
+            return out_leaves
+
+        def flat_jvp(primals, tangents):
+            p_args = pytree.tree_unflatten(in_tree, primals)
+            t_args = pytree.tree_unflatten(in_tree, [_tangent_for_user(t, self.symbolic_zeros) for t in tangents])
+            nd = [nondiff[i] for i in sorted(nondiff)]
+            res = self.jvp(*nd, tuple(p_args), tuple(t_args))
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError(
+                    f"Custom JVP rule of {self.__name__} must return a pair (primal_out, tangent_out), got {res!r}"
+                )
+            p_out, t_out = res
+            p_leaves, p_tree = pytree.tree_flatten(p_out)
+            t_leaves, t_tree = pytree.tree_flatten(t_out, is_leaf=lambda x: x is None)
+            if p_tree != t_tree and len(p_leaves) != len(t_leaves):
+                raise TypeError(
+                    f"Custom JVP rule of {self.__name__} must produce primal and tangent outputs with "
+                    f"equal container structure, got {p_tree} and {t_tree}."
+                )
+            out_tree_box.append(p_tree)
+            t_leaves = [Zero(tangent_aval(get_aval(p))) if t is None else t for p, t in zip(p_leaves, t_leaves)]
+            for p, t in zip(p_leaves, t_leaves):
+                if not is_zero(t) and get_aval(t).shape != get_aval(p).shape:
+                    raise ValueError(
+                        f"Custom JVP rule of {self.__name__} returned a tangent of shape {get_aval(t).shape} "
+                        f"for a primal output of shape {get_aval(p).shape}; they must match."
+                    )
+            return p_leaves, t_leaves
+
+        outs = _call_with_trace(
+            "process_custom_jvp_call", lambda: flat_fun(*leaves), flat_fun, flat_jvp, leaves, self.symbolic_zeros
+        )
+        return pytree.tree_unflatten(out_tree_box[-1], outs)
+
+
+def _tangent_for_user(t, symbolic_zeros):
+    if is_zero(t):
+        return SymbolicZero(t.aval) if symbolic_zeros else instantiate(t)
+    return t
+
+
+class SymbolicZero:
+    """What a custom rule with ``symbolic_zeros=True`` receives for an input with no tangent."""
+
+    def __init__(self, aval):
+        self.aval = aval
+        self.shape = aval.shape
+        self.dtype = aval.dtype
+
+    def __repr__(self):
+        return f"SymbolicZero({self.aval.str_short()})"
+
+
+# --------------------------------------------------------------------------------------- custom_vjp
+
+custom_lin_p = Primitive("custom_lin", multiple_results=True)
+
+
+def _custom_lin_abstract_eval(*args, num_res, bwd, out_avals, symbolic_zeros):
+    return list(out_avals)
+
+
+def _custom_lin_impl(*args, num_res, bwd, out_avals, symbolic_zeros):
+    raise TypeError(
+        "can't apply forward-mode autodiff (jvp) to a custom_vjp function: it defines only a "
+        "reverse-mode rule. Use vjp/grad, or define the derivative with custom_jvp instead."
+    )
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, symbolic_zeros):
+    res = args[:num_res]
+    cts = [ct if symbolic_zeros else instantiate(ct) for ct in cts]
+    cts_in = bwd(list(res), cts)
+    return [None] * num_res + list(cts_in)
+
+
+custom_lin_p.abstract_eval = _custom_lin_abstract_eval
+custom_lin_p.impl = _custom_lin_impl
+custom_lin_p.transpose = _custom_lin_transpose
+
+
+class custom_vjp:
+    """Wrap `fun` so its VJP is given by ``f.defvjp(fwd, bwd)``."""
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd = None
+        self.bwd = None
+        self.symbolic_zeros = False
+
+    def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
+        self.fwd = fwd
+        self.bwd = bwd
+        self.symbolic_zeros = symbolic_zeros
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        if self.fwd is None:
+            raise AttributeError(
+                f"No VJP defined for custom_vjp function {self.__name__} using defvjp: call "
+                f"{self.__name__}.defvjp(fwd, bwd) before calling it."
+            )
+        args = _resolve_args(self.fun, args, kwargs)
+        nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
+        nd = [nondiff[i] for i in sorted(nondiff)]
+        leaves, in_tree = pytree.tree_flatten(diff)
+        out_tree_box = []
+
+        def flat_fun(*flat):
+            out = self.fun(*_merge(nondiff, pytree.tree_unflatten(in_tree, flat), len(args)))
+            out_leaves, out_tree = pytree.tree_flatten(out)
+            out_tree_box.append(out_tree)
+            return out_leaves
+
+        def flat_fwd(*flat):
+            res = self.fwd(*_merge(nondiff, pytree.tree_unflatten(in_tree, flat), len(args)))
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError(
+                    f"Custom VJP fwd rule of {self.__name__} must return a pair (output, residuals), got {res!r}"
+                )
+            out, residuals = res
+            out_leaves, out_tree = pytree.tree_flatten(out)
+            out_tree_box.append(out_tree)
+            res_leaves, res_tree = pytree.tree_flatten(residuals)
+            return out_leaves, res_leaves, res_tree
+
+        def flat_bwd(res_leaves, res_tree, cts):
+            residuals = pytree.tree_unflatten(res_tree, res_leaves)
+            ct_tree = pytree.tree_unflatten(out_tree_box[-1], cts)
+            cts_in = self.bwd(*nd, residuals, ct_tree)
+            if not isinstance(cts_in, tuple):
+                raise TypeError(
+                    f"Custom VJP bwd rule of {self.__name__} must return a tuple with one cotangent per "
+                    f"differentiable argument ({len(diff)}), got {type(cts_in).__name__}."
+                )
+            if len(cts_in) != len(diff):
+                raise TypeError(
+                    f"Custom VJP bwd rule of {self.__name__} returned {len(cts_in)} cotangents for "
+                    f"{len(diff)} differentiable arguments."
+                )
+            flat = pytree.tree_flatten(cts_in, is_leaf=lambda x: x is None)[0]
+            return flat
+
+        outs = _call_with_trace(
+            "process_custom_vjp_call", lambda: flat_fun(*leaves), flat_fun, flat_fwd, flat_bwd, leaves,
+            self.symbolic_zeros,
+        )
+        return pytree.tree_unflatten(out_tree_box[-1], outs)
+
+
+def jvp_of_custom_vjp(trace, lift, fun, fwd, bwd, args, symbolic_zeros):
+    """How a JVP trace runs a custom_vjp call: fwd on the primals, a `custom_lin` for tangents."""
+    primals, tangents = zip(*[lift(x) for x in args]) if args else ((), ())
+    if all(is_zero(t) for t in tangents):
+        with _trace.set_current_trace(trace.parent):
+            return None, fun(*primals)
+    with _trace.set_current_trace(trace.parent):
+        out, res, res_tree = fwd(*primals)
+        out_avals = tuple(ShapedArray(get_aval(o).shape, tangent_aval(get_aval(o)).dtype) for o in out)
+
+        def bwd_flat(res_leaves, cts):
+            cts_in = bwd(res_leaves, res_tree, cts)
+            return [ct if ct is not None else Zero(tangent_aval(get_aval(p))) for ct, p in zip(cts_in, primals)]
+
+        tangents_in = [instantiate(t) for t in tangents]
+        out_t = custom_lin_p.bind(
+            *res, *tangents_in, num_res=len(res), bwd=bwd_flat, out_avals=out_avals, symbolic_zeros=symbolic_zeros
+        )
+    return out, out_t
