@@ -11,10 +11,41 @@ from morphax._src.runtime.array import Array
 from morphax._src.runtime.devices import device_count, devices, local_devices
 from morphax import dtypes, lax, nn, numpy, tree, tree_util
 from morphax._src.config import enable_x64
+from morphax._src.autodiff import (
+    closure_convert,
+    custom_gradient,
+    grad,
+    hessian,
+    jacfwd,
+    jacobian,
+    jacrev,
+    jvp,
+    linear_transpose,
+    linearize,
+    value_and_grad,
+    vjp,
+)
+from morphax._src.transforms.custom import custom_jvp, custom_vjp
+from morphax import test_util
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "closure_convert",
+    "custom_gradient",
+    "custom_jvp",
+    "custom_vjp",
+    "grad",
+    "hessian",
+    "jacfwd",
+    "jacobian",
+    "jacrev",
+    "jvp",
+    "linear_transpose",
+    "linearize",
+    "test_util",
+    "value_and_grad",
+    "vjp",
     "Array",
     "ShapeDtypeStruct",
     "config",

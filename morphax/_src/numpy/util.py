@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.avals import get_aval
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.prims import conversion as _conversion

@@ -1,0 +1,413 @@
+"""Array creation: `array`/`asarray`, constant fills, `eye`, `arange`, `linspace` and friends.
+
+Host inputs (lists, NumPy arrays) are converted on the host and become constant Arrays of the
+canonical dtype; everything computed from possibly traced values uses primitives (iota,
+broadcast_in_dim), so the functions behave the same eagerly and under `make_jaxpr`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+
+import numpy as np
+
+from morphax._src import errors
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.avals import get_aval
+from morphax._src.core.trace import Tracer
+from morphax._src.core.values import make_array
+from morphax._src.numpy import ufuncs, util
+from morphax._src.prims import lax_api as L
+from morphax._src.runtime.array import Array
+
+__all__ = [
+    "array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
+    "empty_like", "eye", "identity", "arange", "linspace", "logspace", "geomspace", "astype", "copy",
+]  # fmt: skip
+
+_PY_SCALARS = (builtins.bool, int, float, complex)
+
+
+# ------------------------------------------------------------------------------------- helpers
+
+
+def concrete_value(x, context: str):
+    """The host value of `x`; a traced `x` with no known value raises the concretization error
+    with `context` (which should name the function and argument)."""
+    if isinstance(x, Tracer):
+        v = x.to_concrete_value()
+        if v is None:
+            raise errors.ConcretizationTypeError(x, context)
+        return np.asarray(v)
+    if isinstance(x, Array):
+        return np.asarray(x)
+    return x
+
+
+def concrete_int(x, context: str) -> int:
+    """`operator.index(x)` for Python ints, NumPy ints and concrete integer arrays."""
+    x = concrete_value(x, context)
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise TypeError(f"{context}: expected an integer, got {x!r}") from None
+
+
+def canonicalize_shape(shape, fun_name: str) -> tuple:
+    """An int or a sequence of concrete non-negative ints, as a tuple."""
+    if isinstance(shape, (int, np.integer)) or (hasattr(shape, "shape") and np.ndim(shape) == 0):
+        shape = (shape,)
+    try:
+        dims = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(
+            f"{fun_name}: shapes must be 1D sequences of concrete values of integer type, got {shape!r}. "
+            "If using `jit`, make the shape a static argument (static_argnums)."
+        ) from None
+    if any(d < 0 for d in dims):
+        raise ValueError(f"{fun_name}: negative dimensions are not allowed, got shape {dims}")
+    return dims
+
+
+def _user_dtype(dtype, fun_name, default=None):
+    """The canonical dtype for an explicit `dtype=` argument (warning on x32 truncation)."""
+    if dtype is None:
+        return default
+    _dtypes.check_user_dtype_supported(dtype, fun_name)
+    return _dtypes.canonicalize_dtype(_dtypes.dtype(dtype))
+
+
+def _fill(shape, value, dtype, weak_type=False):
+    """A `shape` array of the scalar `value` (possibly traced) as one broadcast_in_dim."""
+    scalar = util.convert_element_type(value, dtype, weak_type)
+    if get_aval(scalar).shape != ():
+        raise TypeError(f"fill value must be a scalar, got shape {get_aval(scalar).shape}")
+    if shape == ():
+        return scalar
+    return L.broadcast_in_dim(scalar, tuple(shape), ())
+
+
+def _is_leaf_array(x):
+    return isinstance(x, (Array, Tracer))
+
+
+def _leaves(obj, out):
+    """Flatten nested lists/tuples (not arrays) into `out`."""
+    if isinstance(obj, (list, tuple)):
+        for elt in obj:
+            _leaves(elt, out)
+    else:
+        out.append(obj)
+    return out
+
+
+def _host_numeric(x, fun_name):
+    """A leaf that is neither a morphax array nor a Python/NumPy number, as a NumPy array."""
+    try:
+        arr = np.asarray(x)
+    except Exception as e:  # noqa: BLE001 - report the original problem with our context
+        raise TypeError(
+            f"{fun_name}: cannot convert object of type {type(x).__name__} to an array: {e}"
+        ) from None
+    if (
+        arr.dtype.kind not in "biufc"
+        and arr.dtype not in (_dtypes.bfloat16,)
+        and not _dtypes.is_floating(arr.dtype)
+    ):
+        raise TypeError(
+            f"{fun_name}: unsupported input of type {type(x).__name__} with dtype {arr.dtype}; "
+            "only numeric and boolean arrays are supported."
+        )
+    return arr
+
+
+# -------------------------------------------------------------------------------- array/asarray
+
+
+def _array(obj, dtype, ndmin, fun_name):
+    if hasattr(obj, "__jax_array__"):
+        obj = obj.__jax_array__()
+    dt = _user_dtype(dtype, fun_name)
+    if isinstance(obj, (Array, Tracer)):
+        out = obj if dt is None else util.convert_element_type(obj, dt, False)
+    elif type(obj) in _PY_SCALARS:
+        weak = dt is None and _dtypes.is_weakly_typed(obj)
+        out = util.convert_element_type(obj, dt or _dtypes.python_scalar_dtype(obj), weak)
+    elif isinstance(obj, (np.ndarray, np.generic)):
+        _dtypes.dtype(obj.dtype)  # rejects object/string arrays with JAX's message
+        dt = dt or _dtypes.canonicalize_dtype(obj.dtype)
+        # A copy: the caller may mutate its NumPy array later.
+        out = make_array(np.array(obj, dtype=dt), dt, False)
+    elif isinstance(obj, (list, tuple)):
+        out = _array_from_sequence(obj, dt, fun_name)
+    elif obj is None:
+        raise TypeError(f"{fun_name}: None is not a valid value for an array")
+    else:
+        arr = _host_numeric(obj, fun_name)
+        dt = dt or _dtypes.canonicalize_dtype(arr.dtype)
+        out = make_array(arr.astype(dt, copy=False), dt, False)
+    nd = get_aval(out).ndim
+    if ndmin > nd:
+        shape = (1,) * (ndmin - nd) + get_aval(out).shape
+        out = L.broadcast_in_dim(out, shape, tuple(range(ndmin - nd, ndmin)))
+    return out
+
+
+def _array_from_sequence(obj, dt, fun_name):
+    leaves = _leaves(obj, [])
+    converted = []
+    for leaf in leaves:
+        if leaf is None:
+            raise TypeError(f"{fun_name}: None is not a valid value for an array")
+        if hasattr(leaf, "__jax_array__"):
+            leaf = leaf.__jax_array__()
+        if not (
+            _is_leaf_array(leaf) or type(leaf) in _PY_SCALARS or isinstance(leaf, (np.ndarray, np.generic))
+        ):
+            leaf = _host_numeric(leaf, fun_name)
+        converted.append(leaf)
+    if dt is None:
+        # Python scalars are weak here, so [np.float16(1), 2.0] stays float16 as in JAX.
+        dt = _dtypes.result_type(*converted) if converted else _dtypes.default_float_dtype()
+    if not any(_is_leaf_array(x) for x in converted):
+        try:
+            host = np.array(obj, dtype=dt)
+        except OverflowError as e:
+            raise OverflowError(f"{fun_name}: {e} (values do not fit in {dt.name})") from None
+        return make_array(host, dt, False)
+    # Some elements are morphax arrays (maybe traced): convert each and stack with primitives.
+    from morphax._src.numpy import manipulation
+
+    if not obj:
+        return make_array(np.zeros((0,), dt), dt, False)
+    return manipulation.stack([_array(elt, dt, 0, fun_name) for elt in obj])
+
+
+def array(object, dtype=None, copy=True, order="K", ndmin=0):  # noqa: A002 - NumPy's name
+    """Create an array from an array, scalar or (nested) sequence; Python scalars give weak types."""
+    if order is not None and order not in ("K", "C", "A"):
+        raise NotImplementedError(f"array: only order='K' (or 'C') is supported, got order={order!r}")
+    ndmin = concrete_int(ndmin, "array: 'ndmin' argument")
+    return _array(object, dtype, ndmin, "array")
+
+
+def asarray(a, dtype=None, order=None, *, copy=None, device=None):
+    """Like `array`, without copying arrays that already have the requested dtype."""
+    if order is not None and order not in ("K", "C", "A"):
+        raise NotImplementedError(f"asarray: only order='K' (or 'C') is supported, got order={order!r}")
+    return _array(a, dtype, 0, "asarray")
+
+
+def astype(x, dtype, /, *, copy=False, device=None):
+    """Convert `x` to `dtype` (complex to real keeps the real part); the result is strongly typed."""
+    util.check_arraylike("astype", x)
+    dt = _user_dtype(dtype, "astype")
+    if dt is None:
+        raise TypeError("astype: dtype must not be None")
+    x = util.asarray_like(x)
+    if _dtypes.is_complex(get_aval(x).dtype) and not _dtypes.is_complex(dt):
+        x = ufuncs.real(x)
+    return util.convert_element_type(x, dt, False)
+
+
+def copy(a, order=None):
+    """A copy of `a` (arrays are immutable, so this only converts)."""
+    util.check_arraylike("copy", a)
+    return array(a, copy=True, order=order)
+
+
+# --------------------------------------------------------------------------------------- fills
+
+
+def zeros(shape, dtype=None, *, device=None):
+    """An array of zeros (default dtype float32, or float64 under x64)."""
+    dt = _user_dtype(dtype, "zeros", _dtypes.default_float_dtype())
+    return _fill(canonicalize_shape(shape, "zeros"), 0, dt)
+
+
+def ones(shape, dtype=None, *, device=None):
+    """An array of ones."""
+    dt = _user_dtype(dtype, "ones", _dtypes.default_float_dtype())
+    return _fill(canonicalize_shape(shape, "ones"), 1, dt)
+
+
+def empty(shape, dtype=None, *, device=None):
+    """Like `zeros`: arrays are immutable, so there is nothing to leave uninitialized."""
+    dt = _user_dtype(dtype, "empty", _dtypes.default_float_dtype())
+    return _fill(canonicalize_shape(shape, "empty"), 0, dt)
+
+
+def full(shape, fill_value, dtype=None, *, device=None):
+    """An array filled with `fill_value`; a Python scalar fill without `dtype` gives a weak type
+    (as lax.full does in JAX). Non-scalar fills broadcast to `shape`."""
+    util.check_arraylike("full", fill_value)
+    dt = _user_dtype(dtype, "full")
+    if np.ndim(fill_value) == 0:
+        shape = canonicalize_shape(shape, "full")
+        weak = dt is None and _dtypes.is_weakly_typed(fill_value)
+        return _fill(shape, fill_value, dt or _dtypes.result_type(fill_value), weak)
+    from morphax._src.numpy import manipulation
+
+    return manipulation.broadcast_to(asarray(fill_value, dtype=dt), shape)
+
+
+def _like(fun_name, a, fill_value, dtype, shape):
+    util.check_arraylike(fun_name, a)
+    dt = _user_dtype(dtype, fun_name)
+    # The result is weak only if it takes its dtype from a weakly typed `a`.
+    weak = dt is None and _dtypes.is_weakly_typed(a)
+    dt = dt or _dtypes.result_type(a)
+    shape = np.shape(a) if shape is None else canonicalize_shape(shape, fun_name)
+    if np.ndim(fill_value) != 0:
+        from morphax._src.numpy import manipulation
+
+        return manipulation.broadcast_to(asarray(fill_value, dtype=dt), shape)
+    return _fill(tuple(shape), fill_value, dt, weak)
+
+
+def zeros_like(a, dtype=None, shape=None, *, device=None):
+    """Zeros with the shape and dtype of `a` (either may be overridden)."""
+    return _like("zeros_like", a, 0, dtype, shape)
+
+
+def ones_like(a, dtype=None, shape=None, *, device=None):
+    """Ones with the shape and dtype of `a`."""
+    return _like("ones_like", a, 1, dtype, shape)
+
+
+def empty_like(prototype, dtype=None, shape=None, *, device=None):
+    """Like `zeros_like`."""
+    return _like("empty_like", prototype, 0, dtype, shape)
+
+
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
+    """`fill_value` with the shape and dtype of `a`."""
+    util.check_arraylike("full_like", fill_value)
+    return _like("full_like", a, fill_value, dtype, shape)
+
+
+# --------------------------------------------------------------------------------- eye / ranges
+
+
+def eye(N, M=None, k=0, dtype=None, *, device=None):  # noqa: N803 - NumPy's names
+    """A 2-D array with ones on diagonal `k` (k may be traced)."""
+    n = concrete_int(N, "'N' argument of jnp.eye()")
+    m = n if M is None else concrete_int(M, "'M' argument of jnp.eye()")
+    if n < 0 or m < 0:
+        raise ValueError(f"eye: negative dimensions are not allowed, got N={n} and M={m}")
+    dt = _user_dtype(dtype, "eye", _dtypes.default_float_dtype())
+    util.check_arraylike("eye", k)
+    idx = _dtypes.int32
+    rows = L.broadcasted_iota(idx, (n, m), 0)
+    cols = L.broadcasted_iota(idx, (n, m), 1)
+    k = util.asarray_like(k) if isinstance(k, (Array, Tracer)) else operator.index(k)
+    on_diag = ufuncs.equal(ufuncs.add(rows, k), cols)
+    return util.convert_element_type(on_diag, dt, False)
+
+
+def identity(n, dtype=None):
+    """The n x n identity matrix."""
+    return eye(n, dtype=dtype)
+
+
+def arange(start, stop=None, step=None, dtype=None, *, device=None):
+    """Evenly spaced values; the arguments must be concrete (the result's length depends on them)."""
+    _dtypes.check_user_dtype_supported(dtype, "arange")
+    util.check_arraylike("arange", start)
+    only_stop = stop is None and step is None
+    start = concrete_value(
+        start, f"It arose in the jnp.arange argument '{'stop' if only_stop else 'start'}'."
+    )
+    if stop is not None:
+        util.check_arraylike("arange", stop)
+        stop = concrete_value(stop, "It arose in the jnp.arange argument 'stop'.")
+    if step is not None:
+        util.check_arraylike("arange", step)
+        step = concrete_value(step, "It arose in the jnp.arange argument 'step'.")
+    for name, val in (("stop" if only_stop else "start", start), ("stop", stop), ("step", step)):
+        if val is not None and np.ndim(val) != 0:
+            raise ValueError(f"arange: arguments must be scalars; got {name}={val}")
+    if dtype is None:
+        dt = _dtypes.result_type(start, *(x for x in (stop, step) if x is not None))
+    else:
+        dt = _dtypes.canonicalize_dtype(_dtypes.dtype(dtype))
+    if only_stop:
+        n = int(np.ceil(start)) if not _dtypes.is_integer(np.result_type(start)) else operator.index(start)
+        return L.iota(dt, builtins.max(n, 0))
+    if step is None and start == 0:
+        return L.iota(dt, builtins.max(int(np.ceil(stop)), 0))
+    if step is not None and step == 0:
+        raise ValueError("arange: step must not be zero (division by zero)")
+    vals = [x.item() if isinstance(x, (np.ndarray, np.generic)) else x for x in (start, stop, step)]
+    host = np.arange(vals[0], vals[1], vals[2], dtype=dt)
+    return make_array(host, dt, False)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
+    """`num` evenly spaced samples from `start` to `stop` (arrays allowed; traceable)."""
+    num = concrete_int(num, "'num' argument of jnp.linspace")
+    axis = concrete_int(axis, "'axis' argument of jnp.linspace")
+    if num < 0:
+        raise ValueError(f"linspace: number of samples, {num}, must be non-negative.")
+    util.check_arraylike("linspace", start, stop)
+    dt = _user_dtype(dtype, "linspace") or _dtypes.to_inexact_dtype(_dtypes.result_type(start, stop))
+    work = _dtypes.to_inexact_dtype(dt)
+    start, stop = asarray(start, dtype=work), asarray(stop, dtype=work)
+    from morphax._src.numpy import manipulation
+
+    bshape = tuple(np.broadcast_shapes(get_aval(start).shape, get_aval(stop).shape))
+    start, stop = manipulation.broadcast_to(start, bshape), manipulation.broadcast_to(stop, bshape)
+    axis = util.canonicalize_axis(axis, len(bshape) + 1, "linspace")
+    out_shape = bshape[:axis] + (num,) + bshape[axis:]
+    bdims = tuple(d for d in range(len(out_shape)) if d != axis)
+    div = num - 1 if endpoint else num
+    if num == 0:
+        out = _fill(out_shape, 0, work)
+        delta = asarray(np.nan, dtype=work)
+    elif div > 0:
+        real = _dtypes.real_dtype(work)
+        # t runs over [0, 1] (endpoint) in the real dtype; the ends are then exact.
+        t = ufuncs.true_divide(
+            L.broadcasted_iota(real, out_shape, axis), util.convert_element_type(div, real)
+        )
+        t = util.convert_element_type(t, work)
+        # Scalar bounds broadcast inside the arithmetic; array bounds get the sample axis first.
+        lo = start if not bshape else L.broadcast_in_dim(start, out_shape, bdims)
+        hi = stop if not bshape else L.broadcast_in_dim(stop, out_shape, bdims)
+        out = ufuncs.add(ufuncs.multiply(lo, ufuncs.subtract(1, t)), ufuncs.multiply(hi, t))
+        if retstep:
+            delta = ufuncs.true_divide(ufuncs.subtract(stop, start), util.convert_element_type(div, work))
+    else:  # one sample
+        out = L.broadcast_in_dim(start, out_shape, bdims)
+        if retstep:
+            delta = asarray(np.nan, dtype=work) if endpoint else ufuncs.subtract(stop, start)
+    if _dtypes.is_integer(dt) and not _dtypes.is_integer(get_aval(out).dtype):
+        out = ufuncs.floor(out)
+    out = util.convert_element_type(out, dt, False)
+    return (out, delta) if retstep else out
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """``base ** linspace(start, stop)``."""
+    dt = _user_dtype(dtype, "logspace") or _dtypes.to_inexact_dtype(_dtypes.result_type(start, stop))
+    work = _dtypes.to_inexact_dtype(dt)
+    exps = linspace(start, stop, num, endpoint=endpoint, dtype=work, axis=axis)
+    return util.convert_element_type(ufuncs.power(util.convert_element_type(base, work), exps), dt, False)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """Samples evenly spaced on a log scale between `start` and `stop` (same sign, nonzero)."""
+    util.check_arraylike("geomspace", start, stop)
+    dt = _user_dtype(dtype, "geomspace") or _dtypes.to_inexact_dtype(_dtypes.result_type(start, stop))
+    work = _dtypes.to_inexact_dtype(dt)
+    start, stop = asarray(start, dtype=work), asarray(stop, dtype=work)
+    sign = ufuncs.sign(start)
+    logs = [ufuncs.log10(ufuncs.true_divide(v, sign)) for v in (start, stop)]
+    res = logspace(logs[0], logs[1], num, endpoint=endpoint, base=10.0, dtype=work, axis=0)
+    res = ufuncs.multiply(sign, res)
+    if axis != 0:
+        from morphax._src.numpy import manipulation
+
+        res = manipulation.moveaxis(res, 0, axis)
+    return util.convert_element_type(res, dt, False)

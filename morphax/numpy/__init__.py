@@ -1,0 +1,33 @@
+"""`morphax.numpy`: the NumPy API on morphax arrays, mirroring ``jax.numpy``.
+
+Thin re-export of `morphax._src.numpy`; importing it also installs the array methods
+(operators, ``.sum()``, ``.at[]``...) on `Array` and on tracers.
+"""
+
+import numpy as _np
+
+from morphax._src.core.dtypes import (  # noqa: F401
+    can_cast,
+    finfo,
+    iinfo,
+    issubdtype,
+    promote_types,
+    result_type,
+)
+from morphax._src.numpy import array_methods as _array_methods  # noqa: F401  (installs methods last)
+from morphax._src.numpy.creation import *  # noqa: F401,F403
+from morphax._src.numpy.indexing import *  # noqa: F401,F403
+from morphax._src.numpy.linalg_basic import *  # noqa: F401,F403
+from morphax._src.numpy.manipulation import *  # noqa: F401,F403
+from morphax._src.numpy.reductions import *  # noqa: F401,F403
+from morphax._src.numpy.scalar_types import *  # noqa: F401,F403
+from morphax._src.numpy.ufuncs import *  # noqa: F401,F403
+from morphax._src.runtime.array import Array as ndarray  # noqa: F401
+
+dtype = _np.dtype
+pi = _np.pi
+e = _np.e
+inf = _np.inf
+nan = _np.nan
+euler_gamma = _np.euler_gamma
+newaxis = None
