@@ -6,10 +6,11 @@ Public modules are thin re-exports of `morphax._src`; see README.md for a tour.
 from morphax._src.runtime import eager as _eager  # noqa: F401  (installs the eager trace)
 from morphax._src import prims as _prims  # noqa: F401  (registers the primitive catalogue)
 from morphax._src.config import config
-from morphax._src.api import ShapeDtypeStruct, make_jaxpr
+from morphax._src.api import ShapeDtypeStruct, eval_shape, jit, make_jaxpr
+from morphax._src.transforms import jit as _jit_rules  # noqa: F401  (registers pjit)
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.devices import device_count, devices, local_devices
-from morphax import dtypes, lax, nn, numpy, tree, tree_util
+from morphax import dtypes, lax, nn, numpy, random, tree, tree_util
 from morphax._src.config import enable_x64
 from morphax._src.autodiff import (
     closure_convert,
@@ -31,6 +32,8 @@ from morphax import test_util
 __version__ = "0.1.0"
 
 __all__ = [
+    "eval_shape",
+    "jit",
     "closure_convert",
     "custom_gradient",
     "custom_jvp",

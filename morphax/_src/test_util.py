@@ -38,11 +38,19 @@ def _leaves_dtypes(tree):
 
 def _rand_like(rng, x):
     aval = get_aval(x)
+    if not _dtypes.is_inexact(aval.dtype):
+        return make_array(np.zeros(aval.shape, _dtypes.float0), dtype=_dtypes.float0)
     if _dtypes.is_complex(aval.dtype):
         v = rng.standard_normal(aval.shape) + 1j * rng.standard_normal(aval.shape)
     else:
         v = rng.standard_normal(aval.shape)
     return make_array(np.asarray(v).astype(aval.dtype), dtype=aval.dtype)
+
+
+def _cast_like(t, like):
+    """Fixed random directions follow the dtype of the point (finite differences run in float64)."""
+    dt = get_aval(like).dtype
+    return make_array(np.asarray(t).astype(dt), dtype=dt)
 
 
 def _to_host64(x):
@@ -74,7 +82,12 @@ def numerical_jvp(f, primals, tangents, eps=EPS):
         minus = [make_array(np.asarray(p) - eps * t) for p, t in zip(p64, t64)]
         f_plus = pytree.tree_map(_to_host64, f(*plus))
         f_minus = pytree.tree_map(_to_host64, f(*minus))
-        return pytree.tree_map(lambda a, b: (a - b) / (2 * eps), f_plus, f_minus)
+        # Integer outputs (indices, counts) have no derivative: their tangents are float0 zeros.
+        return pytree.tree_map(
+            lambda a, b: (a - b) / (2 * eps) if a.dtype.kind in "fc" else np.zeros(a.shape, _dtypes.float0),
+            f_plus,
+            f_minus,
+        )
 
 
 def _assert_close(name, got, want, atol, rtol):
@@ -83,6 +96,9 @@ def _assert_close(name, got, want, atol, rtol):
     if g_tree != w_tree:
         raise AssertionError(f"{name}: output structures differ: {g_tree} vs {w_tree}")
     for g, w in zip(g_leaves, w_leaves):
+        if np.asarray(g).dtype == _dtypes.float0 or np.asarray(w).dtype == _dtypes.float0:
+            assert np.shape(g) == np.shape(w), f"{name}: float0 tangent shapes differ"
+            continue
         np.testing.assert_allclose(_to_host64(g), _to_host64(w), atol=atol, rtol=rtol, err_msg=name)
 
 
@@ -129,12 +145,22 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
             check_jvp(fun, lambda p, t: _ad_api.jvp(fun, tuple(p), tuple(t)), primals, atol, rtol, eps, rng)
             if order > 1:
                 tangents = [_rand_like(rng, a) for a in primals]
-                _check(lambda *p: _ad_api.jvp(fun, p, tuple(tangents))[1], primals, order - 1, seed + 1)
+                _check(
+                    lambda *p: _ad_api.jvp(fun, p, tuple(_cast_like(t, x) for t, x in zip(tangents, p)))[1],
+                    primals,
+                    order - 1,
+                    seed + 1,
+                )
         if "rev" in modes:
             check_vjp(fun, lambda *p: _ad_api.vjp(fun, *p), primals, atol, rtol, eps, rng)
             if order > 1:
                 out = fun(*primals)
                 cts = pytree.tree_map(lambda o: _rand_like(rng, o), out)
-                _check(lambda *p: _ad_api.vjp(fun, *p)[1](cts), primals, order - 1, seed + 2)
+
+                def pullback(*p):
+                    out, vjp_fn = _ad_api.vjp(fun, *p)
+                    return vjp_fn(pytree.tree_map(_cast_like, cts, out))
+
+                _check(pullback, primals, order - 1, seed + 2)
 
     _check(f, args, order, 0)

@@ -4,7 +4,10 @@ Operands share a dtype (pow also takes an integer exponent); shapes follow lax b
 (scalars, size-1 axes). Integer semantics are XLA's: wrapping arithmetic, division toward zero,
 and no trap on overflow: ``x / 0`` is -1 (all bits set, so the maximum for unsigned), ``INT_MIN / -1``
 is INT_MIN, ``x % 0`` is x and ``INT_MIN % -1`` is 0. Float max/min propagate nan and order
--0.0 below +0.0 (IEEE 754-2019 maximum/minimum, as stablehlo specifies). Imports the core only.
+-0.0 below +0.0 (IEEE 754-2019 maximum/minimum, as stablehlo specifies). Derivative rules follow
+JAX's (max/min split ties evenly, pow's exponent derivative is 0 at x == 0); transposes sum
+cotangents back over broadcast axes and never conjugate. Imports the core and the rule helpers;
+other lax functions are looked up when a rule runs.
 """
 
 from __future__ import annotations
@@ -15,10 +18,27 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Primitive
 from morphax._src.core.values import make_array
-from morphax._src.prims._helpers import binary_elementwise, broadcasting_shape, same_dtypes
+from morphax._src.prims._ad import (
+    Zero,
+    _lax,
+    aval_of,
+    defjvp,
+    defjvp_zero,
+    deflinear,
+    is_undefined_primal,
+    is_zero,
+    unbroadcast,
+)
+from morphax._src.prims._helpers import (
+    as_arrays,
+    binary_elementwise,
+    broadcasting_shape,
+    check_class,
+    concat_cases,
+    same_dtypes,
+)
 from morphax._src.prims._operands import lax_binary_operands
 from morphax._src.prims._spec import BINARY_SHAPES, Case, TestSpec, binary_cases, random_array
-from morphax._src.prims._helpers import as_arrays, check_class, concat_cases
 
 __all__ = [
     "add",
@@ -51,6 +71,45 @@ __all__ = [
 add_p = binary_elementwise("add", np.add, dtypes="numeric")
 sub_p = binary_elementwise("sub", np.subtract, dtypes="numeric")
 mul_p = binary_elementwise("mul", np.multiply, dtypes="numeric")
+
+
+def _linear_ct(operand, ct):
+    """The cotangent of one operand of a linear binary op: None for a known (non-linear) operand,
+    else `ct` summed down to the operand's shape (a symbolic Zero stays one)."""
+    if not is_undefined_primal(operand):
+        return None
+    if is_zero(ct):
+        return Zero(operand.aval)
+    return unbroadcast(operand.aval, ct)
+
+
+def _add_transpose(ct, x, y):
+    return [_linear_ct(x, ct), _linear_ct(y, ct)]
+
+
+def _sub_transpose(ct, x, y):
+    neg_ct = ct if is_zero(ct) or not is_undefined_primal(y) else _lax().neg(ct)
+    return [_linear_ct(x, ct), _linear_ct(y, neg_ct)]
+
+
+# Each partial's contribution is broadcast to the output shape by `defjvp`; a Zero tangent is skipped.
+defjvp(add_p, lambda g, ans, x, y: g, lambda g, ans, x, y: g)
+add_p.transpose = _add_transpose
+defjvp(sub_p, lambda g, ans, x, y: g, lambda g, ans, x, y: _lax().neg(g))
+sub_p.transpose = _sub_transpose
+
+
+def _mul_transpose(ct, x, y):
+    # Bilinear: exactly one operand is linear. No conjugation (JAX's convention for complex).
+    if is_undefined_primal(x) and is_undefined_primal(y):
+        raise ValueError("mul: transposing with both operands linear (the product is not linear in them).")
+    if is_undefined_primal(x):
+        return [_linear_ct(x, ct if is_zero(ct) else mul(ct, y)), None]
+    return [None, _linear_ct(y, ct if is_zero(ct) else mul(x, ct))]
+
+
+defjvp(mul_p, lambda g, ans, x, y: mul(g, y), lambda g, ans, x, y: mul(x, g))
+mul_p.transpose = _mul_transpose
 
 
 def add(x, y):
@@ -115,6 +174,29 @@ div_p = binary_elementwise("div", _div_impl, dtypes="numeric")
 rem_p = binary_elementwise("rem", _rem_impl, dtypes="real_numeric")
 
 
+def _div_transpose(ct, x, y):
+    # Linear in the numerator only.
+    if is_undefined_primal(y):
+        raise ValueError("div: transposing with respect to the divisor (x / y is not linear in y).")
+    return [_linear_ct(x, ct if is_zero(ct) else div(ct, y)), None]
+
+
+def _rem_y_partial(g, ans, x, y):
+    # rem(x, y) = x - y * trunc(x / y), and trunc(x / y) is locally constant.
+    L = _lax()
+    q = div(x, y)
+    return mul(L.neg(g), mul(L.sign(q), L.floor(L.abs(q))))
+
+
+defjvp(
+    div_p,
+    lambda g, ans, x, y: div(g, y),
+    lambda g, ans, x, y: mul(mul(_lax().neg(g), x), _lax().integer_pow(y, -2)),
+)
+div_p.transpose = _div_transpose
+defjvp(rem_p, lambda g, ans, x, y: g, _rem_y_partial)
+
+
 def div(x, y):
     """Elementwise ``x / y``; integers truncate toward zero, and ``x / 0`` gives -1 (all bits set)."""
     return div_p.bind(*lax_binary_operands("div", x, y))
@@ -168,6 +250,30 @@ pow_p.test_spec = TestSpec(
         _pow_int_exponent_cases,
     )
 )
+
+
+def _pow_x_partial(g, ans, x, y):
+    L = _lax()
+    y_dtype = aval_of(y).dtype
+    if _dtypes.is_integer(y_dtype):
+        # y * x**(y - 1), exactly 0 where y == 0 (JAX selects 0 there). The exponent becomes 0
+        # there instead of -1, so the unused value is never inf and cannot leak nan into
+        # higher derivatives.
+        y_is_0 = L.convert_element_type(L.eq(y, 0), y_dtype)
+        x_pow = pow(x, add(sub(y, 1), y_is_0))
+        return mul(g, mul(L.convert_element_type(y, aval_of(x).dtype), x_pow))
+    return mul(g, mul(y, pow(x, sub(y, 1))))
+
+
+def _pow_y_partial(g, ans, x, y):
+    # log(x) * x**y, taking log(1) = 0 where x == 0 (JAX's choice: 0 ** y has no y-derivative there).
+    L = _lax()
+    x_safe = L.select(L.eq(x, 0), L.full_like(x, 1), x)
+    return mul(g, mul(L.log(x_safe), ans))
+
+
+# An integer exponent has a float0 (symbolic Zero) tangent, so its partial is never called.
+defjvp(pow_p, _pow_x_partial, _pow_y_partial)
 
 
 def _pow_operands(x, y):
@@ -244,6 +350,24 @@ min_p = binary_elementwise(
 )
 
 
+def _balanced_share(x, ans, other):
+    """1 where `x` is the result, halved where `other` ties with it: max/min split the tangent
+    evenly between equal operands, as JAX does."""
+    L = _lax()
+    dt = aval_of(ans).dtype
+    picked = L.convert_element_type(L.eq(x, ans), dt)
+    tied = L.convert_element_type(L.eq(other, ans), dt)
+    return div(picked, add(tied, 1))
+
+
+for _p in (max_p, min_p):
+    defjvp(
+        _p,
+        lambda g, ans, x, y: mul(g, _balanced_share(x, ans, y)),
+        lambda g, ans, x, y: mul(g, _balanced_share(y, ans, x)),
+    )
+
+
 def max(x, y):  # noqa: A001 - JAX's name
     """Elementwise maximum; nan wins, and complex values compare lexicographically."""
     return max_p.bind(*lax_binary_operands("max", x, y))
@@ -271,7 +395,21 @@ def _atan2_impl(x, y):
 
 atan2_p = binary_elementwise("atan2", _atan2_impl, dtypes="inexact")
 nextafter_p = binary_elementwise("nextafter", np.nextafter, dtypes="float")
-nextafter_p.test_spec.differentiable = False  # JAX defines no JVP for it
+nextafter_p.test_spec.differentiable = False  # piecewise constant in x1 and x2
+nextafter_p.test_spec.grad_order = 0
+defjvp_zero(nextafter_p)
+
+
+def _atan2_denominator(x, y):
+    L = _lax()
+    return add(L.square(x), L.square(y))
+
+
+defjvp(
+    atan2_p,
+    lambda g, ans, x, y: mul(g, div(y, _atan2_denominator(x, y))),
+    lambda g, ans, x, y: mul(g, div(_lax().neg(x), _atan2_denominator(x, y))),
+)
 
 
 def atan2(x, y):
@@ -309,6 +447,19 @@ complex_p.impl = _complex_impl
 complex_p.abstract_eval = _complex_abstract_eval
 complex_p.elementwise = True
 complex_p.test_spec = TestSpec(cases=binary_cases(dtype_list=("float32",)))
+
+
+def _complex_transpose(ct, x, y):
+    # <ct, tx + i ty> = real(ct) tx - imag(ct) ty under the plain (non-conjugating) pairing.
+    L = _lax()
+    dense = not is_zero(ct)
+    return [
+        _linear_ct(x, L.real(ct) if dense else ct),
+        _linear_ct(y, L.neg(L.imag(ct)) if dense else ct),
+    ]
+
+
+deflinear(complex_p, _complex_transpose)
 
 
 def complex(x, y):  # noqa: A001 - JAX's name

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from morphax._src.prims._helpers import binary_elementwise
+from morphax._src.prims._ad import defjvp_zero
+from morphax._src.prims._helpers import as_arrays, binary_elementwise, concat_cases
 from morphax._src.prims._operands import lax_binary_operands
 from morphax._src.prims._spec import TestSpec, binary_cases
-from morphax._src.prims._helpers import as_arrays, concat_cases
 
 __all__ = [
     "and_p",
@@ -127,6 +127,8 @@ def shift_right_arithmetic(x, y):
     return shift_right_arithmetic_p.bind(*lax_binary_operands("shift_right_arithmetic", x, y))
 
 
-# Integer and bool valued: no derivatives (JAX gives them a zero JVP).
+# Integer and bool valued: a zero derivative (float0 tangents), as JAX.
 for _p in (and_p, or_p, xor_p, shift_left_p, shift_right_logical_p, shift_right_arithmetic_p):
+    defjvp_zero(_p)
     _p.test_spec.differentiable = False
+    _p.test_spec.grad_order = 0

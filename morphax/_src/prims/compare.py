@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from morphax._src.prims._ad import defjvp_zero
 from morphax._src.prims._helpers import as_bool, binary_elementwise
 from morphax._src.prims._operands import lax_binary_operands
 from morphax._src.prims._spec import TestSpec, binary_cases
@@ -62,6 +63,8 @@ def ge(x, y):
     return ge_p.bind(*lax_binary_operands("ge", x, y))
 
 
-# Bool valued: no derivatives (JAX gives them a zero JVP).
+# Bool valued: a zero derivative (float0 tangents), as JAX.
 for _p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
+    defjvp_zero(_p)
     _p.test_spec.differentiable = False
+    _p.test_spec.grad_order = 0

@@ -11,10 +11,25 @@ import ml_dtypes
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.core import pytree
+from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
+from morphax._src.prims._ad import (
+    Zero,
+    _lax,
+    aval_of,
+    broadcast_to_shape,
+    defjvp,
+    defjvp_zero,
+    deflinear,
+    instantiate,
+    is_undefined_primal,
+    is_zero,
+    zeros_like_aval,
+)
 from morphax._src.prims._helpers import check_dtype, same_dtypes
 from morphax._src.prims._spec import DTYPES_FOR_CLASS, Case, TestSpec, random_array
 
@@ -34,6 +49,8 @@ __all__ = [
     "select",
     "select_n",
     "select_n_p",
+    "stop_gradient",
+    "stop_gradient_p",
     "zeros_like_array",
 ]
 
@@ -188,10 +205,43 @@ def _convert_cases(rng):
         for weak in (False, True):
             p = dict(new_dtype=np.dtype("int32"), weak_type=weak, sharding=None)
             out.append(Case((random_array(rng, shape, "float32"),), p, f"f32->i32{list(shape)}weak={weak}"))
+    # The inexact pairs that finite differences can check come first: the derivative matrix takes
+    # the first float cases of a spec, and narrow-float or integer targets say little there.
+    out.sort(key=lambda c: c.name.split("[")[0] not in _AD_FRIENDLY_PAIRS)
     return out
 
 
+_AD_FRIENDLY_PAIRS = {"float32->float32", "float32->complex64", "complex64->float32", "complex64->complex64"}
+
+
 convert_element_type_p.test_spec = TestSpec(cases=_convert_cases)
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type, sharding):
+    # Linear between inexact dtypes (complex -> real keeps the real part of the tangent too); an
+    # integer or bool on either side means no derivative (float0 tangents).
+    ans = convert_element_type_p.bind(*primals, new_dtype=new_dtype, weak_type=weak_type, sharding=sharding)
+    out_t = tangent_aval(aval_of(ans))
+    (t,) = tangents
+    if is_zero(t) or out_t.dtype == _dtypes.float0 or aval_of(t).dtype == _dtypes.float0:
+        return ans, Zero(out_t)
+    return ans, convert_element_type_p.bind(t, new_dtype=out_t.dtype, weak_type=weak_type, sharding=sharding)
+
+
+def _convert_transpose(ct, operand, *, new_dtype, weak_type, sharding):
+    # Convert back: real -> complex transposes to the real part, complex -> real to complex(ct, 0).
+    aval = operand.aval
+    if is_zero(ct):
+        return [Zero(aval)]
+    if tangent_aval(aval).dtype == _dtypes.float0:
+        return [Zero(tangent_aval(aval))]
+    return [
+        convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type, sharding=sharding)
+    ]
+
+
+convert_element_type_p.jvp = _convert_jvp
+convert_element_type_p.transpose = _convert_transpose
 
 
 def _python_int_to(value: int, dt: np.dtype):
@@ -346,7 +396,8 @@ def _canon_name(name):
     return _dtypes.bfloat16 if name == "bfloat16" else np.dtype(name)
 
 
-bitcast_convert_type_p.test_spec = TestSpec(cases=_bitcast_cases, differentiable=False)
+bitcast_convert_type_p.test_spec = TestSpec(cases=_bitcast_cases, differentiable=False, grad_order=0)
+defjvp_zero(bitcast_convert_type_p)
 
 
 def bitcast_convert_type(operand, new_dtype):
@@ -407,7 +458,8 @@ def _iota_cases(rng):
     return out
 
 
-iota_p.test_spec = TestSpec(cases=_iota_cases, differentiable=False)
+iota_p.test_spec = TestSpec(cases=_iota_cases, differentiable=False, grad_order=0)
+defjvp_zero(iota_p)
 
 
 def _shape_tuple(shape, name):
@@ -500,6 +552,36 @@ def _select_n_cases(rng):
 select_n_p.test_spec = TestSpec(cases=_select_n_cases)
 
 
+def _select_n_jvp(primals, tangents):
+    # Linear in the cases; `which` only picks (integer/bool: no tangent).
+    ans = select_n_p.bind(*primals)
+    out_t = tangent_aval(aval_of(ans))
+    case_ts = tangents[1:]
+    if out_t.dtype == _dtypes.float0 or all(is_zero(t) for t in case_ts):
+        return ans, Zero(out_t)
+    return ans, select_n_p.bind(primals[0], *[instantiate(t) for t in case_ts])
+
+
+def _select_n_transpose(ct, which, *cases):
+    if is_undefined_primal(which):
+        raise ValueError("select_n: the `which` operand cannot be a linear input of a transpose.")
+    if is_zero(ct):
+        return [None] + [Zero(c.aval) if is_undefined_primal(c) else None for c in cases]
+    zeros = zeros_like_aval(ShapedArray(aval_of(ct).shape, aval_of(ct).dtype, False))
+    out = [None]
+    for i, c in enumerate(cases):
+        if is_undefined_primal(c):
+            picked = [ct if j == i else zeros for j in range(len(cases))]
+            out.append(select_n_p.bind(which, *picked))
+        else:
+            out.append(None)
+    return out
+
+
+select_n_p.jvp = _select_n_jvp
+select_n_p.transpose = _select_n_transpose
+
+
 def select_n(which, *cases):
     """Elementwise ``cases[which]``: `which` is bool (at most 2 cases) or integer, scalar or case-shaped.
 
@@ -567,6 +649,32 @@ def _clamp_cases(rng):
 clamp_p.test_spec = TestSpec(cases=_clamp_cases)
 
 
+# JAX's partials: the operand's tangent passes where min < x < max strictly; min's where
+# x < min < max; max's where max < x. Ties (x equal to a bound) and min > max give zero.
+def _zeros_like_operand(x):
+    return zeros_like_aval(tangent_aval(aval_of(x)))
+
+
+def _clamp_min_jvp(g, ans, lo, x, hi):
+    L = _lax()
+    pred = L.bitwise_and(L.gt(lo, x), L.lt(lo, hi))
+    return L.select(pred, broadcast_to_shape(g, aval_of(x).shape), _zeros_like_operand(x))
+
+
+def _clamp_operand_jvp(g, ans, lo, x, hi):
+    L = _lax()
+    pred = L.bitwise_and(L.gt(x, lo), L.lt(x, hi))
+    return L.select(pred, g, _zeros_like_operand(x))
+
+
+def _clamp_max_jvp(g, ans, lo, x, hi):
+    L = _lax()
+    return L.select(L.lt(hi, x), broadcast_to_shape(g, aval_of(x).shape), _zeros_like_operand(x))
+
+
+defjvp(clamp_p, _clamp_min_jvp, _clamp_operand_jvp, _clamp_max_jvp)
+
+
 def clamp(min, x, max):  # noqa: A002 - JAX's parameter names
     """Elementwise ``min(max(x, min), max)``; `min` and `max` are scalars or shaped like `x`."""
     args = [min, x, max]
@@ -596,9 +704,46 @@ copy_p.test_spec = TestSpec(
 )
 
 
+def _copy_transpose(ct, operand):
+    return [Zero(operand.aval) if is_zero(ct) else copy_p.bind(ct)]
+
+
+deflinear(copy_p, _copy_transpose)
+
+
 def copy(x):
     """A fresh copy of `x` (JAX exposes only `copy_p`; `jnp.array(x, copy=True)` uses it)."""
     return copy_p.bind(x)
+
+
+# --------------------------------------------------------------------------------------- stop_gradient
+
+
+stop_gradient_p = Primitive("stop_gradient")
+stop_gradient_p.impl = lambda x: np.array(x, copy=True)
+stop_gradient_p.abstract_eval = lambda x: x
+stop_gradient_p.test_spec = TestSpec(
+    cases=lambda rng: [
+        Case((random_array(rng, shape, dt),), {}, f"{dt}{list(shape)}")
+        for dt in DTYPES_FOR_CLASS["inexact"]
+        for shape in ((), (3,), (2, 0), (1, 4))
+    ],
+    differentiable=False,
+    grad_order=0,
+)
+defjvp_zero(stop_gradient_p)
+
+
+def stop_gradient(x):
+    """The value of `x` (any pytree) with no derivative: its tangent is zero and no cotangent flows
+    back through it. Only inexact leaves are touched; integer and bool leaves are returned as they are."""
+
+    def stop(leaf):
+        if _dtypes.is_inexact(get_aval(leaf).dtype):
+            return stop_gradient_p.bind(leaf)
+        return leaf
+
+    return pytree.tree_map(stop, x)
 
 
 # ------------------------------------------------------------------------------------ full, full_like

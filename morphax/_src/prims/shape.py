@@ -14,6 +14,15 @@ from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
+from morphax._src.prims._ad import (
+    Zero,
+    _lax,
+    aval_of,
+    deflinear,
+    is_undefined_primal,
+    is_zero,
+    zeros_like_aval,
+)
 from morphax._src.prims._helpers import same_dtypes
 from morphax._src.prims._operands import lax_binary_operands
 from morphax._src.prims._spec import Case, TestSpec, random_array
@@ -106,6 +115,21 @@ def _dt(name):
     return _dtypes.bfloat16 if name == "bfloat16" else np.dtype(name)
 
 
+def _scalar_zero(x):
+    """A rank-0 zero of `x`'s dtype (the padding value of the transposes that pad)."""
+    return zeros_like_aval(ShapedArray((), aval_of(x).dtype, False))
+
+
+def _total(x):
+    """The sum of every element of `x`, a scalar (x itself when it already is one)."""
+    nd = len(aval_of(x).shape)
+    return _lax().reduce_sum(x, tuple(range(nd))) if nd else x
+
+
+def _inverse_permutation(perm) -> tuple:
+    return tuple(int(i) for i in np.argsort(perm))
+
+
 # ---------------------------------------------------------------------------------- broadcast_in_dim
 
 
@@ -174,6 +198,24 @@ def _broadcast_in_dim_args(rng, dt, cfg):
 broadcast_in_dim_p.test_spec = TestSpec(
     cases=lambda rng: _axes_cases(SHAPE_DTYPES, _BROADCAST_CONFIGS, _broadcast_in_dim_args, rng)
 )
+
+
+def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions, sharding):
+    # Sum over the new dimensions and over the size-1 operand dimensions that were expanded, then
+    # put the summed size-1 dimensions back.
+    aval = operand.aval
+    if is_zero(ct):
+        return [Zero(aval)]
+    bd = broadcast_dimensions
+    expanded = {d for i, d in enumerate(bd) if aval.shape[i] == 1 and shape[d] != 1}
+    axes = tuple(d for d in range(len(shape)) if d not in bd or d in expanded)
+    out = _lax().reduce_sum(ct, axes) if axes else ct
+    if aval_of(out).shape != aval.shape:
+        out = reshape_p.bind(out, new_sizes=aval.shape, dimensions=None, sharding=None)
+    return [out]
+
+
+deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 
 
 def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
@@ -282,6 +324,21 @@ reshape_p.test_spec = TestSpec(
 )
 
 
+def _reshape_transpose(ct, operand, *, new_sizes, dimensions, sharding):
+    # reshape(transpose(x, dims)): reshape back to the transposed shape, then undo the transpose.
+    aval = operand.aval
+    if is_zero(ct):
+        return [Zero(aval)]
+    if dimensions is None:
+        return [reshape_p.bind(ct, new_sizes=aval.shape, dimensions=None, sharding=None)]
+    permuted = tuple(aval.shape[d] for d in dimensions)
+    back = reshape_p.bind(ct, new_sizes=permuted, dimensions=None, sharding=None)
+    return [transpose_p.bind(back, permutation=_inverse_permutation(dimensions))]
+
+
+deflinear(reshape_p, _reshape_transpose)
+
+
 def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
     """Reshape (in row-major order) to `new_sizes`, after transposing by `dimensions` if given.
 
@@ -335,6 +392,15 @@ def _transpose_args(rng, dt, cfg):
 transpose_p.test_spec = TestSpec(
     cases=lambda rng: _axes_cases(SHAPE_DTYPES, _TRANSPOSE_CONFIGS, _transpose_args, rng)
 )
+
+
+def _transpose_transpose(ct, operand, *, permutation):
+    if is_zero(ct):
+        return [Zero(operand.aval)]
+    return [transpose_p.bind(ct, permutation=_inverse_permutation(permutation))]
+
+
+deflinear(transpose_p, _transpose_transpose)
 
 
 def transpose(operand, permutation):
@@ -392,6 +458,15 @@ squeeze_p.test_spec = TestSpec(
 )
 
 
+def _squeeze_transpose(ct, operand, *, dimensions):
+    if is_zero(ct):
+        return [Zero(operand.aval)]
+    return [reshape_p.bind(ct, new_sizes=operand.aval.shape, dimensions=None, sharding=None)]
+
+
+deflinear(squeeze_p, _squeeze_transpose)
+
+
 def squeeze(array, dimensions):
     """Remove the size-1 dimensions listed in `dimensions` (negative counts from the end)."""
     ndim = len(get_aval(array).shape)
@@ -437,6 +512,15 @@ def _rev_args(rng, dt, cfg):
 
 
 rev_p.test_spec = TestSpec(cases=lambda rng: _axes_cases(SHAPE_DTYPES, _REV_CONFIGS, _rev_args, rng))
+
+
+def _rev_transpose(ct, operand, *, dimensions):
+    if is_zero(ct):
+        return [Zero(operand.aval)]
+    return [rev_p.bind(ct, dimensions=dimensions)]
+
+
+deflinear(rev_p, _rev_transpose)
 
 
 def rev(operand, dimensions):
@@ -519,6 +603,35 @@ def _pad_args(rng, dt, cfg):
 pad_p.test_spec = TestSpec(cases=lambda rng: _axes_cases(SHAPE_DTYPES, _PAD_CONFIGS, _pad_args, rng))
 
 
+def _pad_transpose(ct, operand, padding_value, *, padding_config):
+    # Linear in both: the operand's cotangent is the strided interior of `ct` (cropped edges, from
+    # negative low/high, are first padded back with zeros); the padding value's is everything else.
+    undef_x, undef_v = is_undefined_primal(operand), is_undefined_primal(padding_value)
+    if is_zero(ct):
+        return [
+            Zero(operand.aval) if undef_x else None,
+            Zero(padding_value.aval) if undef_v else None,
+        ]
+    x_shape = aval_of(operand).shape
+    uncropped = ct
+    if any(lo or hi for lo, hi, _ in padding_config):
+        undo = tuple((-lo, -hi, 0) for lo, hi, _ in padding_config)
+        uncropped = pad_p.bind(ct, _scalar_zero(ct), padding_config=undo)
+    t_x = uncropped
+    if any(i for _, _, i in padding_config):
+        t_x = _lax().slice_p.bind(
+            uncropped,
+            start_indices=(0,) * len(x_shape),
+            limit_indices=aval_of(uncropped).shape,
+            strides=tuple(i + 1 for _, _, i in padding_config),
+        )
+    t_v = _lax().sub(_total(ct), _total(t_x)) if undef_v else None
+    return [t_x if undef_x else None, t_v]
+
+
+deflinear(pad_p, _pad_transpose)
+
+
 def pad(operand, padding_value, padding_config):
     """Pad each axis with (low, high, interior) copies of the scalar `padding_value`.
 
@@ -588,6 +701,31 @@ def _concat_args(rng, dt, cfg):
 concatenate_p.test_spec = TestSpec(
     cases=lambda rng: _axes_cases(SHAPE_DTYPES, _CONCAT_CONFIGS, _concat_args, rng)
 )
+
+
+def _concatenate_transpose(ct, *operands, dimension):
+    # Each linear operand gets its own stretch of `ct` along `dimension`.
+    out, offset = [], 0
+    ct_shape = None if is_zero(ct) else aval_of(ct).shape
+    for x in operands:
+        aval = aval_of(x)
+        size = aval.shape[dimension]
+        if not is_undefined_primal(x):
+            out.append(None)
+        elif ct_shape is None:
+            out.append(Zero(x.aval))
+        else:
+            start = [0] * len(ct_shape)
+            limit = list(ct_shape)
+            start[dimension], limit[dimension] = offset, offset + size
+            out.append(
+                _lax().slice_p.bind(ct, start_indices=tuple(start), limit_indices=tuple(limit), strides=None)
+            )
+        offset += size
+    return out
+
+
+deflinear(concatenate_p, _concatenate_transpose)
 
 
 def concatenate(operands, dimension):

@@ -12,10 +12,21 @@ import operator
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
+from morphax._src.prims._ad import (
+    Zero,
+    aval_of,
+    deflinear,
+    instantiate,
+    is_undefined_primal,
+    is_zero,
+    linear_in_first,
+    zeros_like_aval,
+)
 from morphax._src.prims._spec import Case, TestSpec, random_array
 from morphax._src.prims.shape import (
     SHAPE_DTYPES,
@@ -23,6 +34,7 @@ from morphax._src.prims.shape import (
     canonical_shape,
     expand_dims,
     fresh,
+    pad_p,
     squeeze,
 )
 
@@ -122,6 +134,28 @@ def _slice_cases(rng):
 
 
 slice_p.test_spec = TestSpec(cases=_slice_cases)
+
+
+def _slice_transpose(ct, operand, *, start_indices, limit_indices, strides):
+    # Scatter `ct` back to its places with zeros around it: low/high padding to the slice's bounds,
+    # interior padding stride - 1 between the strided elements.
+    aval = operand.aval
+    if is_zero(ct):
+        return [Zero(aval)]
+    out_shape = aval_of(ct).shape
+    if strides is None or all(st == 1 for st in strides):
+        config = tuple((s, n - lim, 0) for s, lim, n in zip(start_indices, limit_indices, aval.shape))
+    else:
+        config = []
+        for s, st, o, n in zip(start_indices, strides, out_shape, aval.shape):
+            last = s + (o - 1) * st + 1 if o else s  # one past the last element taken
+            config.append((s, n - last, st - 1))
+        config = tuple(config)
+    zero = zeros_like_aval(ShapedArray((), aval_of(ct).dtype, False))
+    return [pad_p.bind(ct, zero, padding_config=config)]
+
+
+deflinear(slice_p, _slice_transpose)
 
 
 def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 - JAX's name
@@ -313,6 +347,19 @@ def _dynamic_slice_cases(rng):
 dynamic_slice_p.test_spec = TestSpec(cases=_dynamic_slice_cases)
 
 
+def _dynamic_slice_transpose(ct, operand, *indices, slice_sizes):
+    # Write `ct` into zeros at the same starts: dynamic_update_slice clamps them with the same
+    # window (slice_sizes), so the cotangent lands exactly where the slice was read.
+    aval = operand.aval
+    rest = [None] * len(indices)
+    if is_zero(ct):
+        return [Zero(aval), *rest]
+    return [dynamic_update_slice_p.bind(zeros_like_aval(tangent_aval(aval)), ct, *indices), *rest]
+
+
+linear_in_first(dynamic_slice_p, _dynamic_slice_transpose)
+
+
 def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
     """The `slice_sizes` window of `operand` at (possibly traced) `start_indices`.
 
@@ -408,6 +455,35 @@ def _dus_cases(rng):
 
 
 dynamic_update_slice_p.test_spec = TestSpec(cases=_dus_cases)
+
+
+def _dus_jvp(primals, tangents):
+    # Linear in operand and update; the start indices only choose where (no tangent).
+    ans = dynamic_update_slice_p.bind(*primals)
+    out_t = tangent_aval(aval_of(ans))
+    t_x, t_u = tangents[:2]
+    if (is_zero(t_x) and is_zero(t_u)) or out_t.dtype == _dtypes.float0:
+        return ans, Zero(out_t)
+    return ans, dynamic_update_slice_p.bind(instantiate(t_x), instantiate(t_u), *primals[2:])
+
+
+def _dus_transpose(ct, operand, update, *indices):
+    undef_x, undef_u = is_undefined_primal(operand), is_undefined_primal(update)
+    u_aval = aval_of(update)
+    rest = [None] * len(indices)
+    if is_zero(ct):
+        return [Zero(operand.aval) if undef_x else None, Zero(update.aval) if undef_u else None, *rest]
+    t_x = t_u = None
+    if undef_x:  # the overwritten window receives nothing
+        zeros = zeros_like_aval(ShapedArray(u_aval.shape, aval_of(ct).dtype, False))
+        t_x = dynamic_update_slice_p.bind(ct, zeros, *indices)
+    if undef_u:
+        t_u = dynamic_slice_p.bind(ct, *indices, slice_sizes=u_aval.shape)
+    return [t_x, t_u, *rest]
+
+
+dynamic_update_slice_p.jvp = _dus_jvp
+dynamic_update_slice_p.transpose = _dus_transpose
 
 
 def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):

@@ -1,20 +1,33 @@
 """Unary transcendental primitives: exp/log, trigonometric and hyperbolic, roots, special functions.
 
 The ones JAX gives an ``accuracy`` param (exp, log, sin, sqrt, ...) carry it unchanged; NumPy has
-a single implementation, so the reference ignores it. SciPy supplies erf/erfc/erf_inv/lgamma/digamma,
-computed in float32 for the 16-bit floats. Imports the core only.
+a single implementation, so the reference ignores it. SciPy supplies erf/erfc/erf_inv/lgamma/
+digamma/polygamma, computed in float32 for the 16-bit floats. `polygamma` exists so that digamma's
+derivative (and so on) is itself differentiable. Rules are written with the lax functions of
+`binary.py` and `unary.py`, which this module imports.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 
 import numpy as np
 import scipy.special as _sp
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.prims._spec import TestSpec, unary_cases
-from morphax._src.prims._helpers import as_arrays, concat_cases, elementwise_unop, with_params
+from morphax._src.prims._ad import defjvp
+from morphax._src.prims._helpers import (
+    as_arrays,
+    binary_elementwise,
+    concat_cases,
+    elementwise_unop,
+    with_params,
+)
+from morphax._src.prims._operands import lax_binary_operands
+from morphax._src.prims._spec import Case, TestSpec, random_array, unary_cases
+from morphax._src.prims.binary import add, div, mul, sub
+from morphax._src.prims.unary import integer_pow, neg, square
 
 __all__ = [
     "AccuracyMode",
@@ -53,6 +66,8 @@ __all__ = [
     "expm1_p",
     "lgamma",
     "lgamma_p",
+    "polygamma",
+    "polygamma_p",
     "log",
     "log1p",
     "log1p_p",
@@ -99,8 +114,9 @@ def _check_accuracy(name, accuracy):
         )
 
 
-def _with_accuracy(name, fn, dtypes, **spec_kw):
-    """A primitive taking JAX's ``accuracy`` param; every test case passes ``accuracy=None``."""
+def _with_accuracy(name, fn, dtypes, cases=None, **spec_kw):
+    """A primitive taking JAX's ``accuracy`` param; every test case passes ``accuracy=None``
+    (`cases`, if given, replaces the generated unary cases)."""
 
     def impl(x, *, accuracy=None):
         return fn(x)
@@ -108,7 +124,7 @@ def _with_accuracy(name, fn, dtypes, **spec_kw):
     def check(x, *, accuracy=None):
         _check_accuracy(name, accuracy)
 
-    cases = with_params(unary_cases(dtypes, **spec_kw), accuracy=None)
+    cases = with_params(cases or unary_cases(dtypes, **spec_kw), accuracy=None)
     prim = elementwise_unop(name, impl, dtypes, check=check, spec=TestSpec(cases=cases))
     prim.print_hidden_defaults = {"accuracy": None}
     return prim
@@ -116,6 +132,11 @@ def _with_accuracy(name, fn, dtypes, **spec_kw):
 
 def _plain(name, fn, dtypes, **spec_kw):
     return elementwise_unop(name, fn, dtypes, spec=TestSpec(cases=unary_cases(dtypes, **spec_kw)))
+
+
+def _jvp(prim, partial):
+    """A unary rule from ``partial(g, ans, x)``; the ``accuracy`` param leaves the derivative alone."""
+    defjvp(prim, lambda g, ans, x, **params: partial(g, ans, x))
 
 
 def _in_float32(fn):
@@ -155,6 +176,16 @@ logistic_p = _with_accuracy(
     "inexact",
     specials=(0.0, -0.0, 1.0, -1.0, 100.0, -100.0, np.inf, -np.inf, np.nan),
 )
+
+
+_jvp(exp_p, lambda g, ans, x: mul(g, ans))
+_jvp(exp2_p, lambda g, ans, x: mul(g, mul(math.log(2.0), ans)))
+_jvp(expm1_p, lambda g, ans, x: mul(g, add(ans, 1)))
+_jvp(log_p, lambda g, ans, x: div(g, x))
+_jvp(log1p_p, lambda g, ans, x: div(g, add(x, 1)))
+# (g + g tanh) (1 - tanh) = g (1 - tanh**2).
+_jvp(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(1, ans)))
+_jvp(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(1, ans))))
 
 
 def exp(x, *, accuracy=None):
@@ -197,7 +228,8 @@ def logistic(x, *, accuracy=None):
 
 sin_p = _with_accuracy("sin", np.sin, "inexact")
 cos_p = _with_accuracy("cos", np.cos, "inexact")
-tan_p = _with_accuracy("tan", np.tan, "inexact")
+# Random points stay between the poles at +-pi/2 (the specials still cover the rest).
+tan_p = _with_accuracy("tan", np.tan, "inexact", domain=(-1.3, 1.3))
 asin_p = _plain("asin", np.arcsin, "inexact", domain=(-0.99, 0.99))
 acos_p = _plain("acos", np.arccos, "inexact", domain=(-0.99, 0.99))
 atan_p = _plain("atan", np.arctan, "inexact")
@@ -206,6 +238,19 @@ cosh_p = _plain("cosh", np.cosh, "inexact")
 asinh_p = _plain("asinh", np.arcsinh, "inexact")
 acosh_p = _plain("acosh", np.arccosh, "inexact", domain=(1.0, 5.0))
 atanh_p = _plain("atanh", np.arctanh, "inexact", domain=(-0.99, 0.99))
+
+
+_jvp(sin_p, lambda g, ans, x: mul(g, cos(x)))
+_jvp(cos_p, lambda g, ans, x: neg(mul(g, sin(x))))
+_jvp(tan_p, lambda g, ans, x: mul(g, add(1, square(ans))))
+_jvp(asin_p, lambda g, ans, x: mul(g, rsqrt(sub(1, square(x)))))
+_jvp(acos_p, lambda g, ans, x: mul(g, neg(rsqrt(sub(1, square(x))))))
+_jvp(atan_p, lambda g, ans, x: div(g, add(1, square(x))))
+_jvp(sinh_p, lambda g, ans, x: mul(g, cosh(x)))
+_jvp(cosh_p, lambda g, ans, x: mul(g, sinh(x)))
+_jvp(asinh_p, lambda g, ans, x: mul(g, rsqrt(add(square(x), 1))))
+_jvp(acosh_p, lambda g, ans, x: mul(g, rsqrt(mul(sub(x, 1), add(x, 1)))))
+_jvp(atanh_p, lambda g, ans, x: mul(integer_pow(add(1, x), -1), div(g, sub(1, x))))
 
 
 def sin(x, *, accuracy=None):
@@ -266,9 +311,17 @@ def atanh(x):
 # ---------------------------------------------------------------------------------------------
 # Roots.
 
-sqrt_p = _with_accuracy("sqrt", np.sqrt, "inexact")
-rsqrt_p = _with_accuracy("rsqrt", lambda x: np.divide(1, np.sqrt(x)), "inexact")
+# Real random operands are positive (the specials cover negatives, 0 and inf), so derivative
+# checks on the spec's cases stay off the branch point; complex ones cover the whole plane.
+_ROOT_CASES = concat_cases(unary_cases("float", domain=(0.1, 5.0)), unary_cases("complex"))
+sqrt_p = _with_accuracy("sqrt", np.sqrt, "inexact", cases=_ROOT_CASES)
+rsqrt_p = _with_accuracy("rsqrt", lambda x: np.divide(1, np.sqrt(x)), "inexact", cases=_ROOT_CASES)
 cbrt_p = _with_accuracy("cbrt", np.cbrt, "float")
+
+
+_jvp(sqrt_p, lambda g, ans, x: mul(g, div(0.5, ans)))
+_jvp(rsqrt_p, lambda g, ans, x: mul(g, mul(-0.5, div(ans, x))))
+_jvp(cbrt_p, lambda g, ans, x: mul(g, mul(1.0 / 3.0, integer_pow(ans, -2))))
 
 
 def sqrt(x, *, accuracy=None):
@@ -321,6 +374,62 @@ digamma_p = _plain(
 )
 
 
+def _polygamma_f(m, x):
+    m, x = np.broadcast_arrays(m, x)
+    valid = (m >= 0) & (m == np.floor(m))  # m must be a non-negative integer (else nan, as XLA)
+    mi = np.where(valid, m, 0)
+    with np.errstate(all="ignore"):
+        out = np.where(mi == 0, _digamma(x), _sp.polygamma(mi.astype(np.int64), x))
+    # At the poles (x a non-positive integer) XLA's Hurwitz zeta gives +inf for even m + 1 and nan
+    # otherwise; SciPy gives +-inf throughout. m == 0 is digamma (nan at its poles).
+    poles = (x <= 0) & (x == np.floor(x))
+    odd_m = np.remainder(mi, 2) == 1
+    out = np.where(poles & (mi > 0), np.where(odd_m, np.inf, np.nan), out)
+    return np.where(valid, out, np.nan)
+
+
+def _polygamma_impl(m, x):
+    m, x = as_arrays(m, x)
+    if x.dtype in (_dtypes.float16, _dtypes.bfloat16):
+        return _polygamma_f(m.astype(np.float32), x.astype(np.float32)).astype(x.dtype)
+    return _polygamma_f(m, x).astype(x.dtype)
+
+
+def _polygamma_cases(rng):
+    out = []
+    for dt in ("float32", "float16", "bfloat16"):
+        for sm, sx in (((), ()), ((), (3,)), ((2, 3), (2, 3)), ((2, 1), (1, 3)), ((2, 3), ()), ((0,), (0,))):
+            m = rng.integers(0, 4, size=sm).astype(dt)
+            x = random_array(rng, sx, dt, (0.1, 5.0))
+            out.append(Case((m, x), {}, f"{dt}{list(sm)}{list(sx)}"))
+    ms = np.array([0.0, 1.0, 2.0, 3.0, 4.0, -1.0, 0.5, np.nan], np.float32)
+    xs = np.array([0.0, -0.0, -1.0, -2.0, -0.5, 0.5, 1.0, 2.5, 10.0, np.inf, np.nan], np.float32)
+    mm, xx = np.meshgrid(ms, xs)
+    out.append(Case((mm.ravel(), xx.ravel()), {}, "float32-specials"))
+    return out
+
+
+polygamma_p = binary_elementwise(
+    "polygamma", _polygamma_impl, dtypes="float", spec=TestSpec(cases=_polygamma_cases)
+)
+
+
+def _polygamma_m_partial(g, ans, m, x):
+    raise ValueError("polygamma: differentiation with respect to the order m is not supported.")
+
+
+_jvp(erf_p, lambda g, ans, x: mul(2.0 / math.sqrt(math.pi), mul(g, exp(neg(square(x))))))
+_jvp(erfc_p, lambda g, ans, x: mul(-2.0 / math.sqrt(math.pi), mul(g, exp(neg(square(x))))))
+_jvp(erf_inv_p, lambda g, ans, x: mul(math.sqrt(math.pi) / 2.0, mul(g, exp(square(ans)))))
+_jvp(lgamma_p, lambda g, ans, x: mul(g, digamma(x)))
+_jvp(digamma_p, lambda g, ans, x: mul(g, polygamma(1.0, x)))
+defjvp(polygamma_p, _polygamma_m_partial, lambda g, ans, m, x: mul(g, polygamma(add(m, 1), x)))
+# The order m is an integer-valued float with no derivative, which the generated derivative matrix
+# (it perturbs every float operand) cannot skip: the x-derivative is checked in
+# tests/prims/test_elementwise_ad.py instead.
+polygamma_p.test_spec.grad_order = 0
+
+
 def erf(x):
     """Elementwise error function."""
     return erf_p.bind(x)
@@ -344,3 +453,9 @@ def lgamma(x):
 def digamma(x):
     """Elementwise digamma function (nan at 0 and the negative integers)."""
     return digamma_p.bind(x)
+
+
+def polygamma(m, x):
+    """Elementwise polygamma function of order `m` (a non-negative integer value, else nan) at `x`:
+    the (m + 1)-th derivative of ``log Gamma``; ``polygamma(0, x)`` is digamma."""
+    return polygamma_p.bind(*lax_binary_operands("polygamma", m, x))

@@ -2,7 +2,9 @@
 
 Each primitive is one declaration (`elementwise_unop`) with its lax wrapper right beside it;
 the transcendental functions live in `transcendental.py` and reuse the builder and spec helpers
-defined here. Semantics follow XLA where it differs from NumPy. Imports the core only.
+defined here. Semantics follow XLA where it differs from NumPy; derivative rules follow JAX's
+(abs has slope +1 at 0; real/imag/conj transpose without conjugating). Imports the core and the
+rule helpers; other lax functions are looked up when a rule runs.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import operator
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import get_aval
+from morphax._src.prims._ad import Zero, _lax, aval_of, defjvp, defjvp_zero, deflinear, is_zero
 from morphax._src.prims._helpers import as_arrays, concat_cases, elementwise_unop
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, unary_cases
 
@@ -69,6 +73,9 @@ def _signed_of(dt):
 # Sign and negation.
 
 neg_p = elementwise_unop("neg", np.negative, "numeric", spec=TestSpec(cases=unary_cases("numeric")))
+
+
+deflinear(neg_p, lambda ct, x: [ct if is_zero(ct) else neg(ct)])
 
 
 def neg(x):
@@ -127,6 +134,19 @@ abs_p = elementwise_unop(
         )
     ),
 )
+
+
+def _abs_partial(g, ans, x):
+    L = _lax()
+    if not _dtypes.is_complex(aval_of(x).dtype):
+        # Slope +1 at 0 (and -0.0), as JAX: select(x >= 0, g, -g).
+        return L.select(L.ge(x, 0), g, neg(g))
+    # d|x| = real(conj(x) dx) / |x|; at x == 0 the divisor becomes 1 (conj(x) is 0 there), giving 0.
+    safe = L.select(L.eq(ans, 0), L.full_like(ans, 1), ans)
+    return real(L.mul(g, L.div(conj(x), L.complex(safe, 0.0))))
+
+
+defjvp(abs_p, _abs_partial)  # integer abs has float0 tangents: no partial needed
 
 
 def abs(x):  # noqa: A001 - JAX's name
@@ -322,6 +342,12 @@ imag_p = elementwise_unop(
 )
 
 
+# Linear; transposes use the plain (non-conjugating) pairing, JAX's convention for complex values:
+# real(t) pairs with ct as complex(ct, 0) does with t, imag(t) as complex(0, -ct) does.
+deflinear(real_p, lambda ct, x: [ct if is_zero(ct) else _lax().complex(ct, 0.0)])
+deflinear(imag_p, lambda ct, x: [ct if is_zero(ct) else _lax().complex(0.0, neg(ct))])
+
+
 def real(x):
     """Elementwise real part of a complex array (complex64 -> float32)."""
     return real_p.bind(x)
@@ -360,6 +386,16 @@ conj_p = elementwise_unop(
     out_dtype=_dtypes.to_complex_dtype,
     spec=TestSpec(cases=_conj_cases),
 )
+
+
+def _conj_transpose(ct, x, *, input_dtype):
+    if is_zero(ct):
+        return [Zero(x.aval)]
+    # A real input was widened to complex: its cotangent is the real part.
+    return [conj(ct) if _dtypes.is_complex(input_dtype) else real(ct)]
+
+
+deflinear(conj_p, _conj_transpose)
 
 
 def conj(x):
@@ -420,6 +456,15 @@ integer_pow_p = elementwise_unop(
 )
 
 
+def _integer_pow_partial(g, ans, x, *, y):
+    if y == 0:
+        return Zero(tangent_aval(aval_of(ans)))
+    return _lax().mul(g, _lax().mul(y, integer_pow(x, y - 1)))
+
+
+defjvp(integer_pow_p, _integer_pow_partial)
+
+
 def integer_pow(x, y):
     """Elementwise ``x ** y`` for a static Python int ``y`` (negative only for inexact ``x``)."""
     try:
@@ -470,6 +515,12 @@ def square(x):
     return square_p.bind(x)
 
 
-# Piecewise constant or integer valued (JAX gives them a zero JVP or none): nothing to check numerically.
+defjvp(square_p, lambda g, ans, x: _lax().mul(g, _lax().mul(2, x)))
+
+
+# Piecewise constant or integer valued: a zero derivative (JAX gives them a zero JVP or, for the bit
+# counts, none; integer outputs have float0 tangents anyway), nothing to check numerically.
 for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p, population_count_p, clz_p):
+    defjvp_zero(_p)
     _p.test_spec.differentiable = False
+    _p.test_spec.grad_order = 0

@@ -11,6 +11,8 @@ from __future__ import annotations
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import UndefinedPrimal, Zero, is_undefined_primal, is_zero, tangent_aval
 from morphax._src.core.avals import get_aval
+from morphax._src.core.dtypes import float0, is_python_scalar, python_scalar_dtype
+from morphax._src.core.values import make_array
 from morphax._src.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
 from morphax._src.core.trace import Tracer
 from morphax._src.prims._ad import add_tangents, instantiate
@@ -106,8 +108,16 @@ class JVPTrace(_trace.Trace):
         return out, Zero.from_primal_value(out)
 
 
+def _scalar_to_array(x):
+    if is_python_scalar(x):
+        return make_array(x, python_scalar_dtype(x), weak_type=type(x) is not bool)
+    return x
+
+
 def jvp_flat(flat_fun, primals, tangents):
     """Run `flat_fun` on (primal, tangent) pairs; returns output primals and tangents (maybe Zero)."""
+    # Python scalars become weakly typed arrays, so rules see array operands (as in JAX).
+    primals = [_scalar_to_array(p) for p in primals]
     with _trace.new_trace(JVPTrace()) as trace:
         ins = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
         outs = flat_fun(*ins)
@@ -126,9 +136,13 @@ class PartialEvalTrace(StagingTrace):
         return isinstance(x, StagingTracer) and x._trace is self
 
     def process_primitive(self, prim, args, params):
-        if not any(self._owns(x) for x in args):
+        owned = [self._owns(x) for x in args]
+        if not any(owned):
             with _trace.set_current_trace(self.parent):
                 return prim.bind(*args, **params)
+        if prim.partial_eval is not None and not all(owned):
+            # Higher-order primitives split their bodies into known and unknown parts.
+            return prim.partial_eval(self, args, params)
         return super().process_primitive(prim, args, params)
 
     def process_custom_jvp_call(self, fun, jvp_rule, args, symbolic_zeros):
@@ -162,7 +176,9 @@ def linearize_flat(flat_fun, primals):
     in_tangent_avals = [tangent_aval(get_aval(p)) for p in primals]
     with _trace.new_trace(PartialEvalTrace()) as pe:
         tangent_args = [pe.new_arg(a) for a in in_tangent_avals]
-        out_primals, out_tangents = jvp_flat(flat_fun, primals, tangent_args)
+        # Integer inputs have float0 tangents: they stay symbolic zeros (their invars go unused).
+        jvp_tangents = [Zero(a) if a.dtype == float0 else t for a, t in zip(in_tangent_avals, tangent_args)]
+        out_primals, out_tangents = jvp_flat(flat_fun, primals, jvp_tangents)
         out_zero_avals = [t.aval if is_zero(t) else None for t in out_tangents]
         live = [t for t in out_tangents if not is_zero(t)]
         closed = pe.to_closed_jaxpr(live)

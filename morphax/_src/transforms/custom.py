@@ -155,6 +155,8 @@ class SymbolicZero:
 # --------------------------------------------------------------------------------------- custom_vjp
 
 custom_lin_p = Primitive("custom_lin", multiple_results=True)
+# It carries the user's backward function as a parameter, like a higher-order primitive.
+custom_lin_p.higher_order = True
 
 
 def _custom_lin_abstract_eval(*args, num_res, bwd, out_avals, symbolic_zeros):

@@ -1,0 +1,122 @@
+"""`pjit`: the call primitive `jit` binds, whose parameter is the traced closed jaxpr.
+
+Its rules transform the inner jaxpr, so `jit` composes with every transformation: JVP traces
+a JVP jaxpr, linearization splits it with `partial_eval_jaxpr`, transposition runs the backward
+pass over the inner linear jaxpr. Eagerly it evaluates the jaxpr (compilation comes later).
+"""
+
+from __future__ import annotations
+
+from morphax._src.core import trace as _trace
+from morphax._src.core.ad_util import UndefinedPrimal, Zero, is_undefined_primal, is_zero
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
+from morphax._src.core.primitive import Primitive
+from morphax._src.core.values import make_array
+from morphax._src.transforms import ad
+from morphax._src.transforms.partial_eval import partial_eval_jaxpr
+from morphax._src.transforms.staging import StagingTrace, trace_to_jaxpr
+
+pjit_p = Primitive("pjit", multiple_results=True)
+pjit_p.higher_order = True
+
+
+def _pjit_impl(*args, jaxpr, name):
+    outs = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
+    # Literal or constant outputs still come back as arrays of the declared type.
+    return [
+        o if hasattr(o, "_buf") else make_array(o, dtype=a.dtype, weak_type=a.weak_type)
+        for o, a in zip(outs, jaxpr.out_avals)
+    ]
+
+
+def _pjit_abstract_eval(*in_avals, jaxpr, name):
+    expected = jaxpr.in_avals
+    if len(in_avals) != len(expected) or any(
+        a.shape != b.shape or a.dtype != b.dtype for a, b in zip(in_avals, expected)
+    ):
+        raise TypeError(
+            f"pjit {name}: called with argument types {[a.str_short() for a in in_avals]} but its jaxpr "
+            f"takes {[a.str_short() for a in expected]}"
+        )
+    return list(jaxpr.out_avals)
+
+
+_jvp_cache: dict = {}
+
+
+def jvp_jaxpr(closed: ClosedJaxpr, nonzeros):
+    """A jaxpr taking (primals, nonzero tangents) to (primals out, nonzero tangents out)."""
+    key = (id(closed), tuple(nonzeros))
+    hit = _jvp_cache.get(key)
+    if hit is not None and hit[0] is closed:
+        return hit[1], hit[2]
+    avals = closed.in_avals
+    n = len(avals)
+    box = {}
+
+    def fun(*args):
+        primals, nz_tangents = args[:n], iter(args[n:])
+        tangents = [next(nz_tangents) if nz else Zero(ad.tangent_aval(a)) for a, nz in zip(avals, nonzeros)]
+        out_p, out_t = ad.jvp_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), primals, tangents)
+        box["out_nonzero"] = [not is_zero(t) for t in out_t]
+        return list(out_p) + [t for t in out_t if not is_zero(t)]
+
+    tangent_avals = [ad.tangent_aval(a) for a, nz in zip(avals, nonzeros) if nz]
+    out = trace_to_jaxpr(fun, list(avals) + tangent_avals)
+    _jvp_cache[key] = (closed, out, box["out_nonzero"])
+    return out, box["out_nonzero"]
+
+
+def _pjit_jvp(primals, tangents, *, jaxpr, name):
+    nonzeros = [not is_zero(t) for t in tangents]
+    jvp_closed, out_nonzero = jvp_jaxpr(jaxpr, nonzeros)
+    outs = pjit_p.bind(*primals, *[t for t in tangents if not is_zero(t)], jaxpr=jvp_closed, name=f"jvp({name})")
+    n_out = len(jaxpr.out_avals)
+    out_p, nz_t = outs[:n_out], iter(outs[n_out:])
+    out_t = [next(nz_t) if nz else Zero(ad.tangent_aval(a)) for a, nz in zip(jaxpr.out_avals, out_nonzero)]
+    return out_p, out_t
+
+
+def _pjit_partial_eval(trace, args, params):
+    """Known inputs run the known part now (on the parent trace); the rest is staged."""
+    jaxpr, name = params["jaxpr"], params["name"]
+    unknowns = [trace._owns(x) for x in args]
+    known_jaxpr, unknown_jaxpr, out_unknowns, num_res = partial_eval_jaxpr(jaxpr, unknowns)
+    known_args = [x for x, u in zip(args, unknowns) if not u]
+    with _trace.set_current_trace(trace.parent):
+        known_outs = pjit_p.bind(*known_args, jaxpr=known_jaxpr, name=name)
+    n_known = len(known_outs) - num_res
+    known_vals, residuals = known_outs[:n_known], known_outs[n_known:]
+    unknown_args = [x for x, u in zip(args, unknowns) if u]
+    staged = StagingTrace.process_primitive(
+        trace, pjit_p, residuals + unknown_args, {"jaxpr": unknown_jaxpr, "name": name}
+    )
+    known_it, staged_it = iter(known_vals), iter(staged)
+    return [next(staged_it) if u else next(known_it) for u in out_unknowns]
+
+
+def _pjit_transpose(cts, *args, jaxpr, name):
+    inner = jaxpr.jaxpr
+    known = [i for i, a in enumerate(args) if not is_undefined_primal(a)]
+    linear = [i for i, a in enumerate(args) if is_undefined_primal(a)]
+    new = Jaxpr(
+        inner.constvars + [inner.invars[i] for i in known],
+        [inner.invars[i] for i in linear],
+        inner.outvars,
+        inner.eqns,
+    )
+    cts_lin = ad.backward_pass(ClosedJaxpr(new, list(jaxpr.consts) + [args[i] for i in known]), cts)
+    out = [None] * len(args)
+    for i, ct in zip(linear, cts_lin):
+        out[i] = ct
+    return out
+
+
+pjit_p.impl = _pjit_impl
+pjit_p.abstract_eval = _pjit_abstract_eval
+pjit_p.jvp = _pjit_jvp
+pjit_p.partial_eval = _pjit_partial_eval
+pjit_p.transpose = _pjit_transpose
+pjit_p.test_spec = None
+
+__all__ = ["pjit_p", "jvp_jaxpr", "UndefinedPrimal"]

@@ -1,0 +1,42 @@
+"""Partial evaluation of a whole jaxpr: split it into the part computable from the known inputs
+and the part that needs the unknown ones, connected by residuals.
+
+Used by higher-order primitives (`pjit` now; control flow later) when linearization reaches them
+with some inputs known and some not. Generic: no primitive is named here.
+"""
+
+from __future__ import annotations
+
+from morphax._src.core import trace as _trace
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
+from morphax._src.transforms.ad import PartialEvalTrace
+from morphax._src.transforms.staging import trace_to_jaxpr
+
+
+def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns):
+    """Returns (known_jaxpr, unknown_jaxpr, out_unknowns, num_res).
+
+    known_jaxpr:   known inputs -> known outputs + residuals
+    unknown_jaxpr: residuals + unknown inputs -> unknown outputs
+    """
+    in_avals = closed.in_avals
+    known_avals = [a for a, u in zip(in_avals, unknowns) if not u]
+    box: dict = {}
+
+    def known_fun(*known_args):
+        it = iter(known_args)
+        with _trace.new_trace(PartialEvalTrace()) as pe:
+            args = [pe.new_arg(a) if u else next(it) for a, u in zip(in_avals, unknowns)]
+            outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+            out_unknowns = [pe._owns(o) for o in outs]
+            unknown_closed = pe.to_closed_jaxpr([o for o, u in zip(outs, out_unknowns) if u])
+        box["unknown"] = unknown_closed
+        box["out_unknowns"] = out_unknowns
+        residuals = list(unknown_closed.consts)
+        return [o for o, u in zip(outs, out_unknowns) if not u] + residuals
+
+    known_closed = trace_to_jaxpr(known_fun, known_avals)
+    unknown = box["unknown"].jaxpr
+    # Residuals (the unknown part's constants) become its leading inputs.
+    unknown_jaxpr = ClosedJaxpr(Jaxpr([], unknown.constvars + unknown.invars, unknown.outvars, unknown.eqns), [])
+    return known_closed, unknown_jaxpr, box["out_unknowns"], len(unknown.constvars)
