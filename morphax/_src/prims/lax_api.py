@@ -7,7 +7,9 @@ from morphax._src.prims.compare import *  # noqa: F401,F403
 from morphax._src.prims.conversion import *  # noqa: F401,F403
 from morphax._src.prims.dot import *  # noqa: F401,F403
 from morphax._src.prims.indexing import *  # noqa: F401,F403
+from morphax._src.prims.prng import *  # noqa: F401,F403
 from morphax._src.prims.reductions import *  # noqa: F401,F403
+from morphax._src.prims.scatter import *  # noqa: F401,F403
 from morphax._src.prims.shape import *  # noqa: F401,F403
 from morphax._src.prims.slicing import *  # noqa: F401,F403
 from morphax._src.prims.sorting import *  # noqa: F401,F403
