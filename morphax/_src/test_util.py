@@ -50,6 +50,8 @@ def _rand_like(rng, x):
 def _cast_like(t, like):
     """Fixed random directions follow the dtype of the point (finite differences run in float64)."""
     dt = get_aval(like).dtype
+    if not _dtypes.is_inexact(dt):
+        return make_array(np.zeros(np.shape(t), _dtypes.float0), dtype=_dtypes.float0)
     return make_array(np.asarray(t).astype(dt), dtype=dt)
 
 

@@ -13,8 +13,10 @@ import numpy as np
 
 from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Primitive
+from morphax._src.prims._ad import Zero, _lax, add_tangents, is_undefined_primal, is_zero
 from morphax._src.prims._spec import Case, TestSpec, random_array
 
 __all__ = ["Precision", "dot", "dot_general", "dot_general_p"]
@@ -322,6 +324,90 @@ def _dot_cases(rng):
 
 
 dot_general_p.test_spec = TestSpec(cases=_dot_cases)
+
+
+# ------------------------------------------------------------------------------------------------
+# Derivatives: bilinear, so the JVP is dot(t_lhs, rhs) + dot(lhs, t_rhs) and each operand's
+# transpose contracts the cotangent with the other operand.
+
+
+def _dot_general_jvp(primals, tangents, **params):
+    lhs, rhs = primals
+    t_lhs, t_rhs = tangents
+    ans = dot_general_p.bind(lhs, rhs, **params)
+    out = tangent_aval(get_aval(ans))
+    if out.dtype == _dtypes.float0:
+        return ans, Zero(out)
+    out_t = Zero(out)
+    if not is_zero(t_lhs):
+        out_t = dot_general_p.bind(t_lhs, rhs, **params)
+    if not is_zero(t_rhs):
+        out_t = add_tangents(out_t, dot_general_p.bind(lhs, t_rhs, **params))
+    return ans, out_t
+
+
+def _free_dims(ndim, contracting, batch):
+    return tuple(i for i in range(ndim) if i not in contracting and i not in batch)
+
+
+def _dot_transpose_operand(ct, other, aval, own_c, other_c, own_b, other_b, ct_free_of_other, params):
+    """Cotangent of one operand (aval, contracting own_c, batch own_b) of a dot_general whose other
+    operand is `other`: contract the cotangent's axes that came from `other` with other's free
+    axes, then permute the result (batch, own free, own contracting in other's order) into the
+    operand's axis order and cast to its dtype (the result may be wider or complex)."""
+    nb = len(own_b)
+    other_free = _free_dims(len(get_aval(other).shape), other_c, other_b)
+    dims = ((ct_free_of_other, other_free), (tuple(range(nb)), tuple(other_b)))
+    res = dot_general_p.bind(
+        ct,
+        other,
+        dimension_numbers=dims,
+        precision=params["precision"],
+        preferred_element_type=None,
+        out_sharding=None,
+    )
+    own_free = _free_dims(len(aval.shape), own_c, own_b)
+    # other's contracting axes come out in increasing order; each pairs with one of ours.
+    own_c_by_other = tuple(c for _, c in sorted(zip(other_c, own_c)))
+    src = tuple(own_b) + own_free + own_c_by_other
+    perm = tuple(int(i) for i in np.argsort(src))
+    if perm != tuple(range(len(perm))):
+        res = _lax().transpose(res, perm)
+    if get_aval(res).dtype != aval.dtype:
+        L = _lax()
+        if _dtypes.is_complex(get_aval(res).dtype) and not _dtypes.is_complex(aval.dtype):
+            res = L.real(res)
+        res = L.convert_element_type(res, aval.dtype)
+    return res
+
+
+def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, **params):
+    (lc, rc), (lb, rb) = dimension_numbers
+    undef_l, undef_r = is_undefined_primal(lhs), is_undefined_primal(rhs)
+    if undef_l and undef_r:
+        raise ValueError("dot_general: cannot transpose with respect to both operands (it is bilinear)")
+    if is_zero(ct):
+        return [Zero(lhs.aval) if undef_l else None, Zero(rhs.aval) if undef_r else None]
+    # The cotangent's axes: batch, then lhs free, then rhs free.
+    nb = len(lb)
+    n_lfree = len(_free_dims(len(_aval(lhs).shape), lc, lb))
+    n_rfree = len(_free_dims(len(_aval(rhs).shape), rc, rb))
+    lhs_ct = rhs_ct = None
+    if undef_l:
+        ct_rfree = tuple(range(nb + n_lfree, nb + n_lfree + n_rfree))
+        lhs_ct = _dot_transpose_operand(ct, rhs, lhs.aval, lc, rc, lb, rb, ct_rfree, params)
+    if undef_r:
+        ct_lfree = tuple(range(nb, nb + n_lfree))
+        rhs_ct = _dot_transpose_operand(ct, lhs, rhs.aval, rc, lc, rb, lb, ct_lfree, params)
+    return [lhs_ct, rhs_ct]
+
+
+def _aval(x):
+    return x.aval if is_undefined_primal(x) else get_aval(x)
+
+
+dot_general_p.jvp = _dot_general_jvp
+dot_general_p.transpose = _dot_general_transpose
 
 
 def _canon_dims(dims, ndim):

@@ -1,9 +1,8 @@
-"""XLA's general gather and scatter: dimension numbers, out-of-bounds modes, and the primitives
-`gather`, `scatter`, `scatter-add`, `scatter-mul`, `scatter-min`, `scatter-max`.
+"""XLA's general gather: dimension numbers and out-of-bounds modes shared with the scatter family
+(`scatter.py`), the shape checks both use, and the `gather` primitive with its derivative rules.
 
-The index vector is always the last axis of the indices (JAX's convention). References build the
-full grid of operand positions with NumPy fancy indexing; scatters accumulate duplicates in the
-row-major order of the updates (ufunc.at), and plain `scatter` lets the last such update win.
+The index vector is always the last axis of the indices (JAX's convention). The reference builds
+the full grid of operand positions with NumPy fancy indexing.
 """
 
 from __future__ import annotations
@@ -14,9 +13,10 @@ from typing import NamedTuple
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Primitive
-from morphax._src.core.values import make_array
+from morphax._src.prims._ad import Zero, _lax, is_undefined_primal, is_zero, zeros_like_aval
 from morphax._src.prims._spec import Case, TestSpec, random_array
 
 __all__ = [
@@ -25,16 +25,6 @@ __all__ = [
     "ScatterDimensionNumbers",
     "gather",
     "gather_p",
-    "scatter",
-    "scatter_p",
-    "scatter_add",
-    "scatter_add_p",
-    "scatter_mul",
-    "scatter_mul_p",
-    "scatter_min",
-    "scatter_min_p",
-    "scatter_max",
-    "scatter_max_p",
 ]
 
 
@@ -363,6 +353,9 @@ def _gather_cases(rng):
             ("empty-idx", x53, (0, 1), 5, _gdn((1,), (0,), (0,)), (1, 3)),
             ("zero-slice", x53, (2, 1), 5, _gdn((1, 2), (), (0,)), (1, 0)),
         )
+        # Inexact cases fill with a finite value, so finite differences see a constant; the default
+        # NaN fill has its own (special) case below.
+        fill = -7.5 if _dtypes.is_inexact(np.dtype(dt)) else None
         for name, x, ishape, bound, dn, ss in patterns:
             for mode in modes:
                 idx = _oob_indices(rng, ishape, bound)
@@ -372,7 +365,7 @@ def _gather_cases(rng):
                     indices_are_sorted=False,
                     unique_indices=False,
                     mode=mode,
-                    fill_value=None,
+                    fill_value=fill if mode == GatherScatterMode.FILL_OR_DROP else None,
                 )
                 out.append(Case((x, idx), params, f"{dt}-{name}-{mode.name}"))
             idx = _oob_indices(rng, ishape, bound, oob=False)
@@ -386,6 +379,16 @@ def _gather_cases(rng):
             )
             out.append(Case((x, idx), params, f"{dt}-{name}-PROMISE"))
     x = random_array(rng, (5, 3), "float32")
+    params = dict(
+        dimension_numbers=_gdn((1,), (0,), (0,)),
+        slice_sizes=(1, 3),
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=GatherScatterMode.FILL_OR_DROP,
+        fill_value=None,
+    )
+    idx = np.array([[1], [-1], [4], [5]], np.int32)
+    out.append(Case((x, idx), params, "float32-default-nan-fill-special"))
     for idt in ("uint8", "int8", "int16"):
         idx = _oob_indices(rng, (4, 1), 5, idt)
         params = dict(
@@ -401,6 +404,66 @@ def _gather_cases(rng):
 
 
 gather_p.test_spec = TestSpec(cases=_gather_cases)
+
+
+def _gather_jvp(primals, tangents, **params):
+    # Linear in the operand; the indices are integers and carry no tangent. Filled (out-of-bounds)
+    # entries are constants, so their tangent is 0 rather than the primal fill value.
+    operand, indices = primals
+    ans = gather_p.bind(operand, indices, **params)
+    t = tangents[0]
+    out_aval = tangent_aval(get_aval(ans))
+    if is_zero(t) or out_aval.dtype == _dtypes.float0:
+        return ans, Zero(out_aval)
+    fill = 0 if params["mode"] == GatherScatterMode.FILL_OR_DROP else None
+    return ans, gather_p.bind(t, indices, **dict(params, fill_value=fill))
+
+
+def _gather_transpose(
+    ct,
+    operand,
+    indices,
+    *,
+    dimension_numbers,
+    slice_sizes,
+    indices_are_sorted,
+    unique_indices,
+    mode,
+    fill_value,
+):
+    # Scatter-add the cotangent back where each slice came from (duplicates accumulate). The
+    # scatter uses the same mode: CLIP clamps the windows exactly as the gather clamped the slices,
+    # FILL_OR_DROP drops the updates whose slices were filled (they had no operand dependence).
+    if is_undefined_primal(indices):
+        raise ValueError("gather: cannot transpose with respect to the (integer) indices")
+    aval = operand.aval
+    if is_zero(ct):
+        return [Zero(aval), None]
+    dn = dimension_numbers
+    sdn = ScatterDimensionNumbers(
+        update_window_dims=dn.offset_dims,
+        inserted_window_dims=dn.collapsed_slice_dims,
+        scatter_dims_to_operand_dims=dn.start_index_map,
+        operand_batching_dims=dn.operand_batching_dims,
+        scatter_indices_batching_dims=dn.start_indices_batching_dims,
+    )
+    zeros = zeros_like_aval(ShapedArray(aval.shape, get_aval(ct).dtype, False))
+    out = _lax().scatter_add_p.bind(
+        zeros,
+        indices,
+        ct,
+        dimension_numbers=sdn,
+        indices_are_sorted=indices_are_sorted,
+        unique_indices=unique_indices,
+        mode=mode,
+        update_jaxpr=None,
+        update_consts=(),
+    )
+    return [out, None]
+
+
+gather_p.jvp = _gather_jvp
+gather_p.transpose = _gather_transpose
 
 
 def gather(
@@ -433,372 +496,4 @@ def gather(
         unique_indices=bool(unique_indices),
         mode=parsed,
         fill_value=fill_value,
-    )
-
-
-# ------------------------------------------------------------------------------------------------
-# scatter family
-
-
-def _scatter_abstract_eval(
-    name,
-    operand,
-    indices,
-    updates,
-    *,
-    dimension_numbers,
-    indices_are_sorted,
-    unique_indices,
-    mode,
-    update_jaxpr,
-    update_consts,
-):
-    dn = dimension_numbers
-    ctx = f"operand {operand.str_short()}, indices {indices.str_short()}, updates {updates.str_short()}, {dn}"
-    if not isinstance(dn, ScatterDimensionNumbers):
-        raise TypeError(f"{name}: dimension_numbers must be a ScatterDimensionNumbers, got {dn!r}")
-    if not isinstance(mode, GatherScatterMode):
-        raise TypeError(f"{name}: mode must be a GatherScatterMode, got {mode!r}")
-    _check_indices(name, indices, ctx)
-    if operand.dtype != updates.dtype:
-        raise TypeError(
-            f"{name}: operand and updates must have the same dtype, got {operand.dtype.name} and "
-            f"{updates.dtype.name} ({ctx}). Cast the updates with lax.convert_element_type."
-        )
-    _check_dims(name, dn.update_window_dims, updates.ndim, "update_window_dims", ctx)
-    _check_dims(name, dn.inserted_window_dims, operand.ndim, "inserted_window_dims", ctx)
-    _check_disjoint(
-        name,
-        dn.inserted_window_dims,
-        dn.operand_batching_dims,
-        "inserted_window_dims",
-        "operand_batching_dims",
-        ctx,
-    )
-    _check_batching(
-        name,
-        operand,
-        indices,
-        dn.operand_batching_dims,
-        dn.scatter_indices_batching_dims,
-        "scatter_indices_batching_dims",
-        ctx,
-    )
-    _check_index_map(
-        name,
-        dn.scatter_dims_to_operand_dims,
-        dn.operand_batching_dims,
-        indices,
-        operand,
-        "scatter_dims_to_operand_dims",
-        ctx,
-    )
-    n_window = operand.ndim - len(dn.inserted_window_dims) - len(dn.operand_batching_dims)
-    if len(dn.update_window_dims) != n_window:
-        raise TypeError(
-            f"{name}: the operand has {operand.ndim} axes, so len(update_window_dims) + "
-            "len(inserted_window_dims) + len(operand_batching_dims) must equal it "
-            f"({len(dn.update_window_dims)} + {len(dn.inserted_window_dims)} + "
-            f"{len(dn.operand_batching_dims)}) ({ctx})."
-        )
-    batch = indices.shape[:-1]
-    scatter_dims = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
-    if tuple(updates.shape[d] for d in scatter_dims) != batch:
-        raise TypeError(
-            f"{name}: the non-window axes of updates {tuple(updates.shape[d] for d in scatter_dims)} must "
-            f"match the index batch shape {batch} (indices shape minus its last axis) ({ctx})."
-        )
-    window_axes = [
-        d
-        for d in range(operand.ndim)
-        if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims
-    ]
-    for ud, od in zip(dn.update_window_dims, window_axes):
-        if updates.shape[ud] > operand.shape[od]:
-            raise TypeError(
-                f"{name}: update window axis {ud} (size {updates.shape[ud]}) exceeds operand axis {od} "
-                f"(size {operand.shape[od]}) ({ctx})."
-            )
-    return ShapedArray(operand.shape, operand.dtype, operand.weak_type)
-
-
-def _scatter_targets(operand_shape, indices, updates_shape, dn, mode):
-    """Flat operand positions aligned with updates.ravel(), and which updates are applied."""
-    nbatch = indices.ndim - 1
-    window_axes = [
-        d
-        for d in range(len(operand_shape))
-        if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims
-    ]
-    window_shape = [updates_shape[d] for d in dn.update_window_dims]
-    window = [1] * len(operand_shape)
-    for d, s in zip(window_axes, window_shape):
-        window[d] = s
-    starts, valid = _starts(
-        indices,
-        operand_shape,
-        dn.scatter_dims_to_operand_dims,
-        dn.operand_batching_dims,
-        dn.scatter_indices_batching_dims,
-        window,
-        clamp=mode == GatherScatterMode.CLIP,
-    )
-    if mode == GatherScatterMode.CLIP:
-        valid = np.ones_like(valid)  # every clamped window fits
-    grid = _grid(starts, window_axes, window_shape, nbatch)
-    valid = np.broadcast_to(
-        valid.reshape(valid.shape + (1,) * len(window_shape)), tuple(indices.shape[:-1]) + tuple(window_shape)
-    )
-    # Reorder batch + window axes into the updates' own axis order.
-    w, b = iter(range(nbatch, nbatch + len(window_shape))), iter(range(nbatch))
-    perm = [next(w) if i in dn.update_window_dims else next(b) for i in range(len(updates_shape))]
-    valid = np.transpose(valid, perm).ravel()
-    grid = [np.transpose(g, perm).ravel()[valid] for g in grid]
-    flat = np.ravel_multi_index(grid, operand_shape) if grid else np.zeros(int(valid.sum()), np.int64)
-    return flat, valid
-
-
-def _scatter_impl_for(ufunc):
-    def impl(
-        operand,
-        indices,
-        updates,
-        *,
-        dimension_numbers,
-        indices_are_sorted,
-        unique_indices,
-        mode,
-        update_jaxpr,
-        update_consts,
-    ):
-        flat, valid = _scatter_targets(operand.shape, indices, updates.shape, dimension_numbers, mode)
-        out = np.array(operand, copy=True)
-        view = out.reshape(-1)
-        vals = updates.ravel()[valid]
-        if ufunc is None:
-            # Plain scatter: among duplicates the last update (row-major order of `updates`) wins.
-            rev = flat[::-1]
-            _, first = np.unique(rev, return_index=True)
-            last = len(flat) - 1 - first
-            view[flat[last]] = vals[last]
-        else:
-            ufunc.at(view, flat, vals)
-        return out
-
-    return impl
-
-
-def _sdn(window, inserted, to_operand, obatch=(), ibatch=()):
-    return ScatterDimensionNumbers(window, inserted, to_operand, obatch, ibatch)
-
-
-def _scatter_cases_for(dtype_list):
-    def cases(rng):
-        out = []
-        modes = (GatherScatterMode.FILL_OR_DROP, GatherScatterMode.CLIP)
-        patterns = (
-            # name, operand shape, indices shape, index bound, updates shape, dnums
-            ("x[i]", (5, 3), (1,), 5, (3,), _sdn((0,), (0,), (0,))),
-            ("x[idx]", (5, 3), (6, 1), 5, (6, 3), _sdn((1,), (0,), (0,))),
-            ("x[:,idx]", (3, 5), (4, 1), 5, (3, 4), _sdn((0,), (1,), (1,))),
-            ("x[i,j]", (4, 5), (6, 2), 4, (6,), _sdn((), (0, 1), (0, 1))),
-            ("vec-dups", (4,), (7, 1), 4, (7,), _sdn((), (0,), (0,))),
-            ("windows", (6,), (3, 1), 6, (3, 2), _sdn((1,), (), (0,))),
-            ("window-first", (5, 3), (4, 1), 5, (3, 4), _sdn((0,), (0,), (0,))),
-            ("batched", (3, 5), (3, 2, 1), 5, (3, 2), _sdn((), (1,), (1,), (0,), (0,))),
-            ("empty", (5, 3), (0, 1), 5, (0, 3), _sdn((1,), (0,), (0,))),
-        )
-        for dt in dtype_list:
-            for name, oshape, ishape, bound, ushape, dn in patterns:
-                x = random_array(rng, oshape, dt)
-                u = random_array(rng, ushape, dt)
-                for mode in modes:
-                    idx = _oob_indices(rng, ishape, bound)
-                    params = dict(
-                        dimension_numbers=dn,
-                        indices_are_sorted=False,
-                        unique_indices=False,
-                        mode=mode,
-                        update_jaxpr=None,
-                        update_consts=(),
-                    )
-                    out.append(Case((x, idx, u), params, f"{dt}-{name}-{mode.name}"))
-                idx = _oob_indices(rng, ishape, bound, oob=False)
-                params = dict(
-                    dimension_numbers=dn,
-                    indices_are_sorted=False,
-                    unique_indices=False,
-                    mode=GatherScatterMode.PROMISE_IN_BOUNDS,
-                    update_jaxpr=None,
-                    update_consts=(),
-                )
-                out.append(Case((x, idx, u), params, f"{dt}-{name}-PROMISE"))
-        return out
-
-    return cases
-
-
-def _scatter_primitive(name, ufunc, dtype_list):
-    prim = Primitive(name)
-
-    def abstract_eval(operand, indices, updates, **params):
-        return _scatter_abstract_eval(name, operand, indices, updates, **params)
-
-    prim.impl = _scatter_impl_for(ufunc)
-    prim.abstract_eval = abstract_eval
-    prim.test_spec = TestSpec(cases=_scatter_cases_for(dtype_list))
-    return prim
-
-
-def _bind_scatter(
-    prim, operand, scatter_indices, updates, dimension_numbers, indices_are_sorted, unique_indices, mode
-):
-    if _dtypes.is_python_scalar(updates):
-        updates = make_array(updates, get_aval(operand).dtype, weak_type=True)
-    return prim.bind(
-        operand,
-        scatter_indices,
-        updates,
-        dimension_numbers=_normalize_scatter_dnums(prim.name, dimension_numbers),
-        indices_are_sorted=bool(indices_are_sorted),
-        unique_indices=bool(unique_indices),
-        mode=GatherScatterMode.from_any(mode),
-        update_jaxpr=None,
-        update_consts=(),
-    )
-
-
-_ANY = ("float32", "bfloat16", "int32", "uint8", "bool", "complex64")
-_ARITH = ("float32", "float16", "bfloat16", "int32", "int8", "uint8", "complex64", "bool")
-_ORDERED = ("float32", "bfloat16", "int32", "uint8", "int8", "bool")
-
-scatter_p = _scatter_primitive("scatter", None, _ANY)
-
-
-def scatter(
-    operand,
-    scatter_indices,
-    updates,
-    dimension_numbers,
-    *,
-    indices_are_sorted=False,
-    unique_indices=False,
-    mode=None,
-):
-    """Write `updates` into `operand` at the windows `scatter_indices` select. Out-of-bounds
-    windows are dropped (mode None/'drop') or clamped ('clip'); among duplicate targets the update
-    that is last in row-major order wins (XLA leaves this unspecified)."""
-    return _bind_scatter(
-        scatter_p,
-        operand,
-        scatter_indices,
-        updates,
-        dimension_numbers,
-        indices_are_sorted,
-        unique_indices,
-        mode,
-    )
-
-
-scatter_add_p = _scatter_primitive("scatter-add", np.add, _ARITH)
-
-
-def scatter_add(
-    operand,
-    scatter_indices,
-    updates,
-    dimension_numbers,
-    *,
-    indices_are_sorted=False,
-    unique_indices=False,
-    mode=None,
-):
-    """Add `updates` into `operand` at the selected windows; duplicates accumulate."""
-    return _bind_scatter(
-        scatter_add_p,
-        operand,
-        scatter_indices,
-        updates,
-        dimension_numbers,
-        indices_are_sorted,
-        unique_indices,
-        mode,
-    )
-
-
-scatter_mul_p = _scatter_primitive("scatter-mul", np.multiply, _ARITH)
-
-
-def scatter_mul(
-    operand,
-    scatter_indices,
-    updates,
-    dimension_numbers,
-    *,
-    indices_are_sorted=False,
-    unique_indices=False,
-    mode=None,
-):
-    """Multiply `operand` by `updates` at the selected windows; duplicates accumulate."""
-    return _bind_scatter(
-        scatter_mul_p,
-        operand,
-        scatter_indices,
-        updates,
-        dimension_numbers,
-        indices_are_sorted,
-        unique_indices,
-        mode,
-    )
-
-
-scatter_min_p = _scatter_primitive("scatter-min", np.minimum, _ORDERED)
-
-
-def scatter_min(
-    operand,
-    scatter_indices,
-    updates,
-    dimension_numbers,
-    *,
-    indices_are_sorted=False,
-    unique_indices=False,
-    mode=None,
-):
-    """Elementwise minimum of `operand` and `updates` at the selected windows (NaN propagates)."""
-    return _bind_scatter(
-        scatter_min_p,
-        operand,
-        scatter_indices,
-        updates,
-        dimension_numbers,
-        indices_are_sorted,
-        unique_indices,
-        mode,
-    )
-
-
-scatter_max_p = _scatter_primitive("scatter-max", np.maximum, _ORDERED)
-
-
-def scatter_max(
-    operand,
-    scatter_indices,
-    updates,
-    dimension_numbers,
-    *,
-    indices_are_sorted=False,
-    unique_indices=False,
-    mode=None,
-):
-    """Elementwise maximum of `operand` and `updates` at the selected windows (NaN propagates)."""
-    return _bind_scatter(
-        scatter_max_p,
-        operand,
-        scatter_indices,
-        updates,
-        dimension_numbers,
-        indices_are_sorted,
-        unique_indices,
-        mode,
     )

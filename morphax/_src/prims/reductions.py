@@ -10,8 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Primitive
+from morphax._src.prims._ad import Zero, _lax, aval_of, defjvp, defjvp_zero, deflinear, is_zero
 from morphax._src.prims._helpers import check_dtype
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, random_array
 
@@ -86,6 +88,10 @@ def _check_axes(name: str, x: ShapedArray, axes) -> None:
 
 def _reduced_shape(shape, axes) -> tuple:
     return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _kept_dims(ndim: int, axes) -> tuple:
+    return tuple(i for i in range(ndim) if i not in axes)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -205,12 +211,59 @@ def reduce_sum(operand, axes):
     return reduce_sum_p.bind(operand, axes=_canon_axes("reduce_sum", operand, axes))
 
 
+def _reduce_sum_transpose(ct, operand, *, axes):
+    # Linear: every summed element receives the cotangent of its sum.
+    aval = operand.aval
+    if is_zero(ct):
+        return [Zero(aval)]
+    return [_lax().broadcast_in_dim(ct, aval.shape, _kept_dims(len(aval.shape), axes))]
+
+
+deflinear(reduce_sum_p, _reduce_sum_transpose)
+
+
 reduce_prod_p = _reduction("reduce_prod", _prod_impl, "numeric", _NUMERIC_LIST)
 
 
 def reduce_prod(operand, axes):
     """Product over `axes`; integer products wrap in the operand dtype."""
     return reduce_prod_p.bind(operand, axes=_canon_axes("reduce_prod", operand, axes))
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    # d prod = sum_j t_j * prod_{k != j} x_k, the product of the others taken as (exclusive
+    # running product from the left) * (from the right): exact when some x_k are zero.
+    (x,), (t,) = primals, tangents
+    ans = reduce_prod_p.bind(x, axes=axes)
+    out = tangent_aval(get_aval(ans))
+    if is_zero(t) or out.dtype == _dtypes.float0:
+        return ans, Zero(out)
+    L = _lax()
+    shape = aval_of(x).shape
+    kept = _kept_dims(len(shape), axes)
+    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    m = int(np.prod([shape[k] for k in kept], dtype=np.int64))
+    if n == 0:
+        return ans, Zero(out)
+    perm = tuple(axes) + kept
+
+    def rows(v):  # reduced axes first, flattened: (n, m)
+        if perm != tuple(range(len(shape))):
+            v = L.transpose(v, perm)
+        return L.reshape(v, (n, m))
+
+    tf = rows(t)
+    if n == 1:
+        return ans, L.reshape(tf, out.shape)
+    xf = rows(x)
+    ones = L.full((1, m), 1, out.dtype)
+    left = L.concatenate([ones, L.slice_in_dim(cumprod(xf, 0), 0, n - 1, axis=0)], 0)
+    right = L.concatenate([L.slice_in_dim(cumprod(xf, 0, reverse=True), 1, n, axis=0), ones], 0)
+    out_t = L.reduce_sum(L.mul(tf, L.mul(left, right)), (0,))
+    return ans, L.reshape(out_t, out.shape)
+
+
+reduce_prod_p.jvp = _reduce_prod_jvp
 
 
 reduce_max_p = _reduction("reduce_max", _max_impl, "any", _ANY_LIST)
@@ -221,12 +274,27 @@ def reduce_max(operand, axes):
     return reduce_max_p.bind(operand, axes=_canon_axes("reduce_max", operand, axes))
 
 
+def _chooser_jvp(g, ans, operand, *, axes):
+    # The tangent of the elements equal to the extremum; ties share it equally (JAX's rule).
+    L = _lax()
+    shape = aval_of(operand).shape
+    hit = L.eq(operand, L.broadcast_in_dim(ans, shape, _kept_dims(len(shape), axes)))
+    where = L.convert_element_type(hit, aval_of(g).dtype)
+    return L.div(L.reduce_sum(L.mul(g, where), axes), L.reduce_sum(where, axes))
+
+
+defjvp(reduce_max_p, _chooser_jvp)
+
+
 reduce_min_p = _reduction("reduce_min", _min_impl, "any", _ANY_LIST)
 
 
 def reduce_min(operand, axes):
     """Minimum over `axes`; NaN propagates; an empty reduction gives +inf (or the dtype maximum)."""
     return reduce_min_p.bind(operand, axes=_canon_axes("reduce_min", operand, axes))
+
+
+defjvp(reduce_min_p, _chooser_jvp)
 
 
 # Bitwise for integers, logical for bool: all-ones is the `and` identity (-1 wraps to it).
@@ -240,6 +308,9 @@ def reduce_and(operand, axes):
     return reduce_and_p.bind(operand, axes=_canon_axes("reduce_and", operand, axes))
 
 
+defjvp_zero(reduce_and_p)
+
+
 reduce_or_p = _reduction(
     "reduce_or", _logical_impl(np.bitwise_or, False, 0), "int_or_bool", _INT_BOOL_LIST, differentiable=False
 )
@@ -250,6 +321,9 @@ def reduce_or(operand, axes):
     return reduce_or_p.bind(operand, axes=_canon_axes("reduce_or", operand, axes))
 
 
+defjvp_zero(reduce_or_p)
+
+
 reduce_xor_p = _reduction(
     "reduce_xor", _logical_impl(np.bitwise_xor, False, 0), "int_or_bool", _INT_BOOL_LIST, differentiable=False
 )
@@ -258,6 +332,9 @@ reduce_xor_p = _reduction(
 def reduce_xor(operand, axes):
     """Logical (bool) or bitwise (integer) XOR over `axes`."""
     return reduce_xor_p.bind(operand, axes=_canon_axes("reduce_xor", operand, axes))
+
+
+defjvp_zero(reduce_xor_p)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -333,6 +410,9 @@ def argmax(operand, axis, index_dtype):
     return argmax_p.bind(operand, axes=axis, index_dtype=_dtypes.canonicalize_dtype(index_dtype))
 
 
+defjvp_zero(argmax_p)
+
+
 argmin_p = _argminmax("argmin", np.argmin)
 
 
@@ -340,6 +420,9 @@ def argmin(operand, axis, index_dtype):
     """Index of the minimum along `axis` (first one on ties; NaN counts as the minimum)."""
     axis = _canon_axes("argmin", operand, (axis,))
     return argmin_p.bind(operand, axes=axis, index_dtype=_dtypes.canonicalize_dtype(index_dtype))
+
+
+defjvp_zero(argmin_p)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -399,6 +482,73 @@ def _cumulative(name, accumulate, dtypes, dtype_list, *, tol=None):
     return prim
 
 
+# Derivatives of the scans: cumsum is linear; cumprod/cummax/cummin/cumlogsumexp push
+# (value, tangent) pairs through an inclusive Hillis-Steele scan whose combine step is the JVP of
+# the binary operation (as JAX differentiates its associative scan): log2(n) rounds of
+# elementwise work, exact (no division) and built from primitives, so it differentiates again.
+
+
+def _scan_tangent(combine, x, t, axis, reverse):
+    L = _lax()
+    n = aval_of(x).shape[axis]
+    p, tt = x, t
+    s = 1
+    while s < n:
+        lo = [L.slice_in_dim(v, 0, n - s, axis=axis) for v in (p, tt)]
+        hi = [L.slice_in_dim(v, s, n, axis=axis) for v in (p, tt)]
+        cp, ctt = combine(lo[0], lo[1], hi[0], hi[1])
+        if reverse:  # element i absorbs the run that starts at i + s
+            p = L.concatenate([cp, L.slice_in_dim(p, n - s, n, axis=axis)], axis)
+            tt = L.concatenate([ctt, L.slice_in_dim(tt, n - s, n, axis=axis)], axis)
+        else:  # element i absorbs the run that ends at i - s
+            p = L.concatenate([L.slice_in_dim(p, 0, s, axis=axis), cp], axis)
+            tt = L.concatenate([L.slice_in_dim(tt, 0, s, axis=axis), ctt], axis)
+        s *= 2
+    return tt
+
+
+def _scan_jvp(prim, combine):
+    def jvp(primals, tangents, *, axis, reverse):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axis=axis, reverse=reverse)
+        out = tangent_aval(get_aval(ans))
+        if is_zero(t) or out.dtype == _dtypes.float0:
+            return ans, Zero(out)
+        return ans, _scan_tangent(combine, x, t, axis, reverse)
+
+    prim.jvp = jvp
+    return jvp
+
+
+def _mul_combine(a, ta, b, tb):
+    L = _lax()
+    return L.mul(a, b), L.add(L.mul(ta, b), L.mul(a, tb))
+
+
+def _extremum_combine(better: str, pick: str):
+    # The value of lax.max/min; the tangent of the winning side, ties (and NaN) averaging both.
+    def combine(a, ta, b, tb):
+        L = _lax()
+        cmp = getattr(L, better)
+        a_wins, b_wins = cmp(a, b), cmp(b, a)
+        avg = L.mul(L.add(ta, tb), 0.5)
+        return getattr(L, pick)(a, b), L.select_n(a_wins, L.select_n(b_wins, avg, tb), ta)
+
+    return combine
+
+
+def _logaddexp_combine(a, ta, b, tb):
+    # p = log(e^a + e^b) = hi + log1p(e^(lo - hi)); the weights e^(a - p), e^(b - p) lie in [0, 1].
+    # When both are -inf the sum is -inf and both weights are 0.
+    L = _lax()
+    hi, lo = L.max(a, b), L.min(a, b)
+    empty = L.eq(hi, -np.inf)
+    zero = L.full_like(hi, 0)
+    p = L.add(hi, L.log1p(L.exp(L.sub(lo, L.select_n(empty, hi, zero)))))
+    ref = L.select_n(empty, p, zero)
+    return p, L.add(L.mul(ta, L.exp(L.sub(a, ref))), L.mul(tb, L.exp(L.sub(b, ref))))
+
+
 def _acc(ufunc):
     def accumulate(y, axis):
         # dtype= keeps integer scans in the operand dtype so they wrap instead of widening.
@@ -419,6 +569,16 @@ def cumsum(operand, axis: int = 0, reverse: bool = False):
     return cumsum_p.bind(operand, axis=axis, reverse=bool(reverse))
 
 
+def _cumsum_transpose(ct, operand, *, axis, reverse):
+    # Each input feeds every later (earlier, when reversed) running sum.
+    if is_zero(ct):
+        return [Zero(operand.aval)]
+    return [cumsum_p.bind(ct, axis=axis, reverse=not reverse)]
+
+
+deflinear(cumsum_p, _cumsum_transpose)
+
+
 cumprod_p = _cumulative("cumprod", _acc(np.multiply), "numeric", _CUM_NUMERIC)
 
 
@@ -426,6 +586,9 @@ def cumprod(operand, axis: int = 0, reverse: bool = False):
     """Inclusive running product along `axis`; integers wrap."""
     axis = _canon_axes("cumprod", operand, (axis,))[0]
     return cumprod_p.bind(operand, axis=axis, reverse=bool(reverse))
+
+
+_scan_jvp(cumprod_p, _mul_combine)
 
 
 cummax_p = _cumulative("cummax", _acc(np.maximum), "real_numeric", _CUM_REAL)
@@ -437,6 +600,9 @@ def cummax(operand, axis: int = 0, reverse: bool = False):
     return cummax_p.bind(operand, axis=axis, reverse=bool(reverse))
 
 
+_scan_jvp(cummax_p, _extremum_combine("gt", "max"))
+
+
 cummin_p = _cumulative("cummin", _acc(np.minimum), "real_numeric", _CUM_REAL)
 
 
@@ -444,6 +610,9 @@ def cummin(operand, axis: int = 0, reverse: bool = False):
     """Inclusive running minimum along `axis`; a NaN propagates to every later position."""
     axis = _canon_axes("cummin", operand, (axis,))[0]
     return cummin_p.bind(operand, axis=axis, reverse=bool(reverse))
+
+
+_scan_jvp(cummin_p, _extremum_combine("lt", "min"))
 
 
 # np.logaddexp is the stable log(exp(a) + exp(b)): no overflow for large inputs, -inf identity.
@@ -454,3 +623,6 @@ def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
     """Inclusive running log-sum-exp along `axis`, computed stably."""
     axis = _canon_axes("cumlogsumexp", operand, (axis,))[0]
     return cumlogsumexp_p.bind(operand, axis=axis, reverse=bool(reverse))
+
+
+_scan_jvp(cumlogsumexp_p, _logaddexp_combine)

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Primitive
+from morphax._src.prims._ad import Zero, _lax, is_zero
 from morphax._src.prims._helpers import check_dtype
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, random_array
 
@@ -46,6 +48,28 @@ def _sort_keys(x: np.ndarray) -> list:
     if dt.type.__module__.startswith("ml_dtypes"):  # int4/uint4 and friends
         return [x.astype(np.int64)]
     return [x]
+
+
+# ------------------------------------------------------------------------------------------------
+# Derivatives: both primitives permute (a selection of) their inputs along an axis, so tangents
+# are gathered with the same permutation.
+
+
+def _take_along_axis(x, idx, axis):
+    """``x`` gathered at the integer positions `idx` along `axis` (idx has x's shape except along
+    `axis`): one gather whose other axes are batching axes."""
+    L = _lax()
+    ndim = len(get_aval(x).shape)
+    others = tuple(d for d in range(ndim) if d != axis)
+    dnums = L.GatherDimensionNumbers(
+        offset_dims=(),
+        collapsed_slice_dims=(axis,),
+        start_index_map=(axis,),
+        operand_batching_dims=others,
+        start_indices_batching_dims=others,
+    )
+    idx = L.reshape(idx, tuple(get_aval(idx).shape) + (1,))
+    return L.gather(x, idx, dnums, (1,) * ndim, mode=L.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -122,6 +146,26 @@ def _sort_cases(rng):
 
 
 sort_p.test_spec = TestSpec(cases=_sort_cases, differentiable=True)
+
+
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+    # Sort an iota along with the operands (never a key) to learn the permutation.
+    L = _lax()
+    shape = get_aval(primals[0]).shape
+    iota = L.broadcasted_iota(np.dtype(np.int32), shape, dimension)
+    outs = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable, num_keys=num_keys)
+    perm = outs[-1]
+    out_t = []
+    for o, t in zip(outs[:-1], tangents):
+        aval = tangent_aval(get_aval(o))
+        if is_zero(t) or aval.dtype == _dtypes.float0:
+            out_t.append(Zero(aval))
+        else:
+            out_t.append(_take_along_axis(t, perm, dimension))
+    return list(outs[:-1]), out_t
+
+
+sort_p.jvp = _sort_jvp
 
 
 def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
@@ -225,6 +269,19 @@ def _topk_cases(rng):
 
 
 top_k_p.test_spec = TestSpec(cases=_topk_cases)
+
+
+def _top_k_jvp(primals, tangents, *, k, axis):
+    (operand,), (t,) = primals, tangents
+    values, indices = top_k_p.bind(operand, k=k, axis=axis)
+    aval = tangent_aval(get_aval(values))
+    idx_t = Zero(tangent_aval(get_aval(indices)))
+    if is_zero(t) or aval.dtype == _dtypes.float0:
+        return [values, indices], [Zero(aval), idx_t]
+    return [values, indices], [_take_along_axis(t, indices, axis), idx_t]
+
+
+top_k_p.jvp = _top_k_jvp
 
 
 def top_k(operand, k: int, *, axis: int = -1):
