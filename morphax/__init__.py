@@ -27,11 +27,13 @@ from morphax._src.autodiff import (
     vjp,
 )
 from morphax._src.transforms.custom import custom_jvp, custom_vjp
+from morphax._src.vmap_api import vmap
 from morphax import test_util
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "vmap",
     "eval_shape",
     "jit",
     "closure_convert",

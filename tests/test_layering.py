@@ -25,6 +25,7 @@ LAYERS = {
     "api": 8,
     "test_util": 8,
     "autodiff": 8,
+    "vmap_api": 8,
 }
 PUBLIC = 10
 

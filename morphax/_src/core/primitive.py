@@ -32,7 +32,9 @@ class Primitive:
         self.jvp = None
         self.transpose = None
         self.batch = None
-        self.partial_eval = None  # higher-order primitives: split known/unknown work (see pjit)
+        self.partial_eval = None
+        # Collectives name the param holding the vmap/pmap axis names they act on.
+        self.named_axes_param = None  # higher-order primitives: split known/unknown work (see pjit)
         self.lower = None
         self.test_spec = None
         # Higher-order primitives (jit calls, control flow) carry jaxprs in their params.

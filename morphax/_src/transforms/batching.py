@@ -1,0 +1,182 @@
+"""vmap's trace: each value carries the axis along which it is batched (or none).
+
+Rules move and merge batch axes and rewrite parameters (`prim.batch`, see prims/_batching.py);
+values from outside the trace are unbatched. Collectives find the trace whose axis name they
+mention through the `named_axes_param` a primitive declares. No primitive is named here.
+"""
+
+from __future__ import annotations
+
+from morphax._src.core import trace as _trace
+from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.trace import Tracer
+from morphax._src.prims._batching import AxisData, bdim_to_front, moveaxis
+
+
+class MissingBatchRuleError(NotImplementedError):
+    pass
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("val", "batch_dim")
+
+    def __init__(self, trace, val, batch_dim):
+        self._trace = trace
+        self.val = val
+        self.batch_dim = batch_dim
+
+    @property
+    def aval(self):
+        a = get_aval(self.val)
+        if self.batch_dim is None:
+            return a
+        shape = a.shape[: self.batch_dim] + a.shape[self.batch_dim + 1 :]
+        return ShapedArray(shape, a.dtype, a.weak_type)
+
+    def to_concrete_value(self):
+        return None
+
+    def __repr__(self):
+        return f"BatchTracer<{self.aval.str_short()}>(batch_dim={self.batch_dim})"
+
+
+_trace.register_tracer_type(BatchTracer)
+
+
+def _axis_names(params, prim):
+    key = prim.named_axes_param
+    if key is None:
+        return ()
+    names = params.get(key)
+    if names is None:
+        return ()
+    return names if isinstance(names, tuple) else (names,)
+
+
+class BatchTrace(_trace.Trace):
+    def __init__(self, axis_data: AxisData):
+        self.axis_data = axis_data
+
+    def lift(self, x):
+        if isinstance(x, BatchTracer) and x._trace is self:
+            return x.val, x.batch_dim
+        if isinstance(x, Tracer):
+            _trace.check_tracer_valid(x, self)
+        return x, None
+
+    def process_primitive(self, prim, args, params):
+        vals, dims = [], []
+        for x in args:
+            v, d = self.lift(x)
+            vals.append(v)
+            dims.append(d)
+        names = _axis_names(params, prim)
+        mine = names and self.axis_data.name in names
+        if not mine and all(d is None for d in dims):
+            with _trace.set_current_trace(self.parent):
+                return prim.bind(*vals, **params)
+        rule = prim.batch
+        if rule is None:
+            raise MissingBatchRuleError(
+                f"Batching rule for '{prim.name}' not implemented: the primitive cannot be used under vmap."
+            )
+        with _trace.set_current_trace(self.parent):
+            out, out_dims = rule(vals, dims, axis_data=self.axis_data, **params)
+        if prim.multiple_results:
+            return [BatchTracer(self, o, d) for o, d in zip(out, out_dims)]
+        return BatchTracer(self, out, out_dims)
+
+    # Custom-rule calls keep their rules: the function and its rule are batched as wholes and the
+    # parent trace decides which to run.
+    def process_custom_jvp_call(self, fun, jvp_rule, args, symbolic_zeros):
+        vals, dims = zip(*[self.lift(x) for x in args]) if args else ((), ())
+        if all(d is None for d in dims):
+            with _trace.set_current_trace(self.parent):
+                return _call_custom_jvp(fun, jvp_rule, vals, symbolic_zeros)
+        size = self.axis_data.size
+        vals = [bdim_to_front(v, d, size) for v, d in zip(vals, dims)]
+        fun_b = batch_flat_fun(fun, self.axis_data, [0] * len(vals))
+
+        def jvp_b(primals, tangents):
+            n = len(primals)
+
+            def joint(*xs):
+                p_out, t_out = jvp_rule(list(xs[:n]), list(xs[n:]))
+                return list(p_out) + list(t_out)
+
+            # Primals arrive batched at axis 0, and tangents have their primals' shapes.
+            outs = batch_flat_fun(joint, self.axis_data, [0] * (2 * n))(*primals, *tangents)
+            half = len(outs) // 2
+            return outs[:half], outs[half:]
+
+        with _trace.set_current_trace(self.parent):
+            outs = _call_custom_jvp(fun_b, jvp_b, vals, symbolic_zeros)
+        return [BatchTracer(self, o, 0) for o in outs]
+
+    def process_custom_vjp_call(self, fun, fwd, bwd, args, symbolic_zeros):
+        vals, dims = zip(*[self.lift(x) for x in args]) if args else ((), ())
+        if all(d is None for d in dims):
+            with _trace.set_current_trace(self.parent):
+                return _call_custom_vjp(fun, fwd, bwd, vals, symbolic_zeros)
+        size = self.axis_data.size
+        vals = [bdim_to_front(v, d, size) for v, d in zip(vals, dims)]
+        fun_b = batch_flat_fun(fun, self.axis_data, [0] * len(vals))
+        res_tree_box = []
+
+        def fwd_b(*xs):
+            def joint(*ys):
+                out, res, res_tree = fwd(*ys)
+                res_tree_box.append((res_tree, len(out)))
+                return list(out) + list(res)
+
+            outs = batch_flat_fun(joint, self.axis_data, [0] * len(xs))(*xs)
+            res_tree, n_out = res_tree_box[-1]
+            return outs[:n_out], outs[n_out:], res_tree
+
+        def bwd_b(res, res_tree, cts):
+            def joint(*ys):
+                return list(bwd(list(ys[: len(res)]), res_tree, list(ys[len(res) :])))
+
+            return batch_flat_fun(joint, self.axis_data, [0] * (len(res) + len(cts)))(*res, *cts)
+
+        with _trace.set_current_trace(self.parent):
+            outs = _call_custom_vjp(fun_b, fwd_b, bwd_b, vals, symbolic_zeros)
+        return [BatchTracer(self, o, 0) for o in outs]
+
+
+def _call_custom_jvp(fun, jvp_rule, vals, symbolic_zeros):
+    trace = _trace.current_trace()
+    handler = getattr(trace, "process_custom_jvp_call", None)
+    return fun(*vals) if handler is None else handler(fun, jvp_rule, list(vals), symbolic_zeros)
+
+
+def _call_custom_vjp(fun, fwd, bwd, vals, symbolic_zeros):
+    trace = _trace.current_trace()
+    handler = getattr(trace, "process_custom_vjp_call", None)
+    return fun(*vals) if handler is None else handler(fun, fwd, bwd, list(vals), symbolic_zeros)
+
+
+def batch_flat_fun(flat_fun, axis_data: AxisData, in_dims, out_dim=0):
+    """`flat_fun` batched: inputs batched along `in_dims` (None: unbatched), outputs at `out_dim`."""
+
+    def batched(*vals):
+        with _trace.new_trace(BatchTrace(axis_data)) as trace:
+            ins = [BatchTracer(trace, v, d) if d is not None else v for v, d in zip(vals, in_dims)]
+            outs = flat_fun(*ins)
+            result = []
+            for o in outs:
+                v, d = trace.lift(o)
+                result.append(_move_out(v, d, out_dim, axis_data.size))
+        return result
+
+    return batched
+
+
+def _move_out(v, d, out_dim, size):
+    if out_dim is None:
+        return v
+    v = bdim_to_front(v, d, size)
+    return moveaxis(v, 0, out_dim) if out_dim != 0 else v
+
+
+__all__ = ["BatchTrace", "BatchTracer", "MissingBatchRuleError", "batch_flat_fun"]
