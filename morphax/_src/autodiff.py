@@ -330,83 +330,87 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
 # --------------------------------------------------------------------------------------- Jacobians
 
 
-def _std_basis(leaves):
-    """One-hot tangents over all elements of `leaves`, as (leaf index, flat index) pairs."""
-    for li, x in enumerate(leaves):
-        aval = get_aval(x)
-        for k in range(aval.size):
-            yield li, k
+def _basis_for(leaves):
+    """Stacked one-hot directions over every element of `leaves`: leaf i gets shape (N,) + its shape."""
+    avals = [get_aval(x) for x in leaves]
+    sizes = [a.size for a in avals]
+    total = int(sum(sizes))
+    eye = np.eye(total)
+    out, start = [], 0
+    for a, n in zip(avals, sizes):
+        block = eye[:, start : start + n].reshape((total,) + tuple(a.shape)).astype(tangent_dtype(a.dtype))
+        out.append(make_array(block, dtype=block.dtype))
+        start += n
+    return out, sizes, total
 
 
-def _one_hot_like(leaves, li, k):
-    out = []
-    for j, x in enumerate(leaves):
-        aval = get_aval(x)
-        t = np.zeros(aval.shape, dtype=tangent_dtype(aval.dtype))
-        if j == li:
-            t.reshape(-1)[k] = 1
-        out.append(make_array(t, dtype=t.dtype))
-    return out
-
-
-def _stack_jacobian(cols, out_shape, in_shape):
-    """cols: list over input elements of arrays of out_shape -> array of out_shape + in_shape."""
+def _split_jacobian(stacked, axis_sizes, out_shape, in_shapes):
+    """Cut the trailing stacked-basis axis of `stacked` into one Jacobian block per input leaf."""
     from morphax._src.numpy import manipulation as _manip
+    from morphax._src.prims import lax_api as L
 
-    if not cols:
-        return make_array(np.zeros(tuple(out_shape) + tuple(in_shape), np.float32))
-    stacked = _manip.stack(cols, axis=-1)
-    return _manip.reshape(stacked, tuple(out_shape) + tuple(in_shape))
+    blocks, start = [], 0
+    for n, in_shape in zip(axis_sizes, in_shapes):
+        part = L.slice_in_dim(stacked, start, start + n, axis=len(out_shape))
+        blocks.append(_manip.reshape(part, tuple(out_shape) + tuple(in_shape)))
+        start += n
+    return blocks
+
+
+def _check_fwd_inputs(nums, dyn, holomorphic):
+    for i, a in zip(nums, dyn):
+        for path, leaf in pytree.tree_flatten_with_path(a)[0]:
+            dt = get_aval(leaf).dtype
+            if holomorphic and not _dtypes.is_complex(dt):
+                raise TypeError(f"jacfwd with holomorphic=True requires complex inputs, got {dt.name}")
+            if not holomorphic and not _dtypes.is_floating(dt):
+                raise TypeError(
+                    f"jacfwd requires real-valued inputs (input dtype that is a sub-dtype of np.floating), "
+                    f"but argument {i}{pytree.keystr(path)} has dtype {dt.name}. For holomorphic "
+                    "differentiation, pass holomorphic=True."
+                )
 
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
-    """The Jacobian by forward mode, one JVP per input element (columns)."""
+    """The Jacobian by forward mode: one JVP per input element, vectorized with vmap."""
+    from morphax._src.vmap_api import vmap
 
     def jacfun(*args, **kwargs):
         single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
         f_partial, dyn = _partial_with(fun, args, kwargs, nums)
+        _check_fwd_inputs(nums, dyn, holomorphic)
         in_leaves, in_tree = pytree.tree_flatten(dyn)
-        for i, a in zip(nums, dyn):
-            for path, leaf in pytree.tree_flatten_with_path(a)[0]:
-                dt = get_aval(leaf).dtype
-                if holomorphic and not _dtypes.is_complex(dt):
-                    raise TypeError(f"jacfwd with holomorphic=True requires complex inputs, got {dt.name}")
-                if not holomorphic and not _dtypes.is_floating(dt):
-                    raise TypeError(
-                        f"jacfwd requires real-valued inputs (input dtype that is a sub-dtype of np.floating), "
-                        f"but argument {i}{pytree.keystr(path)} has dtype {dt.name}. For holomorphic "
-                        "differentiation, pass holomorphic=True."
-                    )
-        cols = []
-        out = aux = None
-        for li, k in _std_basis(in_leaves):
-            t_leaves = _one_hot_like(in_leaves, li, k)
-            res = jvp(f_partial, dyn, pytree.tree_unflatten(in_tree, t_leaves), has_aux=has_aux)
-            out, t_out = res[0], res[1]
-            if has_aux:
-                aux = res[2]
-            cols.append((li, pytree.tree_leaves(t_out)))
-        if out is None:
-            out = f_partial(*dyn)
-            if has_aux:
-                out, aux = out
-        out_leaves, out_tree = pytree.tree_flatten(out)
+        basis, sizes, total = _basis_for(in_leaves)
+
+        def pushfwd(*t_leaves):
+            return jvp(f_partial, dyn, pytree.tree_unflatten(in_tree, t_leaves), has_aux=has_aux)
+
+        out_axes = (None, -1, None) if has_aux else (None, -1)
+        if total == 0:
+            res = pushfwd(*[instantiate(Zero(tangent_aval(get_aval(x)))) for x in in_leaves])
+        else:
+            res = vmap(pushfwd, out_axes=out_axes)(*basis)
+        y, tangents = res[0], res[1]
+        out_leaves, out_tree = pytree.tree_flatten(y)
+        t_leaves = pytree.tree_leaves(tangents)
         per_out = []
-        for oi, o in enumerate(out_leaves):
+        for o, t in zip(out_leaves, t_leaves):
             o_shape = get_aval(o).shape
-            per_in = []
-            for li, x in enumerate(in_leaves):
-                col = [c[oi] for (lj, c) in cols if lj == li]
-                per_in.append(_stack_jacobian(col, o_shape, get_aval(x).shape))
-            per_out.append(pytree.tree_unflatten(in_tree, per_in) if not single else pytree.tree_unflatten(in_tree, per_in)[0])
+            if total == 0:
+                blocks = [zeros_like_aval(get_aval(o).update(shape=tuple(o_shape) + get_aval(x).shape)) for x in in_leaves]
+            else:
+                blocks = _split_jacobian(t, sizes, o_shape, [get_aval(x).shape for x in in_leaves])
+            tree = pytree.tree_unflatten(in_tree, blocks)
+            per_out.append(tree[0] if single else tree)
         jac = pytree.tree_unflatten(out_tree, per_out)
-        return (jac, aux) if has_aux else jac
+        return (jac, res[2]) if has_aux else jac
 
     return jacfun
 
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
-    """The Jacobian by reverse mode: one VJP per output element (rows), traced once."""
+    """The Jacobian by reverse mode: one VJP per output element, vectorized with vmap."""
+    from morphax._src.vmap_api import vmap
 
     def jacfun(*args, **kwargs):
         single, nums = _normalize_argnums(argnums, len(args), "jacrev")
@@ -415,30 +419,30 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
             for path, leaf in pytree.tree_flatten_with_path(a)[0]:
                 _check_input_dtype("jacrev", holomorphic, allow_int, i, path, leaf)
         if has_aux:
-            out, vjp_fun, aux = vjp(f_partial, *dyn, has_aux=True)
+            y, pullback, aux = vjp(f_partial, *dyn, has_aux=True)
         else:
-            out, vjp_fun = vjp(f_partial, *dyn)
-        out_leaves, out_tree = pytree.tree_flatten(out)
+            y, pullback = vjp(f_partial, *dyn)
+        out_leaves, out_tree = pytree.tree_flatten(y)
         in_leaves, in_tree = pytree.tree_flatten(dyn)
-        rows = []
-        for oi, k in _std_basis(out_leaves):
-            ct = pytree.tree_unflatten(out_tree, _one_hot_like(out_leaves, oi, k))
-            rows.append((oi, pytree.tree_leaves(vjp_fun(ct))))
-        per_out = []
-        for oi, o in enumerate(out_leaves):
+        basis, sizes, total = _basis_for(out_leaves)
+        in_shapes = [get_aval(x).shape for x in in_leaves]
+        if total:
+            cts = vmap(lambda *b: pytree.tree_leaves(pullback(pytree.tree_unflatten(out_tree, b))))(*basis)
+        per_out, start = [], 0
+        for o, n in zip(out_leaves, sizes):
             o_shape = get_aval(o).shape
-            per_in = []
+            blocks = []
             for li, x in enumerate(in_leaves):
-                x_shape = get_aval(x).shape
-                row = [r[li] for (oj, r) in rows if oj == oi]
+                if n == 0:
+                    blocks.append(zeros_like_aval(get_aval(x).update(shape=tuple(o_shape) + tuple(in_shapes[li]))))
+                    continue
                 from morphax._src.numpy import manipulation as _manip
+                from morphax._src.prims import lax_api as L
 
-                if row:
-                    stacked = _manip.reshape(_manip.stack(row, axis=0), tuple(o_shape) + tuple(x_shape))
-                else:
-                    stacked = make_array(np.zeros(tuple(o_shape) + tuple(x_shape), get_aval(x).dtype))
-                per_in.append(stacked)
-            tree = pytree.tree_unflatten(in_tree, per_in)
+                rows = L.slice_in_dim(cts[li], start, start + n, axis=0)
+                blocks.append(_manip.reshape(rows, tuple(o_shape) + tuple(in_shapes[li])))
+            start += n
+            tree = pytree.tree_unflatten(in_tree, blocks)
             per_out.append(tree[0] if single else tree)
         jac = pytree.tree_unflatten(out_tree, per_out)
         return (jac, aux) if has_aux else jac

@@ -112,7 +112,48 @@ def _pjit_transpose(cts, *args, jaxpr, name):
     return out
 
 
+_batch_cache: dict = {}
+
+
+def batch_jaxpr(closed: ClosedJaxpr, axis_data, dims):
+    """A jaxpr computing `closed` on batched inputs (batched along `dims`, None: unbatched).
+    Batched outputs come out at axis 0; returns (jaxpr, out_dims) with None for unbatched outputs."""
+    from morphax._src.prims._batching import moveaxis
+    from morphax._src.transforms.batching import BatchTrace, BatchTracer
+
+    key = (id(closed), tuple(dims), axis_data.size, axis_data.name)
+    hit = _batch_cache.get(key)
+    if hit is not None and hit[0] is closed:
+        return hit[1], hit[2]
+    box = {}
+
+    def fun(*vals):
+        with _trace.new_trace(BatchTrace(axis_data)) as trace:
+            ins = [BatchTracer(trace, v, d) if d is not None else v for v, d in zip(vals, dims)]
+            outs = eval_jaxpr(closed.jaxpr, closed.consts, *ins)
+            lifted = [trace.lift(o) for o in outs]
+        box["out_dims"] = [None if d is None else 0 for _, d in lifted]
+        return [v if d is None else moveaxis(v, d, 0) for v, d in lifted]
+
+    in_avals = []
+    for a, d in zip(closed.in_avals, dims):
+        if d is None:
+            in_avals.append(a)
+        else:
+            shape = a.shape[:d] + (axis_data.size,) + a.shape[d:]
+            in_avals.append(a.update(shape=shape))
+    out = trace_to_jaxpr(fun, in_avals)
+    _batch_cache[key] = (closed, out, box["out_dims"])
+    return out, box["out_dims"]
+
+
+def _pjit_batch(vals, dims, *, axis_data, jaxpr, name):
+    batched, out_dims = batch_jaxpr(jaxpr, axis_data, dims)
+    return pjit_p.bind(*vals, jaxpr=batched, name=name), out_dims
+
+
 pjit_p.impl = _pjit_impl
+pjit_p.batch = _pjit_batch
 pjit_p.abstract_eval = _pjit_abstract_eval
 pjit_p.jvp = _pjit_jvp
 pjit_p.partial_eval = _pjit_partial_eval
