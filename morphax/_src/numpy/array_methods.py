@@ -10,7 +10,10 @@ from __future__ import annotations
 import importlib
 
 from morphax._src.core.trace import Tracer
+import numpy as np
+
 from morphax._src.numpy import ufuncs
+from morphax._src.prims import lax_api as L
 from morphax._src.runtime.array import Array
 
 
@@ -18,8 +21,22 @@ def _jnp():
     return importlib.import_module("morphax.numpy")
 
 
-def _binop(fn):
+def _binop(fn, fast_prim=None, fast_kinds="fiuc"):
+    """`fast_prim`: for two ready Arrays of one dtype (of a kind in `fast_kinds`), shape and weak
+    type, the jnp function reduces to binding this primitive: skip promotion (the hot eager path)."""
+
     def op(self, other):
+        if fast_prim is not None and type(other) is Array and type(self) is Array:
+            a, b = self._buf, other._buf
+            if (
+                type(a) is np.ndarray
+                and type(b) is np.ndarray
+                and a.dtype is b.dtype
+                and a.dtype.kind in fast_kinds
+                and a.shape == b.shape
+                and self.weak_type == other.weak_type
+            ):
+                return fast_prim.bind(self, other)
         if not _is_operand(other):
             return NotImplemented
         return fn(self, other)
@@ -60,13 +77,13 @@ def _method(name):
 
 
 _OPERATORS = {
-    "__add__": _binop(ufuncs.add),
+    "__add__": _binop(ufuncs.add, L.add_p),
     "__radd__": _rbinop(ufuncs.add),
-    "__sub__": _binop(ufuncs.subtract),
+    "__sub__": _binop(ufuncs.subtract, L.sub_p),
     "__rsub__": _rbinop(ufuncs.subtract),
-    "__mul__": _binop(ufuncs.multiply),
+    "__mul__": _binop(ufuncs.multiply, L.mul_p),
     "__rmul__": _rbinop(ufuncs.multiply),
-    "__truediv__": _binop(ufuncs.true_divide),
+    "__truediv__": _binop(ufuncs.true_divide, L.div_p, "fc"),
     "__rtruediv__": _rbinop(ufuncs.true_divide),
     "__floordiv__": _binop(ufuncs.floor_divide),
     "__rfloordiv__": _rbinop(ufuncs.floor_divide),

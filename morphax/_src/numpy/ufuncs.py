@@ -45,13 +45,14 @@ def _dtype_of(x):
 
 
 def _unary_inexact(name, prim_name):
-    lax_fn = getattr(L, prim_name)
+    # Bound without optional params (accuracy=None is the default and is not printed anyway).
+    prim = getattr(L, f"{prim_name}_p")
 
     def fn(x, /):
         if type(x) is not Array or x._buf.dtype.kind not in _INEXACT_KINDS:
             util.check_arraylike(name, x)
             (x,) = util.promote_dtypes_inexact(x)
-        return lax_fn(x)
+        return prim.bind(x)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}, computed in the input's inexact dtype (integers promote to float)."

@@ -66,14 +66,14 @@ class EvalTrace(_trace.Trace):
     """Evaluate primitives immediately."""
 
     def process_primitive(self, prim, args, params):
-        if prim.higher_order:
-            # Jaxpr-carrying primitives evaluate their bodies with bind, so they keep Arrays.
-            return prim.impl(*args, **params)
         nargs = len(args)
-        if nargs <= 2 and not prim.multiple_results:
+        if nargs <= 2 and not prim.multiple_results and not prim.higher_order:
             out = self._fast_path(prim, args, params, nargs)
             if out is not None:
                 return out
+        if prim.higher_order:
+            # Jaxpr-carrying primitives evaluate their bodies with bind, so they keep Arrays.
+            return prim.impl(*args, **params)
         vals = []
         key = [prim]
         for x in args:
@@ -120,7 +120,6 @@ class EvalTrace(_trace.Trace):
             return Array(out, out_aval.weak_type)
         return _wrap(out, out_aval)
 
-
     @staticmethod
     def _fast_path(prim, args, params, nargs):
         """One or two ready Arrays: the common eager case, kept to a few dict and attribute reads."""
@@ -132,7 +131,11 @@ class EvalTrace(_trace.Trace):
                 ba, bb = a._buf, b._buf
                 if type(ba) is not np.ndarray or type(bb) is not np.ndarray:
                     return None
-                key = (prim, ba.shape, ba.dtype, a.weak_type, bb.shape, bb.dtype, b.weak_type, *params.items())
+                key = (
+                    (prim, ba.shape, ba.dtype, a.weak_type, bb.shape, bb.dtype, b.weak_type, *params.items())
+                    if params
+                    else (prim, ba.shape, ba.dtype, a.weak_type, bb.shape, bb.dtype, b.weak_type)
+                )
                 out_aval = _abstract_cache.get(key)
                 if out_aval is None:
                     out_aval = _abstract_cache[key] = prim.abstract_eval(a.aval, b.aval, **params)
@@ -154,10 +157,10 @@ class EvalTrace(_trace.Trace):
         except TypeError:  # unhashable params: the general path handles them
             return None
         try:
-            out = prim.impl(*vals, **params)
+            out = prim.impl(*vals, **params) if params else prim.impl(*vals)
         except (RuntimeWarning, FloatingPointError):
             out = _quiet_call(prim.impl, vals, params)
-        if type(out) is np.ndarray and out.dtype == out_aval.dtype:
+        if type(out) is np.ndarray and out.dtype is out_aval.dtype:
             return Array(out, out_aval.weak_type)
         return _wrap(out, out_aval)
 
