@@ -74,6 +74,37 @@ def main() -> None:
         leaves, treedef = tree_flatten({"p": Point(1.0, 2.0, 3.0), "n": None})
         (leaves, treedef, tree_map(lambda v: v * 10, Point(1, 2, 3)))
     """, env)
+    env.update(morphax=morphax)
+    section("grad, jvp and higher derivatives", """
+        f = lambda x: jnp.sin(x) * x
+        (morphax.grad(f)(1.0), morphax.grad(morphax.grad(morphax.grad(jnp.tanh)))(1.0), morphax.jvp(f, (1.0,), (1.0,)))
+    """, env)
+    section("Jacobians and Hessians of pytree functions", """
+        loss = lambda p: jnp.sum(p["w"] ** 3) + p["b"] * jnp.sum(p["w"])
+        morphax.hessian(loss)({"w": jnp.array([1.0, 2.0]), "b": jnp.array(3.0)})["w"]["w"]
+    """, env)
+    section("vmap: per-example gradients", """
+        w = jnp.array([0.5, -1.0])
+        xs = jnp.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        per_example = morphax.vmap(morphax.grad(lambda w, x: jnp.tanh(jnp.dot(w, x))), in_axes=(None, 0))
+        per_example(w, xs)
+    """, env)
+    section("jit composes with every transformation", """
+        f = morphax.jit(lambda x: jnp.sum(jnp.tanh(x) ** 2))
+        (f(jnp.ones(3)), morphax.grad(f)(jnp.ones(3)), morphax.vmap(morphax.grad(f))(jnp.ones((2, 3))).shape)
+    """, env)
+    section("random: bit-identical to JAX's threefry", """
+        key = morphax.random.PRNGKey(0)
+        k1, k2 = morphax.random.split(key)
+        (k1, morphax.random.normal(k2, (3,)), morphax.random.randint(k1, (4,), 0, 10))
+    """, env)
+    print("\n== The founding article's examples (SEED_EXAMPLES.md) ==")
+    from morphax.examples import seed_examples
+
+    results = seed_examples.run("morphax")
+    for name in ("vmap_none_0", "vmap_1_1", "mm_unusual_layout", "grad_point", "jvp_u", "grad_loss_W"):
+        value = np.asarray(results[name])
+        print(f"{name:18s} shape={value.shape} values[:3]={np.round(value.ravel()[:3], 6)}")
     print("\nThe tour ran to the end.")
 
 
