@@ -119,7 +119,7 @@ _OPERATORS = {
 
 # Methods that are the jnp function of the same name applied to self.
 _METHODS = (
-    "all any argmax argmin clip conj conjugate cumprod cumsum dot flatten max mean min prod ravel "
+    "all any argmax argmin clip conj conjugate cumprod cumsum dot max mean min prod ravel "
     "round squeeze std sum swapaxes var"
 ).split()
 
@@ -134,6 +134,10 @@ def _reshape(self, *shape, order="C"):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
     return _jnp().reshape(self, shape, order=order)
+
+
+def _flatten(self, order="C"):
+    return _jnp().ravel(self, order=order)
 
 
 def _astype(self, dtype, copy=False, device=None):
@@ -192,6 +196,7 @@ def install(cls) -> None:
     cls.transpose = _transpose
     cls.reshape = _reshape
     cls.astype = _astype
+    cls.flatten = _flatten
     cls.copy = _copy
     cls.__getitem__ = _getitem
     cls.at = property(_at)
