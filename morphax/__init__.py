@@ -8,6 +8,7 @@ from morphax._src import prims as _prims  # noqa: F401  (registers the primitive
 from morphax._src.config import config
 from morphax._src.api import ShapeDtypeStruct, eval_shape, jit, make_jaxpr
 from morphax._src.transforms import jit as _jit_rules  # noqa: F401  (registers pjit)
+from morphax._src.runtime import call as _call  # noqa: F401  (compiled pjit execution)
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.devices import device_count, devices, local_devices
 from morphax import dtypes, lax, nn, numpy, random, tree, tree_util
@@ -29,11 +30,17 @@ from morphax._src.autodiff import (
 from morphax._src.transforms.custom import custom_jvp, custom_vjp
 from morphax._src.vmap_api import vmap
 from morphax import test_util
+from morphax._src.debugging import named_call, named_scope, pure_callback
+from morphax import debug
 
 __version__ = "0.1.0"
 
 __all__ = [
     "vmap",
+    "debug",
+    "named_call",
+    "named_scope",
+    "pure_callback",
     "eval_shape",
     "jit",
     "closure_convert",
