@@ -6,7 +6,16 @@ Public modules are thin re-exports of `morphax._src`; see README.md for a tour.
 from morphax._src.runtime import eager as _eager  # noqa: F401  (installs the eager trace)
 from morphax._src import prims as _prims  # noqa: F401  (registers the primitive catalogue)
 from morphax._src.config import config
-from morphax._src.api import ShapeDtypeStruct, eval_shape, jit, make_jaxpr
+from morphax._src.api import ShapeDtypeStruct, eval_shape, make_jaxpr
+from morphax._src.jit_api import (
+    block_until_ready,
+    clear_caches,
+    default_backend,
+    device_get,
+    device_put,
+    disable_jit,
+    jit,
+)
 from morphax._src.transforms import jit as _jit_rules  # noqa: F401  (registers pjit)
 from morphax._src.runtime import call as _call  # noqa: F401  (compiled pjit execution)
 from morphax._src.runtime.array import Array
@@ -36,6 +45,12 @@ from morphax import debug
 __version__ = "0.1.0"
 
 __all__ = [
+    "block_until_ready",
+    "clear_caches",
+    "default_backend",
+    "device_get",
+    "device_put",
+    "disable_jit",
     "vmap",
     "debug",
     "named_call",

@@ -26,6 +26,7 @@ LAYERS = {
     "test_util": 8,
     "autodiff": 8,
     "vmap_api": 8,
+    "jit_api": 8,
 }
 PUBLIC = 10
 

@@ -33,6 +33,8 @@ class Executable:
         self.name = name
         self.out_avals = closed.out_avals
         self.in_avals = closed.in_avals
+        self.out_weak_types = [a.weak_type for a in self.out_avals]
+        self.total_elements = sum(a.size for a in self.out_avals) + sum(a.size for a in self.in_avals)
 
     def __call__(self, *args):
         try:

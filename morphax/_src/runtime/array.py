@@ -11,7 +11,7 @@ import numpy as np
 from morphax._src import errors
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, pytype_aval_mappings
-from morphax._src.runtime.buffers import PendingBuffer
+from morphax._src.runtime.buffers import DeletedBuffer, PendingBuffer
 
 
 class Array:
@@ -49,7 +49,12 @@ class Array:
         return self
 
     def is_deleted(self) -> bool:
-        return False
+        return type(self._buf) is DeletedBuffer
+
+    def delete(self) -> None:
+        """Free the buffer; later reads raise "Array has been deleted"."""
+        buf = self._buf
+        self._buf = DeletedBuffer(buf.shape, buf.dtype)
 
     @property
     def aval(self) -> ShapedArray:

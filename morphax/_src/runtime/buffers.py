@@ -48,3 +48,20 @@ class PendingBuffer:
             # The original traceback travels with the exception object.
             raise self._error
         return self._value
+
+
+class DeletedBuffer(PendingBuffer):
+    """The buffer of a deleted (e.g. donated) array: reading it raises."""
+
+    __slots__ = ()
+
+    def __init__(self, shape, dtype):
+        super().__init__(shape, dtype)
+        self.set_error(None)
+
+    def result(self):
+        dims = ",".join(str(d) for d in self.shape)
+        raise RuntimeError(
+            f"Array has been deleted with shape={self.dtype.name}[{dims}]. It was donated to a jitted "
+            "function (donate_argnums) or deleted explicitly; use the function's output instead."
+        )

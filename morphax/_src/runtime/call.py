@@ -13,7 +13,7 @@ from morphax._src.transforms.jit import pjit_p
 
 def call_compiled(args, jaxpr, name):
     executable = compile_jaxpr(jaxpr, name)
-    return dispatch.execute(executable, args, [a.weak_type for a in jaxpr.out_avals])
+    return dispatch.execute(executable, args, executable.out_weak_types)
 
 
 def _pjit_compiled_impl(*args, jaxpr, name):

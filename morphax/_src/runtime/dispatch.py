@@ -74,6 +74,18 @@ def _host_value(x, aval):
     return np.asarray(x, dtype=aval.dtype)
 
 
+def _buffer_of(x, aval):
+    """What queued work reads later: the buffer itself, so deleting (donating) the Array after
+    submission does not take the input away from the work."""
+    if type(x) is Array:
+        return x._buf
+    return np.asarray(x, dtype=aval.dtype)
+
+
+def _read(buf):
+    return buf if type(buf) is np.ndarray else buf.result()
+
+
 def _all_ready(args) -> bool:
     for a in args:
         if type(a) is Array and type(a._buf) is not np.ndarray:
@@ -81,30 +93,21 @@ def _all_ready(args) -> bool:
     return True
 
 
-def _size(avals) -> int:
-    total = 0
-    for a in avals:
-        n = 1
-        for d in a.shape:
-            n *= d
-        total += n
-    return total
-
-
 def execute(executable, args, out_weak_types):
     """Run `executable` on `args` (Arrays or host values); returns output Arrays, maybe pending."""
     stream = stream_for(0)
-    if stream.idle and _all_ready(args) and _size(executable.out_avals) + _size(executable.in_avals) < INLINE_ELEMENTS:
+    if stream._pending == 0 and executable.total_elements < INLINE_ELEMENTS and _all_ready(args):
         try:
             outs = executable(*[_host_value(a, v) for a, v in zip(args, executable.in_avals)])
         except Exception as e:  # noqa: BLE001 - surfaces at the wait, like queued work
             return _failed(executable.out_avals, out_weak_types, e)
         return [Array(o, w) for o, w in zip(outs, out_weak_types)]
     buffers = [PendingBuffer(a.shape, a.dtype) for a in executable.out_avals]
+    inputs = [_buffer_of(a, v) for a, v in zip(args, executable.in_avals)]
 
     def job():
         try:
-            values = [_host_value(a, v) for a, v in zip(args, executable.in_avals)]
+            values = [_read(b) for b in inputs]
         except BaseException as e:  # an input failed: so do all outputs
             for b in buffers:
                 b.set_error(e)

@@ -12,7 +12,9 @@ import warnings
 import numpy as np
 
 from morphax._src.core import trace as _trace
+from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from morphax._src.core.trace import Tracer
 from morphax._src.runtime.array import Array
 from morphax._src import errors
@@ -73,7 +75,10 @@ class EvalTrace(_trace.Trace):
                 return out
         if prim.higher_order:
             # Jaxpr-carrying primitives evaluate their bodies with bind, so they keep Arrays.
-            return prim.impl(*args, **params)
+            out = prim.impl(*args, **params)
+            if _float_checks:
+                check_call_outputs(prim.name, params.get("jaxpr"), args, out if prim.multiple_results else [out])
+            return out
         vals = []
         key = [prim]
         for x in args:
@@ -114,6 +119,8 @@ class EvalTrace(_trace.Trace):
             out = prim.impl(*vals, **params)
         except (RuntimeWarning, FloatingPointError):
             out = _quiet_call(prim.impl, vals, params)
+        if _float_checks:
+            _check_floats(prim, out if prim.multiple_results else (out,))
         if prim.multiple_results:
             return [_wrap(o, a) for o, a in zip(out, out_aval)]
         if type(out) is np.ndarray and out.dtype == out_aval.dtype:
@@ -160,6 +167,8 @@ class EvalTrace(_trace.Trace):
             out = prim.impl(*vals, **params) if params else prim.impl(*vals)
         except (RuntimeWarning, FloatingPointError):
             out = _quiet_call(prim.impl, vals, params)
+        if _float_checks:
+            _check_floats(prim, (out,))
         if type(out) is np.ndarray and out.dtype is out_aval.dtype:
             return Array(out, out_aval.weak_type)
         return _wrap(out, out_aval)
@@ -169,8 +178,43 @@ def clear_caches():
     _abstract_cache.clear()
 
 
+# jax_debug_nans / jax_debug_infs, folded into one module global so the hot path pays one read.
+_float_checks = False
+
+
+def _on_float_flags(name, value):
+    global _float_checks
+    _float_checks = bool(config.debug_nans or config.debug_infs)
+
+
+def _check_floats(prim, outs):
+    """Raise naming `prim` when one of its outputs holds a NaN (or inf) the flags ask about."""
+    name = prim if isinstance(prim, str) else prim.name
+    for out in outs:
+        arr = np.asarray(out)
+        if not _dtypes.is_inexact(arr.dtype):
+            continue
+        if config.debug_nans and np.isnan(arr).any():
+            raise FloatingPointError(f"invalid value (nan) encountered in {name}")
+        if config.debug_infs and np.isinf(arr).any():
+            raise FloatingPointError(f"invalid value (inf) encountered in {name}")
+
+
+def check_call_outputs(name, closed, args, outs):
+    """For compiled calls while jax_debug_nans/infs is on (callers test `_float_checks` first): on
+    a bad output, rerun the jaxpr op by op, as JAX does, so the error names the primitive that
+    made the value; the call itself is blamed if the rerun stays clean."""
+    try:
+        _check_floats(name, outs)
+    except FloatingPointError:
+        if isinstance(closed, ClosedJaxpr):
+            eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        raise
+
+
 config.add_listener(lambda name, value: clear_caches())
+config.add_listener(_on_float_flags)
 eval_trace = EvalTrace()
 _trace.set_base_trace(eval_trace)
 
-__all__ = ["EvalTrace", "eval_trace", "run_impl", "clear_caches", "errors"]
+__all__ = ["EvalTrace", "check_call_outputs", "eval_trace", "run_impl", "clear_caches", "errors"]
