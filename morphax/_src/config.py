@@ -27,6 +27,8 @@ class Config:
         "jax_disable_jit": ("disable_jit", lambda: False),
         "jax_numpy_rank_promotion": ("numpy_rank_promotion", lambda: "allow"),
         "jax_default_matmul_precision": ("default_matmul_precision", lambda: None),
+        "jax_debug_nans": ("debug_nans", lambda: False),
+        "jax_debug_infs": ("debug_infs", lambda: False),
     }
 
     def __init__(self):
@@ -55,6 +57,11 @@ class Config:
         if name == "x64_enabled":
             return self.enable_x64
         raise AttributeError(name)
+
+    def trace_context(self) -> tuple:
+        """The flags that change what tracing produces; part of every trace-cache key."""
+        return (self.enable_x64, self.threefry_partitionable, self.numpy_rank_promotion,
+                self.default_matmul_precision)
 
     def add_listener(self, fn) -> None:
         """``fn(name, value)`` runs after each update (caches that depend on flags clear here)."""

@@ -151,7 +151,7 @@ def _explain_miss(cache: dict, key, name: str) -> str:
         if o_tree != tree:
             continue
         if o_x64 != x64:
-            return "the jax_enable_x64 setting changed"
+            return f"a tracing config flag changed (x64, threefry mode, ...): {o_x64} -> {x64}"
         if o_static != static:
             return f"static arguments changed: {o_static} -> {static}"
         diffs = [f"leaf {i}: {a} -> {b}" for i, (a, b) in enumerate(zip(o_leaves, leaves)) if a != b]
@@ -213,14 +213,14 @@ class JitWrapped:
     def _lookup(self, args, kwargs):
         if not kwargs and not self._static_argnums and all(type(a) is Array for a in args):
             # The common call: positional arrays only. Its key needs no pytree flattening.
-            key = (len(args), tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args]), (), config.enable_x64)
+            key = (len(args), tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args]), (), config.trace_context())
             hit = self._cache.get(key)
             if hit is None:
                 hit = self._trace_and_store(key, args, {}, (), ())
             return hit, args, None
         dyn_args, dyn_kwargs, static_pos, static_kw = self._split(args, kwargs)
         leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
-        key = (in_tree, tuple(_leaf_key(x) for x in leaves), (static_pos, static_kw), config.enable_x64)
+        key = (in_tree, tuple(_leaf_key(x) for x in leaves), (static_pos, static_kw), config.trace_context())
         hit = self._cache.get(key)
         if hit is None:
             hit = self._trace_and_store(key, args, kwargs, static_pos, static_kw)
