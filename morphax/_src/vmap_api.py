@@ -109,11 +109,12 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                     )
                 results.append(v)
                 continue
-            v = bdim_to_front(v, d, size)
-            nd = len(get_aval(v).shape)
+            nd = len(get_aval(v).shape) + (d is None)
             if not -nd <= od < nd:
                 raise ValueError(f"vmap out_axes={od} is out of range for an output of rank {nd - 1}")
-            results.append(moveaxis(v, 0, od % nd))
+            if d is None:
+                v, d = bdim_to_front(v, None, size), 0
+            results.append(moveaxis(v, d, od % nd))
         return pytree.tree_unflatten(out_store["tree"], results)
 
     return vmapped

@@ -1,8 +1,8 @@
 """Builders that make the common primitive kinds one declaration each.
 
 `elementwise_unop`, `binary_elementwise` and friends create a `Primitive`, fill its
-abstract_eval/impl slots with the standard shape and dtype rules, and attach a test spec.
-Imports the core only; never a transformation.
+abstract_eval/impl/batch slots with the standard shape, dtype and batching rules, and attach a
+test spec. Imports the core and the batching-rule helpers only; never a transformation.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.avals import ShapedArray
+from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Primitive
+from morphax._src.prims._batching import _lax, moveaxis, vectorized_batcher
 from morphax._src.prims._spec import Case, TestSpec, binary_cases
 
 # Named dtype classes a primitive may accept.
@@ -95,6 +96,7 @@ def elementwise_unop(name, impl, dtypes, *, out_dtype=None, check=None, spec):
     prim.abstract_eval = abstract_eval
     prim.elementwise = True
     prim.test_spec = spec
+    vectorized_batcher(prim)
     return prim
 
 
@@ -128,7 +130,52 @@ def binary_elementwise(name, impl, *, dtypes="numeric", out_dtype=None, spec=Non
     prim.abstract_eval = abstract_eval
     prim.elementwise = True
     prim.test_spec = spec or TestSpec(cases=binary_cases(dtypes, **spec_kw))
+    elementwise_batcher(prim)
     return prim
+
+
+def broadcast_batched_operands(vals, dims):
+    """Line up the operands of an n-ary elementwise primitive under lax broadcasting for a batched
+    bind; returns the new operands and the batch axis of the result.
+
+    The batch axis of the result is the one most batched full-rank operands already use, so they
+    need no transpose. Unbatched rank-0 operands stay as they are (they broadcast freely); other
+    unbatched ones gain a size-1 axis there. A batched operand that is rank-0 per example (shape
+    (B,)) becomes B along that axis and 1 elsewhere, so it broadcasts against the full-rank ones.
+    A per-example rank mismatch is left for the primitive's own shape check to report."""
+    shapes = [get_aval(v).shape for v in vals]
+    dims = [None if d is None else d % len(s) for s, d in zip(shapes, dims)]
+    ranks = [len(s) - (d is not None) for s, d in zip(shapes, dims)]
+    rank = max(ranks)
+    full = [d for d, r in zip(dims, ranks) if d is not None and r == rank]
+    out_d = max(full, key=full.count) if full else 0
+    L = _lax()
+    out = []
+    for v, s, d, r in zip(vals, shapes, dims, ranks):
+        if d is None:
+            out.append(v if r == 0 else L.expand_dims(v, (out_d,)))
+        elif r == 0 and rank > 0:
+            shape = [1] * (rank + 1)
+            shape[out_d] = s[0]
+            out.append(L.broadcast_in_dim(v, tuple(shape), (out_d,)))
+        else:
+            out.append(moveaxis(v, d, out_d))
+    return out, out_d
+
+
+def elementwise_batcher(prim):
+    """Set `prim.batch` to the batching rule of an n-ary elementwise primitive with lax broadcasting
+    (one or several results, each batched along the same axis)."""
+
+    def rule(vals, dims, *, axis_data, **params):
+        args, out_d = broadcast_batched_operands(vals, dims)
+        out = prim.bind(*args, **params)
+        if prim.multiple_results:
+            return out, [out_d] * len(out)
+        return out, out_d
+
+    prim.batch = rule
+    return rule
 
 
 # The name most family files use for the same check.

@@ -6,7 +6,8 @@ and no trap on overflow: ``x / 0`` is -1 (all bits set, so the maximum for unsig
 is INT_MIN, ``x % 0`` is x and ``INT_MIN % -1`` is 0. Float max/min propagate nan and order
 -0.0 below +0.0 (IEEE 754-2019 maximum/minimum, as stablehlo specifies). Derivative rules follow
 JAX's (max/min split ties evenly, pow's exponent derivative is 0 at x == 0); transposes sum
-cotangents back over broadcast axes and never conjugate. Imports the core and the rule helpers;
+cotangents back over broadcast axes and never conjugate. Every one batches (vmap) with the
+broadcasting rule of `_helpers.elementwise_batcher`. Imports the core and the rule helpers;
 other lax functions are looked up when a rule runs.
 """
 
@@ -35,6 +36,7 @@ from morphax._src.prims._helpers import (
     broadcasting_shape,
     check_class,
     concat_cases,
+    elementwise_batcher,
     same_dtypes,
 )
 from morphax._src.prims._operands import lax_binary_operands
@@ -243,6 +245,7 @@ pow_p = Primitive("pow")
 pow_p.impl = _pow_impl
 pow_p.abstract_eval = _pow_abstract_eval
 pow_p.elementwise = True
+elementwise_batcher(pow_p)
 pow_p.test_spec = TestSpec(
     cases=concat_cases(
         binary_cases("inexact", domain=(0.1, 3.0), rhs_domain=(-3.0, 3.0)),
@@ -446,6 +449,7 @@ complex_p = Primitive("complex")
 complex_p.impl = _complex_impl
 complex_p.abstract_eval = _complex_abstract_eval
 complex_p.elementwise = True
+elementwise_batcher(complex_p)
 complex_p.test_spec = TestSpec(cases=binary_cases(dtype_list=("float32",)))
 
 

@@ -1,7 +1,7 @@
 """The `threefry2x32` primitive: the Threefry-2x32 block cipher (20 rounds, Random123 / JAX).
 
 Operands key1, key2, x1, x2 are uint32 arrays under lax broadcasting; the result is the two
-uint32 words of the enciphered counter pairs. Imports the core only.
+uint32 words of the enciphered counter pairs. Imports the core and the rule helpers only.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 from morphax._src.core.avals import ShapedArray
 from morphax._src.core.primitive import Primitive
 from morphax._src.prims._ad import defjvp_zero
-from morphax._src.prims._helpers import broadcasting_shape
+from morphax._src.prims._helpers import broadcasting_shape, elementwise_batcher
 from morphax._src.prims._spec import Case, TestSpec
 
 __all__ = ["threefry2x32", "threefry2x32_p"]
@@ -63,6 +63,9 @@ def _impl(key1, key2, x1, x2):
 
 threefry2x32_p.impl = _impl
 threefry2x32_p.abstract_eval = _abstract_eval
+# Elementwise in all four operands under lax broadcasting (rank-0 keys with counter arrays, size-1
+# axes), so vmap lines them up like any elementwise primitive; both words keep the batch axis.
+elementwise_batcher(threefry2x32_p)
 # Integer valued: no derivative (float0 tangents), as in JAX.
 defjvp_zero(threefry2x32_p)
 

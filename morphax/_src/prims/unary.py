@@ -3,8 +3,9 @@
 Each primitive is one declaration (`elementwise_unop`) with its lax wrapper right beside it;
 the transcendental functions live in `transcendental.py` and reuse the builder and spec helpers
 defined here. Semantics follow XLA where it differs from NumPy; derivative rules follow JAX's
-(abs has slope +1 at 0; real/imag/conj transpose without conjugating). Imports the core and the
-rule helpers; other lax functions are looked up when a rule runs.
+(abs has slope +1 at 0; real/imag/conj transpose without conjugating). Under vmap the batch axis
+stays where it is (the builder sets `vectorized_batcher`). Imports the core and the rule helpers;
+other lax functions are looked up when a rule runs.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ mention through the `named_axes_param` a primitive declares. No primitive is nam
 from __future__ import annotations
 
 from morphax._src.core import trace as _trace
+from morphax._src.core.ad_util import is_zero
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.trace import Tracer
 from morphax._src.prims._batching import AxisData, bdim_to_front, moveaxis
@@ -165,6 +166,9 @@ def batch_flat_fun(flat_fun, axis_data: AxisData, in_dims, out_dim=0):
             outs = flat_fun(*ins)
             result = []
             for o in outs:
+                if o is None or is_zero(o):
+                    result.append(o)  # "no cotangent" markers from custom rules pass through
+                    continue
                 v, d = trace.lift(o)
                 result.append(_move_out(v, d, out_dim, axis_data.size))
         return result
