@@ -241,6 +241,23 @@ def _float_accumulator(*dts) -> np.dtype:
     return np.dtype(np.float64 if wide else np.float32)
 
 
+def _matmul_form(a, b, dimension_numbers):
+    """dot_general as one batched matmul (BLAS): lhs to (batch, free, contract), rhs to
+    (batch, contract, free). The result's axis order (batch, lhs free, rhs free) is XLA's."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    lf = [d for d in range(a.ndim) if d not in lc and d not in lb]
+    rf = [d for d in range(b.ndim) if d not in rc and d not in rb]
+    batch_shape = [a.shape[d] for d in lb]
+    m = int(np.prod([a.shape[d] for d in lf], dtype=np.int64))
+    n = int(np.prod([b.shape[d] for d in rf], dtype=np.int64))
+    k = int(np.prod([a.shape[d] for d in lc], dtype=np.int64))
+    nb = int(np.prod(batch_shape, dtype=np.int64))
+    a3 = np.transpose(a, list(lb) + lf + list(lc)).reshape(nb, m, k)
+    b3 = np.transpose(b, list(rb) + list(rc) + rf).reshape(nb, k, n)
+    out = np.matmul(a3, b3)
+    return out.reshape(batch_shape + [a.shape[d] for d in lf] + [b.shape[d] for d in rf])
+
+
 def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type, out_sharding):
     out_dt = _result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
     common = _result_dtype(lhs.dtype, rhs.dtype, None)
@@ -260,7 +277,7 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
         acc = _float_accumulator(src, out_dt)
         a = lhs.astype(src).astype(acc)
         b = rhs.astype(src).astype(acc)
-        out = np.asarray(np.einsum(spec, a, b, dtype=acc))
+        out = _matmul_form(a, b, dimension_numbers)
         if _dtypes.is_complex(out.dtype) and not _dtypes.is_complex(out_dt):
             out = out.real
         return out.astype(out_dt)
@@ -408,6 +425,34 @@ def _aval(x):
 
 dot_general_p.jvp = _dot_general_jvp
 dot_general_p.transpose = _dot_general_transpose
+
+
+def _dot_general_batch(vals, dims, *, axis_data, dimension_numbers, **params):
+    # Both batched: the batch axes pair up as one more (leading) dot_general batch dimension. One
+    # batched: its batch axis is one more free axis of that side; the output holds the batch dims,
+    # then lhs's free axes, then rhs's, each in axis order, which places it.
+    lhs, rhs = vals
+    dl, dr = dims
+    lc, rc, lb, rb = _unpack_dnums(dimension_numbers)
+
+    def shift(ds, d):
+        return tuple(i + (i >= d) for i in ds)
+
+    if dl is not None and dr is not None:
+        dn = ((shift(lc, dl), shift(rc, dr)), ((dl,) + shift(lb, dl), (dr,) + shift(rb, dr)))
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params), 0
+    if dl is not None:
+        lc, lb = shift(lc, dl), shift(lb, dl)
+        out_dim = len(lb) + sum(1 for i in range(dl) if i not in lc and i not in lb)
+    else:
+        rc, rb = shift(rc, dr), shift(rb, dr)
+        n_lfree = len(get_aval(lhs).shape) - len(lc) - len(lb)
+        out_dim = len(rb) + n_lfree + sum(1 for i in range(dr) if i not in rc and i not in rb)
+    dn = ((lc, rc), (lb, rb))
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params), out_dim
+
+
+dot_general_p.batch = _dot_general_batch
 
 
 def _canon_dims(dims, ndim):

@@ -17,6 +17,7 @@ from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Primitive
 from morphax._src.prims._ad import Zero, _lax, is_undefined_primal, is_zero, zeros_like_aval
+from morphax._src.prims._batching import moveaxis
 from morphax._src.prims._spec import Case, TestSpec, random_array
 
 __all__ = [
@@ -464,6 +465,91 @@ def _gather_transpose(
 
 gather_p.jvp = _gather_jvp
 gather_p.transpose = _gather_transpose
+
+
+# Batching helpers shared with the scatter family.
+
+
+def _shift(dims, at):
+    """Axis numbers after inserting a new axis at `at`."""
+    return tuple(d + (d >= at) for d in dims)
+
+
+def _broadcast_at(x, pos, size):
+    """Unbatched `x` with a new axis of `size` inserted at `pos`."""
+    shape = tuple(get_aval(x).shape)
+    rank = len(shape) + 1
+    dims = tuple(i for i in range(rank) if i != pos)
+    return _lax().broadcast_in_dim(x, shape[:pos] + (size,) + shape[pos:], dims)
+
+
+def _insertion_window(window, k, rank):
+    """Range [lo, hi] of positions where a new axis can be inserted into an array of `rank`
+    whose sorted axis list `window` then has the new axis as its k-th member."""
+    lo = window[k - 1] + 1 if k > 0 else 0
+    hi = window[k] if k < len(window) else rank
+    return lo, hi
+
+
+def _insert_paired(obd, ibd, od, idim):
+    """Add the pair (od, idim) to the paired batching dims, keeping the operand side sorted."""
+    pairs = sorted(zip(obd + (od,), ibd + (idim,)))
+    return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+
+
+def _gather_batch(vals, dims, *, axis_data, dimension_numbers, slice_sizes, **params):
+    # Operand only: its batch axis becomes one more full-size slice axis. Indices only: their batch
+    # axis becomes one more index batch axis (so an output batch axis). Both: a paired batching axis.
+    operand, indices = vals
+    d_op, d_idx = dims
+    size = axis_data.size
+    dn = dimension_numbers
+    out_rank = len(dn.offset_dims) + len(get_aval(indices).shape) - (d_idx is not None) - 1
+    if d_idx is None:
+        window = [
+            d
+            for d in range(len(slice_sizes))
+            if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims
+        ]
+        k = sum(1 for d in window if d < d_op)
+        q = dn.offset_dims[k - 1] + 1 if k > 0 else 0
+        new_dn = GatherDimensionNumbers(
+            offset_dims=tuple(dn.offset_dims[:k]) + (q,) + tuple(o + 1 for o in dn.offset_dims[k:]),
+            collapsed_slice_dims=_shift(dn.collapsed_slice_dims, d_op),
+            start_index_map=_shift(dn.start_index_map, d_op),
+            operand_batching_dims=_shift(dn.operand_batching_dims, d_op),
+            start_indices_batching_dims=dn.start_indices_batching_dims,
+        )
+        new_sizes = tuple(slice_sizes[:d_op]) + (size,) + tuple(slice_sizes[d_op:])
+        out = gather_p.bind(operand, indices, dimension_numbers=new_dn, slice_sizes=new_sizes, **params)
+        return out, q
+    # The indices' batch axis must not be the index-vector (last) axis.
+    idx_rank = len(get_aval(indices).shape)
+    if d_idx == idx_rank - 1:
+        indices = moveaxis(indices, d_idx, idx_rank - 2)
+        d_idx = idx_rank - 2
+    batch_pos = [i for i in range(out_rank) if i not in dn.offset_dims]
+    q = batch_pos[d_idx] if d_idx < len(batch_pos) else (batch_pos[-1] + 1 if batch_pos else 0)
+    offset_dims = _shift(dn.offset_dims, q)
+    sib = _shift(dn.start_indices_batching_dims, d_idx)
+    if d_op is None:
+        new_dn = dn._replace(offset_dims=offset_dims, start_indices_batching_dims=sib)
+        out = gather_p.bind(operand, indices, dimension_numbers=new_dn, slice_sizes=slice_sizes, **params)
+        return out, q
+    obd, sib = _insert_paired(_shift(dn.operand_batching_dims, d_op), sib, d_op, d_idx)
+    new_dn = GatherDimensionNumbers(
+        offset_dims=offset_dims,
+        collapsed_slice_dims=_shift(dn.collapsed_slice_dims, d_op),
+        start_index_map=_shift(dn.start_index_map, d_op),
+        operand_batching_dims=obd,
+        start_indices_batching_dims=sib,
+    )
+    new_sizes = tuple(slice_sizes[:d_op]) + (1,) + tuple(slice_sizes[d_op:])
+    out = gather_p.bind(operand, indices, dimension_numbers=new_dn, slice_sizes=new_sizes, **params)
+    return out, q
+
+
+gather_p.batch = _gather_batch
 
 
 def gather(

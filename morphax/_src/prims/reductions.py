@@ -196,7 +196,20 @@ def _reduction(name, impl, dtypes, dtype_list, *, differentiable=True):
     prim.impl = impl
     prim.abstract_eval = abstract_eval
     prim.test_spec = TestSpec(cases=_reduce_spec(dtype_list), differentiable=differentiable)
+    prim.batch = _axes_batcher(prim)
     return prim
+
+
+def _axes_batcher(prim):
+    """Batching rule of a reduction over `axes`: the axes move around the batch axis, which then
+    sits among the kept axes (also used by argmax/argmin, whose other params pass through)."""
+
+    def rule(vals, dims, *, axis_data, axes, **params):
+        (x,), (d,) = vals, dims
+        new_axes = tuple(a + (a >= d) for a in axes)
+        return prim.bind(x, axes=new_axes, **params), d - sum(1 for a in axes if a < d)
+
+    return rule
 
 
 _NUMERIC_LIST = ("float32", "float16", "bfloat16", "int32", "uint8", "int8", "uint32", "complex64")
@@ -398,6 +411,7 @@ def _argminmax(name, np_arg):
     prim.impl = impl
     prim.abstract_eval = abstract_eval
     prim.test_spec = TestSpec(cases=cases, differentiable=False)
+    prim.batch = _axes_batcher(prim)
     return prim
 
 
@@ -479,6 +493,13 @@ def _cumulative(name, accumulate, dtypes, dtype_list, *, tol=None):
     prim.impl = impl
     prim.abstract_eval = abstract_eval
     prim.test_spec = TestSpec(cases=cases, tol=tol)
+
+    def batch(vals, dims, *, axis_data, axis, reverse):
+        # The scan axis moves past the batch axis, which stays where it is.
+        (x,), (d,) = vals, dims
+        return prim.bind(x, axis=axis + (axis >= d), reverse=reverse), d
+
+    prim.batch = batch
     return prim
 
 

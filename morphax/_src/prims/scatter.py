@@ -17,19 +17,24 @@ from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Primitive
 from morphax._src.core.values import make_array
 from morphax._src.prims._ad import Zero, _lax, aval_of, instantiate, is_undefined_primal, is_zero
+from morphax._src.prims._batching import moveaxis
 from morphax._src.prims._spec import Case, TestSpec, random_array
 from morphax._src.prims.indexing import (
     GatherDimensionNumbers,
     GatherScatterMode,
     ScatterDimensionNumbers,
+    _broadcast_at,
     _check_batching,
     _check_dims,
     _check_disjoint,
     _check_index_map,
     _check_indices,
     _grid,
+    _insert_paired,
+    _insertion_window,
     _normalize_scatter_dnums,
     _oob_indices,
+    _shift,
     _starts,
     gather_p,
 )
@@ -183,7 +188,7 @@ def _scatter_impl_for(ufunc):
         update_consts,
     ):
         flat, valid = _scatter_targets(operand.shape, indices, updates.shape, dimension_numbers, mode)
-        out = np.array(operand, copy=True)
+        out = np.array(operand, copy=True, order="C")  # reshape(-1) below must be a view
         view = out.reshape(-1)
         vals = updates.ravel()[valid]
         if ufunc is None:
@@ -258,7 +263,65 @@ def _scatter_primitive(name, ufunc, dtype_list):
     prim.impl = _scatter_impl_for(ufunc)
     prim.abstract_eval = abstract_eval
     prim.test_spec = TestSpec(cases=_scatter_cases_for(dtype_list))
+    prim.batch = _scatter_batch_for(prim)
     return prim
+
+
+def _scatter_batch_for(prim):
+    """Batching rule of a scatter. An unbatched operand is broadcast first (each batch member
+    writes its own copy). With unbatched indices the operand's batch axis becomes one more window
+    axis, matched by a window axis of the updates; with batched indices it becomes a paired
+    batching axis, matched by a scatter axis of the updates. Output batch axis: the operand's."""
+
+    def rule(vals, dims, *, axis_data, dimension_numbers, **params):
+        operand, indices, updates = vals
+        d_op, d_idx, d_up = dims
+        size = axis_data.size
+        dn = dimension_numbers
+        up_rank = len(get_aval(updates).shape) - (d_up is not None)
+        if d_op is None:
+            operand, d_op = _broadcast_at(operand, 0, size), 0
+        op_rank = len(get_aval(operand).shape) - 1
+        common = dict(
+            inserted_window_dims=_shift(dn.inserted_window_dims, d_op),
+            scatter_dims_to_operand_dims=_shift(dn.scatter_dims_to_operand_dims, d_op),
+        )
+        if d_idx is None:
+            window = [
+                d
+                for d in range(op_rank)
+                if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims
+            ]
+            k = sum(1 for w in window if w < d_op)
+            lo, hi = _insertion_window(dn.update_window_dims, k, up_rank)
+            if d_up is None:
+                updates, p = _broadcast_at(updates, lo, size), lo
+            elif lo <= d_up <= hi:
+                p = d_up
+            else:
+                updates, p = moveaxis(updates, d_up, lo), lo
+            new_dn = ScatterDimensionNumbers(
+                update_window_dims=tuple(sorted(_shift(dn.update_window_dims, p) + (p,))),
+                operand_batching_dims=_shift(dn.operand_batching_dims, d_op),
+                scatter_indices_batching_dims=dn.scatter_indices_batching_dims,
+                **common,
+            )
+            return prim.bind(operand, indices, updates, dimension_numbers=new_dn, **params), d_op
+        if d_up is None:
+            updates, d_up = _broadcast_at(updates, 0, size), 0
+        uwd = _shift(dn.update_window_dims, d_up)
+        # The updates' batch axis is their j-th scatter axis, so it pairs with index batch axis j.
+        j = d_up - sum(1 for w in uwd if w < d_up)
+        indices = moveaxis(indices, d_idx, j)
+        obd, sib = _insert_paired(
+            _shift(dn.operand_batching_dims, d_op), _shift(dn.scatter_indices_batching_dims, j), d_op, j
+        )
+        new_dn = ScatterDimensionNumbers(
+            update_window_dims=uwd, operand_batching_dims=obd, scatter_indices_batching_dims=sib, **common
+        )
+        return prim.bind(operand, indices, updates, dimension_numbers=new_dn, **params), d_op
+
+    return rule
 
 
 def _bind_scatter(

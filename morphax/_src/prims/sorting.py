@@ -16,6 +16,7 @@ from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Primitive
 from morphax._src.prims._ad import Zero, _lax, is_zero
+from morphax._src.prims._batching import moveaxis
 from morphax._src.prims._helpers import check_dtype
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, random_array
 
@@ -168,6 +169,29 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
 sort_p.jvp = _sort_jvp
 
 
+def _sort_batch(vals, dims, *, axis_data, dimension, is_stable, num_keys):
+    # Every operand gets its batch axis where the first batched one has it (unbatched operands
+    # are broadcast there); the sorted dimension moves past it.
+    bd = next(d for d in dims if d is not None)
+    size = axis_data.size
+    ops = []
+    for v, d in zip(vals, dims):
+        if d is None:
+            shape = tuple(get_aval(v).shape)
+            rank = len(shape) + 1
+            bdims = tuple(i for i in range(rank) if i != bd)
+            v = _lax().broadcast_in_dim(v, shape[:bd] + (size,) + shape[bd:], bdims)
+        else:
+            v = moveaxis(v, d, bd)
+        ops.append(v)
+    dim = dimension + (dimension >= bd)
+    outs = sort_p.bind(*ops, dimension=dim, is_stable=is_stable, num_keys=num_keys)
+    return list(outs), [bd] * len(outs)
+
+
+sort_p.batch = _sort_batch
+
+
 def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
     """Sort along `dimension`. A sequence of operands is sorted together, lexicographically by the
     first `num_keys` of them; the result is then a tuple."""
@@ -282,6 +306,15 @@ def _top_k_jvp(primals, tangents, *, k, axis):
 
 
 top_k_p.jvp = _top_k_jvp
+
+
+def _top_k_batch(vals, dims, *, axis_data, k, axis):
+    # The batch axis stays put; the operated axis moves past it.
+    (x,), (d,) = vals, dims
+    return list(top_k_p.bind(x, k=k, axis=axis + (axis >= d))), [d, d]
+
+
+top_k_p.batch = _top_k_batch
 
 
 def top_k(operand, k: int, *, axis: int = -1):
