@@ -3,6 +3,7 @@
 from morphax._src.prims import (  # noqa: F401
     binary,
     bitwise,
+    collectives,
     compare,
     conversion,
     dot,
@@ -10,6 +11,7 @@ from morphax._src.prims import (  # noqa: F401
     prng,
     reductions,
     scatter,
+    selection,
     shape,
     slicing,
     sorting,

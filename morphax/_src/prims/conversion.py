@@ -1,5 +1,6 @@
-"""Dtype conversion and value-selection primitives: convert_element_type, bitcast_convert_type,
-iota, select_n, clamp and copy, plus the lax helpers built on them (full, full_like, select).
+"""Dtype conversion primitives: convert_element_type, bitcast_convert_type, iota, copy and
+stop_gradient, plus the lax helpers built on them (full, full_like). The value-selection
+primitives (select_n, clamp) live in `selection`.
 
 Conversions follow XLA's CPU semantics explicitly rather than NumPy's undefined casts: float -> int
 truncates toward zero, saturates to the integer range and maps NaN to 0. Imports the core only.
@@ -19,26 +20,21 @@ from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.prims._ad import (
     Zero,
-    _lax,
     aval_of,
-    broadcast_to_shape,
-    defjvp,
     defjvp_zero,
     deflinear,
-    instantiate,
-    is_undefined_primal,
     is_zero,
-    zeros_like_aval,
 )
-from morphax._src.prims._helpers import check_dtype, same_dtypes
+from morphax._src.prims._batching import moveaxis, vectorized_batcher
 from morphax._src.prims._spec import DTYPES_FOR_CLASS, Case, TestSpec, random_array
+
+# select_n and clamp used to live here; importers of this module still find them.
+from morphax._src.prims.selection import clamp, clamp_p, select, select_n, select_n_p  # noqa: F401
 
 __all__ = [
     "bitcast_convert_type",
     "bitcast_convert_type_p",
     "broadcasted_iota",
-    "clamp",
-    "clamp_p",
     "convert_element_type",
     "convert_element_type_p",
     "copy_p",
@@ -46,9 +42,6 @@ __all__ = [
     "full_like",
     "iota",
     "iota_p",
-    "select",
-    "select_n",
-    "select_n_p",
     "stop_gradient",
     "stop_gradient_p",
     "zeros_like_array",
@@ -242,6 +235,7 @@ def _convert_transpose(ct, operand, *, new_dtype, weak_type, sharding):
 
 convert_element_type_p.jvp = _convert_jvp
 convert_element_type_p.transpose = _convert_transpose
+vectorized_batcher(convert_element_type_p)
 
 
 def _python_int_to(value: int, dt: np.dtype):
@@ -400,6 +394,20 @@ bitcast_convert_type_p.test_spec = TestSpec(cases=_bitcast_cases, differentiable
 defjvp_zero(bitcast_convert_type_p)
 
 
+def _bitcast_batch(vals, dims, *, axis_data, new_dtype):
+    # Elementwise except that a wider `new_dtype` consumes the trailing axis (and a narrower one
+    # appends one, which leaves the batch axis where it is): a trailing batch axis moves left of it.
+    (x,), (d,) = vals, dims
+    aval = get_aval(x)
+    nd = len(aval.shape)
+    if d == nd - 1 and _dtypes.itemsize_bits(np.dtype(new_dtype)) > _dtypes.itemsize_bits(aval.dtype):
+        x, d = moveaxis(x, d, nd - 2), nd - 2
+    return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
+
+
+bitcast_convert_type_p.batch = _bitcast_batch
+
+
 def bitcast_convert_type(operand, new_dtype):
     """Reinterpret the bits of `operand` as `new_dtype`.
 
@@ -460,6 +468,7 @@ def _iota_cases(rng):
 
 iota_p.test_spec = TestSpec(cases=_iota_cases, differentiable=False, grad_order=0)
 defjvp_zero(iota_p)
+# No batching rule: iota has no operands, so vmap never sees it batched.
 
 
 def _shape_tuple(shape, name):
@@ -485,210 +494,6 @@ def iota(dtype, size):
     return broadcasted_iota(dtype, (int(size),), 0)
 
 
-# -------------------------------------------------------------------------------------------- select_n
-
-
-def _select_n_abstract_eval(which, *cases):
-    if not cases:
-        raise TypeError("select_n: must have at least one case.")
-    if any(c.shape != cases[0].shape for c in cases[1:]):
-        raise TypeError(
-            f"select_n: cases must have the same shapes, got {', '.join(str(c.shape) for c in cases)}."
-        )
-    same_dtypes("select_n", cases)
-    if not (_dtypes.is_bool(which.dtype) or _dtypes.is_integer(which.dtype)):
-        raise TypeError(f"select_n: `which` must be a boolean or integer array, got {which.str_short()}.")
-    if _dtypes.is_bool(which.dtype) and len(cases) > 2:
-        raise TypeError(
-            f"select_n: a boolean `which` selects between at most 2 cases, got {len(cases)}. Use an integer "
-            "`which` for more cases."
-        )
-    if which.shape and which.shape != cases[0].shape:
-        raise TypeError(
-            f"select_n: `which` must be a scalar or have the same shape as the cases, got `which` shape "
-            f"{which.shape} and case shape {cases[0].shape}."
-        )
-    return ShapedArray(cases[0].shape, cases[0].dtype, all(c.weak_type for c in cases))
-
-
-def _select_n_impl(which, *cases):
-    which = np.asarray(which)
-    n = len(cases)
-    # Out-of-range `which` is implementation-defined in XLA; JAX lowers select_n to a tree of
-    # `which < k` comparisons, which amounts to clamping into [0, n - 1]. We clamp.
-    if _dtypes.is_unsigned(which.dtype):
-        idx = np.minimum(which, n - 1).astype(np.int64)
-    else:
-        idx = np.clip(which.astype(np.int64), 0, n - 1)
-    out = np.array(np.broadcast_to(cases[0], np.broadcast_shapes(idx.shape, cases[0].shape)))
-    for k in range(1, n):
-        out = np.where(idx == k, cases[k], out)
-    return np.asarray(out, dtype=cases[0].dtype)
-
-
-select_n_p = Primitive("select_n")
-select_n_p.impl = _select_n_impl
-select_n_p.abstract_eval = _select_n_abstract_eval
-
-
-def _select_n_cases(rng):
-    out = []
-    for dt in DTYPES_FOR_CLASS["any"] + ("bfloat16",):
-        for shape in ((), (3,), (2, 3), (0,), (1, 4)):
-            c0, c1 = random_array(rng, shape, dt), random_array(rng, shape, dt)
-            out.append(Case((rng.random(shape) < 0.5, c0, c1), {}, f"{dt}{list(shape)}-bool"))
-            out.append(Case((np.array(True), c0, c1), {}, f"{dt}{list(shape)}-bool-scalar"))
-    for wdt in ("int32", "uint8", "int8", "uint32"):
-        for shape in ((), (7,), (2, 3)):
-            cases = tuple(random_array(rng, shape, "float32") for _ in range(4))
-            lo = -3 if np.dtype(wdt).kind == "i" else 0
-            which = rng.integers(lo, 7, size=shape).astype(wdt)  # includes out-of-range values
-            out.append(Case((which, *cases), {}, f"{wdt}-which{list(shape)}-4cases"))
-        one = random_array(rng, (2, 2), "int32")
-        out.append(Case((np.array(5, wdt), one), {}, f"{wdt}-which-1case"))
-    return out
-
-
-select_n_p.test_spec = TestSpec(cases=_select_n_cases)
-
-
-def _select_n_jvp(primals, tangents):
-    # Linear in the cases; `which` only picks (integer/bool: no tangent).
-    ans = select_n_p.bind(*primals)
-    out_t = tangent_aval(aval_of(ans))
-    case_ts = tangents[1:]
-    if out_t.dtype == _dtypes.float0 or all(is_zero(t) for t in case_ts):
-        return ans, Zero(out_t)
-    return ans, select_n_p.bind(primals[0], *[instantiate(t) for t in case_ts])
-
-
-def _select_n_transpose(ct, which, *cases):
-    if is_undefined_primal(which):
-        raise ValueError("select_n: the `which` operand cannot be a linear input of a transpose.")
-    if is_zero(ct):
-        return [None] + [Zero(c.aval) if is_undefined_primal(c) else None for c in cases]
-    zeros = zeros_like_aval(ShapedArray(aval_of(ct).shape, aval_of(ct).dtype, False))
-    out = [None]
-    for i, c in enumerate(cases):
-        if is_undefined_primal(c):
-            picked = [ct if j == i else zeros for j in range(len(cases))]
-            out.append(select_n_p.bind(which, *picked))
-        else:
-            out.append(None)
-    return out
-
-
-select_n_p.jvp = _select_n_jvp
-select_n_p.transpose = _select_n_transpose
-
-
-def select_n(which, *cases):
-    """Elementwise ``cases[which]``: `which` is bool (at most 2 cases) or integer, scalar or case-shaped.
-
-    Out-of-range integer `which` values clamp to the first or last case (XLA leaves it undefined).
-    """
-    if not cases:
-        raise ValueError("select_n() must have at least one case")
-    return select_n_p.bind(which, *cases)
-
-
-def select(pred, on_true, on_false):
-    """Elementwise ``on_true if pred else on_false``."""
-    return select_n_p.bind(pred, on_false, on_true)
-
-
-# ----------------------------------------------------------------------------------------------- clamp
-
-
-def _clamp_abstract_eval(lo, x, hi):
-    for arg, aval in (("min", lo), ("max", hi)):
-        if aval.shape and aval.shape != x.shape:
-            raise TypeError(
-                f"clamp requires {arg}.shape == operand.shape or {arg}.shape == (), got {arg} {aval.str_short()} "
-                f"for operand {x.str_short()}."
-            )
-    dt = same_dtypes("clamp", (lo, x, hi))
-    check_dtype("clamp", dt, "real")
-    return ShapedArray(x.shape, dt, lo.weak_type and x.weak_type and hi.weak_type)
-
-
-def _clamp_impl(lo, x, hi):
-    # XLA's clamp is min(max(x, lo), hi): NaN anywhere propagates, and lo > hi gives hi.
-    return np.asarray(np.minimum(np.maximum(x, lo), hi), dtype=x.dtype)
-
-
-clamp_p = Primitive("clamp")
-clamp_p.impl = _clamp_impl
-clamp_p.abstract_eval = _clamp_abstract_eval
-
-
-def _clamp_cases(rng):
-    out = []
-    for dt in DTYPES_FOR_CLASS["real"] + ("bfloat16", "int8"):
-        for sl, sx, sh in (
-            ((), (), ()),
-            ((), (5,), ()),
-            ((5,), (5,), (5,)),
-            ((), (2, 3), (2, 3)),
-            ((2, 3), (2, 3), ()),
-            ((), (0,), ()),
-            ((1, 4), (1, 4), (1, 4)),
-        ):
-            lo = random_array(rng, sl, dt, (-5, 0))
-            hi = random_array(rng, sh, dt, (0, 5))
-            out.append(
-                Case((lo, random_array(rng, sx, dt, (-8, 8)), hi), {}, f"{dt}{list(sl)}{list(sx)}{list(sh)}")
-            )
-    sp = np.array([np.nan, -np.inf, np.inf, -1.0, 0.0, 2.0, -0.0], np.float32)
-    out.append(Case((np.array(-1.0, np.float32), sp, np.array(1.0, np.float32)), {}, "float32-specials"))
-    out.append(Case((np.array(np.nan, np.float32), sp, np.array(1.0, np.float32)), {}, "float32-nan-bound"))
-    out.append(Case((np.array(2.0, np.float32), sp, np.array(1.0, np.float32)), {}, "float32-min-above-max"))
-    return out
-
-
-clamp_p.test_spec = TestSpec(cases=_clamp_cases)
-
-
-# JAX's partials: the operand's tangent passes where min < x < max strictly; min's where
-# x < min < max; max's where max < x. Ties (x equal to a bound) and min > max give zero.
-def _zeros_like_operand(x):
-    return zeros_like_aval(tangent_aval(aval_of(x)))
-
-
-def _clamp_min_jvp(g, ans, lo, x, hi):
-    L = _lax()
-    pred = L.bitwise_and(L.gt(lo, x), L.lt(lo, hi))
-    return L.select(pred, broadcast_to_shape(g, aval_of(x).shape), _zeros_like_operand(x))
-
-
-def _clamp_operand_jvp(g, ans, lo, x, hi):
-    L = _lax()
-    pred = L.bitwise_and(L.gt(x, lo), L.lt(x, hi))
-    return L.select(pred, g, _zeros_like_operand(x))
-
-
-def _clamp_max_jvp(g, ans, lo, x, hi):
-    L = _lax()
-    return L.select(L.lt(hi, x), broadcast_to_shape(g, aval_of(x).shape), _zeros_like_operand(x))
-
-
-defjvp(clamp_p, _clamp_min_jvp, _clamp_operand_jvp, _clamp_max_jvp)
-
-
-def clamp(min, x, max):  # noqa: A002 - JAX's parameter names
-    """Elementwise ``min(max(x, min), max)``; `min` and `max` are scalars or shaped like `x`."""
-    args = [min, x, max]
-    ref = (
-        x
-        if not _dtypes.is_python_scalar(x)
-        else next((a for a in args if not _dtypes.is_python_scalar(a)), None)
-    )
-    if ref is not None:
-        dt = get_aval(ref).dtype
-        args = [make_array(a, dt, weak_type=True) if _dtypes.is_python_scalar(a) else a for a in args]
-    return clamp_p.bind(*args)
-
-
 # ------------------------------------------------------------------------------------------------ copy
 
 
@@ -709,6 +514,7 @@ def _copy_transpose(ct, operand):
 
 
 deflinear(copy_p, _copy_transpose)
+vectorized_batcher(copy_p)
 
 
 def copy(x):
@@ -732,6 +538,7 @@ stop_gradient_p.test_spec = TestSpec(
     grad_order=0,
 )
 defjvp_zero(stop_gradient_p)
+vectorized_batcher(stop_gradient_p)
 
 
 def stop_gradient(x):

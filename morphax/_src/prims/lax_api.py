@@ -3,6 +3,7 @@ what the numpy layer calls)."""
 
 from morphax._src.prims.binary import *  # noqa: F401,F403
 from morphax._src.prims.bitwise import *  # noqa: F401,F403
+from morphax._src.prims.collectives import *  # noqa: F401,F403
 from morphax._src.prims.compare import *  # noqa: F401,F403
 from morphax._src.prims.conversion import *  # noqa: F401,F403
 from morphax._src.prims.dot import *  # noqa: F401,F403
@@ -10,6 +11,7 @@ from morphax._src.prims.indexing import *  # noqa: F401,F403
 from morphax._src.prims.prng import *  # noqa: F401,F403
 from morphax._src.prims.reductions import *  # noqa: F401,F403
 from morphax._src.prims.scatter import *  # noqa: F401,F403
+from morphax._src.prims.selection import *  # noqa: F401,F403
 from morphax._src.prims.shape import *  # noqa: F401,F403
 from morphax._src.prims.slicing import *  # noqa: F401,F403
 from morphax._src.prims.sorting import *  # noqa: F401,F403

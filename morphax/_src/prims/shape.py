@@ -9,11 +9,8 @@ import operator
 
 import numpy as np
 
-from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Primitive
-from morphax._src.core.trace import Tracer
-from morphax._src.core.values import make_array
 from morphax._src.prims._ad import (
     Zero,
     _lax,
@@ -23,9 +20,23 @@ from morphax._src.prims._ad import (
     is_zero,
     zeros_like_aval,
 )
+from morphax._src.prims._batching import moveaxis
 from morphax._src.prims._helpers import same_dtypes
 from morphax._src.prims._operands import lax_binary_operands
-from morphax._src.prims._spec import Case, TestSpec, random_array
+from morphax._src.prims._shape_util import (
+    SHAPE_DTYPES,
+    _axes_cases,
+    _inverse_permutation,
+    _scalar_zero,
+    _total,
+    as_lax_array,
+    canonical_axis,
+    canonical_shape,
+    check_nonnegative_shape,
+    fresh,
+    is_array,
+)
+from morphax._src.prims._spec import TestSpec, random_array
 
 __all__ = [
     "broadcast",
@@ -46,89 +57,6 @@ __all__ = [
     "transpose",
     "transpose_p",
 ]
-
-# Dtypes every structural primitive is exercised with (they accept any dtype).
-SHAPE_DTYPES = ("float32", "int32", "bool", "complex64", "bfloat16")
-
-
-# ---------------------------------------------------------------------------------------- helpers
-
-
-def is_array(x) -> bool:
-    """A morphax Array or tracer (duck-typed: prims may not import the runtime)."""
-    return isinstance(x, Tracer) or hasattr(x, "_buf")
-
-
-def fresh(a) -> np.ndarray:
-    """A new array owning its data: results must never alias an input NumPy buffer."""
-    return np.array(a, copy=True)
-
-
-def canonical_shape(shape, name: str, what: str = "shape") -> tuple:
-    """A user shape (sequence of ints or integer scalars) as a tuple of Python ints."""
-    if isinstance(shape, (int, np.integer)):
-        shape = (shape,)
-    try:
-        return tuple(operator.index(d) for d in shape)
-    except TypeError:
-        raise TypeError(
-            f"{name}: {what} must be a sequence of concrete integers, got {shape!r}. Shapes cannot depend "
-            "on traced values; pass Python ints (mark the argument static under jit)."
-        ) from None
-
-
-def check_nonnegative_shape(name: str, shape, what: str = "shape") -> None:
-    if not isinstance(shape, tuple) or not all(isinstance(d, (int, np.integer)) for d in shape):
-        raise TypeError(f"{name}: {what} must be a tuple of integers, got {shape!r}.")
-    if any(d < 0 for d in shape):
-        raise TypeError(f"{name}: {what} must contain only non-negative sizes, got {shape}.")
-
-
-def canonical_axis(axis, ndim: int, name: str) -> int:
-    axis = operator.index(axis)
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"{name}: axis {axis} is out of bounds for array of dimension {ndim}.")
-    return axis + ndim if axis < 0 else axis
-
-
-def as_lax_array(x):
-    """`lax.asarray`: arrays and tracers pass through; NumPy values and Python scalars become constants
-    (Python int/float/complex weakly typed)."""
-    if is_array(x):
-        return x
-    aval = get_aval(x)
-    return make_array(np.asarray(x, dtype=aval.dtype), aval.dtype, weak_type=aval.weak_type)
-
-
-def _axes_cases(dtypes, configs, make_args, rng):
-    """One Case per (dtype, config); `make_args(rng, dt, config) -> (args, params)`."""
-    out = []
-    for dt in dtypes:
-        for cfg in configs:
-            args, params = make_args(rng, dt, cfg)
-            shapes = ",".join(str(list(np.shape(a))) for a in args)
-            out.append(Case(args, params, f"{dt}{shapes}{tuple(params.values())}"))
-    return out
-
-
-def _dt(name):
-    return _dtypes.bfloat16 if name == "bfloat16" else np.dtype(name)
-
-
-def _scalar_zero(x):
-    """A rank-0 zero of `x`'s dtype (the padding value of the transposes that pad)."""
-    return zeros_like_aval(ShapedArray((), aval_of(x).dtype, False))
-
-
-def _total(x):
-    """The sum of every element of `x`, a scalar (x itself when it already is one)."""
-    nd = len(aval_of(x).shape)
-    return _lax().reduce_sum(x, tuple(range(nd))) if nd else x
-
-
-def _inverse_permutation(perm) -> tuple:
-    return tuple(int(i) for i in np.argsort(perm))
-
 
 # ---------------------------------------------------------------------------------- broadcast_in_dim
 
@@ -216,6 +144,21 @@ def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions, sha
 
 
 deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+
+
+def _broadcast_in_dim_batch(vals, dims, *, axis_data, shape, broadcast_dimensions, sharding):
+    # The batch axis stays where it is among the operand's axes: it becomes a new output axis
+    # right after the output axis of the operand axis before it (or first), so no transpose.
+    (x,), (d,) = vals, dims
+    bd = broadcast_dimensions
+    pos = bd[d - 1] + 1 if d > 0 else 0
+    new_bd = bd[:d] + (pos,) + tuple(k + 1 for k in bd[d:])
+    new_shape = shape[:pos] + (axis_data.size,) + shape[pos:]
+    out = broadcast_in_dim_p.bind(x, shape=new_shape, broadcast_dimensions=new_bd, sharding=sharding)
+    return out, pos
+
+
+broadcast_in_dim_p.batch = _broadcast_in_dim_batch
 
 
 def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
@@ -339,6 +282,21 @@ def _reshape_transpose(ct, operand, *, new_sizes, dimensions, sharding):
 deflinear(reshape_p, _reshape_transpose)
 
 
+def _reshape_batch(vals, dims, *, axis_data, new_sizes, dimensions, sharding):
+    # The batch axis goes first through reshape's own `dimensions` (one primitive, not a transpose
+    # and a reshape), and the result gains a leading axis of the batch size.
+    (x,), (d,) = vals, dims
+    n = len(get_aval(x).shape) - 1
+    order = tuple(range(n)) if dimensions is None else dimensions
+    perm = (d,) + tuple(k if k < d else k + 1 for k in order)
+    perm = None if perm == tuple(range(n + 1)) else perm
+    out = reshape_p.bind(x, new_sizes=(axis_data.size,) + new_sizes, dimensions=perm, sharding=sharding)
+    return out, 0
+
+
+reshape_p.batch = _reshape_batch
+
+
 def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
     """Reshape (in row-major order) to `new_sizes`, after transposing by `dimensions` if given.
 
@@ -401,6 +359,17 @@ def _transpose_transpose(ct, operand, *, permutation):
 
 
 deflinear(transpose_p, _transpose_transpose)
+
+
+def _transpose_batch(vals, dims, *, axis_data, permutation):
+    # The batch axis keeps its position; the other axes are permuted around it.
+    (x,), (d,) = vals, dims
+    perm = [k if k < d else k + 1 for k in permutation]
+    perm.insert(d, d)
+    return transpose_p.bind(x, permutation=tuple(perm)), d
+
+
+transpose_p.batch = _transpose_batch
 
 
 def transpose(operand, permutation):
@@ -467,6 +436,15 @@ def _squeeze_transpose(ct, operand, *, dimensions):
 deflinear(squeeze_p, _squeeze_transpose)
 
 
+def _squeeze_batch(vals, dims, *, axis_data, dimensions):
+    (x,), (d,) = vals, dims
+    out = squeeze_p.bind(x, dimensions=tuple(k if k < d else k + 1 for k in dimensions))
+    return out, d - sum(k < d for k in dimensions)
+
+
+squeeze_p.batch = _squeeze_batch
+
+
 def squeeze(array, dimensions):
     """Remove the size-1 dimensions listed in `dimensions` (negative counts from the end)."""
     ndim = len(get_aval(array).shape)
@@ -521,6 +499,14 @@ def _rev_transpose(ct, operand, *, dimensions):
 
 
 deflinear(rev_p, _rev_transpose)
+
+
+def _rev_batch(vals, dims, *, axis_data, dimensions):
+    (x,), (d,) = vals, dims
+    return rev_p.bind(x, dimensions=tuple(k if k < d else k + 1 for k in dimensions)), d
+
+
+rev_p.batch = _rev_batch
 
 
 def rev(operand, dimensions):
@@ -632,6 +618,38 @@ def _pad_transpose(ct, operand, padding_value, *, padding_config):
 deflinear(pad_p, _pad_transpose)
 
 
+def _pad_batch(vals, dims, *, axis_data, padding_config):
+    # A batched operand is padded with nothing along its batch axis. A batched padding value (one
+    # per batch element) cannot be a pad parameter: pad with zeros, then select the padding value
+    # wherever a padded all-True mask says the element did not come from the operand.
+    (x, v), (dx, dv) = vals, dims
+    if dv is None:
+        config = padding_config[:dx] + ((0, 0, 0),) + padding_config[dx:]
+        return pad_p.bind(x, v, padding_config=config), dx
+    L = _lax()
+    size = axis_data.size
+    x_aval = get_aval(x)
+    x_shape = x_aval.shape
+    zero = zeros_like_aval(ShapedArray((), x_aval.dtype, x_aval.weak_type))
+    if dx is not None:
+        x_shape = x_shape[:dx] + x_shape[dx + 1 :]
+        config = padding_config[:dx] + ((0, 0, 0),) + padding_config[dx:]
+        padded = pad_p.bind(x, zero, padding_config=config)
+    else:
+        padded = pad_p.bind(x, zero, padding_config=padding_config)
+        padded = broadcast_in_dim(padded, (size,) + get_aval(padded).shape, tuple(range(1, len(x_shape) + 1)))
+    d = 0 if dx is None else dx
+    out_shape = get_aval(padded).shape
+    others = tuple(k for k in range(len(out_shape)) if k != d)
+    mask = pad_p.bind(L.full(x_shape, True, bool), L.full((), False, bool), padding_config=padding_config)
+    mask = broadcast_in_dim(mask, out_shape, others)
+    fill = broadcast_in_dim(v, out_shape, (d,))
+    return L.select_n(mask, fill, padded), d
+
+
+pad_p.batch = _pad_batch
+
+
 def pad(operand, padding_value, padding_config):
     """Pad each axis with (low, high, interior) copies of the scalar `padding_value`.
 
@@ -726,6 +744,25 @@ def _concatenate_transpose(ct, *operands, dimension):
 
 
 deflinear(concatenate_p, _concatenate_transpose)
+
+
+def _concatenate_batch(vals, dims, *, axis_data, dimension):
+    # Every operand takes the batch axis where the first batched one has it; unbatched operands
+    # are broadcast along it.
+    bd = next(d for d in dims if d is not None)
+    new = []
+    for v, d in zip(vals, dims):
+        if d is None:
+            shape = get_aval(v).shape
+            keep = tuple(k for k in range(len(shape) + 1) if k != bd)
+            v = broadcast_in_dim(v, shape[:bd] + (axis_data.size,) + shape[bd:], keep)
+        else:
+            v = moveaxis(v, d, bd)
+        new.append(v)
+    return concatenate_p.bind(*new, dimension=dimension if dimension < bd else dimension + 1), bd
+
+
+concatenate_p.batch = _concatenate_batch
 
 
 def concatenate(operands, dimension):

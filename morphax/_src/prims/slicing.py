@@ -19,6 +19,7 @@ from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.prims._ad import (
     Zero,
+    _lax,
     aval_of,
     deflinear,
     instantiate,
@@ -27,16 +28,10 @@ from morphax._src.prims._ad import (
     linear_in_first,
     zeros_like_aval,
 )
+from morphax._src.prims._batching import moveaxis
+from morphax._src.prims._shape_util import SHAPE_DTYPES, canonical_axis, canonical_shape, fresh
 from morphax._src.prims._spec import Case, TestSpec, random_array
-from morphax._src.prims.shape import (
-    SHAPE_DTYPES,
-    canonical_axis,
-    canonical_shape,
-    expand_dims,
-    fresh,
-    pad_p,
-    squeeze,
-)
+from morphax._src.prims.shape import broadcast_in_dim, concatenate_p, expand_dims, pad_p, squeeze
 
 __all__ = [
     "dynamic_index_in_dim",
@@ -158,6 +153,20 @@ def _slice_transpose(ct, operand, *, start_indices, limit_indices, strides):
 deflinear(slice_p, _slice_transpose)
 
 
+def _slice_batch(vals, dims, *, axis_data, start_indices, limit_indices, strides):
+    (x,), (d,) = vals, dims
+    out = slice_p.bind(
+        x,
+        start_indices=start_indices[:d] + (0,) + start_indices[d:],
+        limit_indices=limit_indices[:d] + (axis_data.size,) + limit_indices[d:],
+        strides=None if strides is None else strides[:d] + (1,) + strides[d:],
+    )
+    return out, d
+
+
+slice_p.batch = _slice_batch
+
+
 def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 - JAX's name
     """``operand[start:limit:stride]`` along every axis, with static bounds."""
     return slice_p.bind(
@@ -273,7 +282,7 @@ def _wrap_traced(i, n):
     """``select(i < 0, i + n, i)`` staged with lax ops, as JAX's wrapper does for traced starts."""
     from morphax._src.prims.binary import add
     from morphax._src.prims.compare import lt
-    from morphax._src.prims.conversion import select_n
+    from morphax._src.prims.selection import select_n
 
     dt = i.dtype
     size = make_array(np.array(n).astype(dt), dt)  # wraps like convert_element_type when n overflows dt
@@ -358,6 +367,69 @@ def _dynamic_slice_transpose(ct, operand, *indices, slice_sizes):
 
 
 linear_in_first(dynamic_slice_p, _dynamic_slice_transpose)
+
+
+def _batched_starts(indices, dims, size):
+    """The start indices as one (size, n) array: row b holds batch element b's start vector."""
+    cols = [broadcast_in_dim(i, (size, 1), () if d is None else (0,)) for i, d in zip(indices, dims)]
+    return cols[0] if len(cols) == 1 else concatenate_p.bind(*cols, dimension=1)
+
+
+def _zero_start(indices):
+    """A 0 start of the indices' dtype (the default int for a rank-0 operand, which has none)."""
+    return make_array(0, get_aval(indices[0]).dtype if indices else _dtypes.default_int_dtype())
+
+
+def _insert_axis(seq, d, value):
+    return tuple(seq[:d]) + (value,) + tuple(seq[d:])
+
+
+def _dynamic_slice_batch(vals, dims, *, axis_data, slice_sizes):
+    # Unbatched starts: one more start (0) and a full-size window along the batch axis. Batched
+    # starts: a gather whose every index vector is one batch element's start vector, in CLIP mode
+    # (which clamps each start into [0, dim - size], exactly dynamic_slice's rule). A batched
+    # operand pairs its batch axis with the indices' batch axis (operand_batching_dims); the
+    # output keeps the operand's batch axis in place.
+    x, indices = vals[0], vals[1:]
+    dx, idims = dims[0], dims[1:]
+    size = axis_data.size
+    if all(d is None for d in idims):
+        zero = _zero_start(indices)
+        out = dynamic_slice_p.bind(
+            x, *_insert_axis(indices, dx, zero), slice_sizes=_insert_axis(slice_sizes, dx, size)
+        )
+        return out, dx
+    L = _lax()  # gather_p and scatter_p, looked up lazily
+    starts = _batched_starts(indices, idims, size)
+    n = len(slice_sizes)
+    if dx is None:
+        dn = L.GatherDimensionNumbers(
+            offset_dims=tuple(range(1, n + 1)), collapsed_slice_dims=(), start_index_map=tuple(range(n))
+        )
+        sizes, out_dim = slice_sizes, 0
+    else:
+        dn = L.GatherDimensionNumbers(
+            offset_dims=tuple(k for k in range(n + 1) if k != dx),
+            collapsed_slice_dims=(),
+            start_index_map=tuple(k for k in range(n + 1) if k != dx),
+            operand_batching_dims=(dx,),
+            start_indices_batching_dims=(0,),
+        )
+        sizes, out_dim = _insert_axis(slice_sizes, dx, 1), dx
+    out = L.gather_p.bind(
+        x,
+        starts,
+        dimension_numbers=dn,
+        slice_sizes=sizes,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=L.GatherScatterMode.CLIP,
+        fill_value=None,
+    )
+    return out, out_dim
+
+
+dynamic_slice_p.batch = _dynamic_slice_batch
 
 
 def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
@@ -484,6 +556,59 @@ def _dus_transpose(ct, operand, update, *indices):
 
 dynamic_update_slice_p.jvp = _dus_jvp
 dynamic_update_slice_p.transpose = _dus_transpose
+
+
+def _dus_batch(vals, dims, *, axis_data):
+    # Operand and update share one batch axis (the operand's when it is batched; an unbatched one
+    # is broadcast). Unbatched starts gain a 0 there; batched starts make it a scatter of one
+    # window per batch element (operand_batching_dims) in CLIP mode, clamped like the primitive.
+    (x, u), indices = vals[:2], vals[2:]
+    (dx, du), idims = dims[:2], dims[2:]
+    size = axis_data.size
+    bd = dx if dx is not None else du if du is not None else 0
+    x, u = (_with_batch_axis(v, d, bd, size) for v, d in ((x, dx), (u, du)))
+    if all(d is None for d in idims):
+        zero = _zero_start(indices)
+        return dynamic_update_slice_p.bind(x, u, *_insert_axis(indices, bd, zero)), bd
+    L = _lax()
+    n = len(get_aval(x).shape)
+    others = tuple(k for k in range(n) if k != bd)
+    dn = L.ScatterDimensionNumbers(
+        update_window_dims=others,
+        inserted_window_dims=(),
+        scatter_dims_to_operand_dims=others,
+        operand_batching_dims=(bd,),
+        scatter_indices_batching_dims=(0,),
+    )
+    out = L.scatter_p.bind(
+        x,
+        _batched_starts(indices, idims, size),
+        u,
+        dimension_numbers=dn,
+        indices_are_sorted=True,
+        unique_indices=True,
+        mode=L.GatherScatterMode.CLIP,
+        update_jaxpr=None,
+        update_consts=(),
+    )
+    weak = all(get_aval(v).weak_type for v in vals)
+    if get_aval(out).weak_type and not weak:  # the scatter's result is as weak as its operand only
+        out = L.convert_element_type_p.bind(
+            out, new_dtype=get_aval(out).dtype, weak_type=False, sharding=None
+        )
+    return out, bd
+
+
+def _with_batch_axis(v, d, bd, size):
+    """`v` with its batch axis at `bd` (broadcast along a new one there if it has none)."""
+    if d is not None:
+        return moveaxis(v, d, bd)
+    shape = get_aval(v).shape
+    keep = tuple(k for k in range(len(shape) + 1) if k != bd)
+    return broadcast_in_dim(v, shape[:bd] + (size,) + shape[bd:], keep)
+
+
+dynamic_update_slice_p.batch = _dus_batch
 
 
 def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
