@@ -22,8 +22,9 @@ from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.call import call_compiled
+from morphax._src.traceback_util import api_boundary
 from morphax._src.transforms.jit import pjit_p
-from morphax._src.transforms.staging import trace_to_jaxpr
+from morphax._src.transforms.staging import make_debug_info, trace_to_jaxpr
 
 logger = logging.getLogger("morphax")
 
@@ -72,6 +73,18 @@ def _leaf_key(x):
     if t in (float, int, complex, bool):
         return t
     return _abstractify(x)
+
+
+def _axis_env() -> tuple:
+    """(name, size) of every named vmap axis enclosing the current trace, innermost first."""
+    env = []
+    t = _trace.ctx.trace
+    while t is not None:
+        data = getattr(t, "axis_data", None)
+        if data is not None and data.name is not None:
+            env.append((data.name, data.size))
+        t = t.parent
+    return tuple(env)
 
 
 def _hashable_static(value, where):
@@ -211,6 +224,12 @@ class JitWrapped:
         return dyn_args, dyn_kwargs, static_pos, static_kw
 
     def _lookup(self, args, kwargs):
+        if _trace.ctx.trace is not _trace.base_trace():
+            # Named vmap axes in scope change what collectives trace to: key on them too.
+            env = _axis_env()
+            if env:
+                kwargs = dict(kwargs)
+                return self._lookup_with_env(args, kwargs, env)
         if not kwargs and not self._static_argnums and all(type(a) is Array for a in args):
             # The common call: positional arrays only. Its key needs no pytree flattening.
             key = (len(args), tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args]), (), config.trace_context())
@@ -221,6 +240,15 @@ class JitWrapped:
         dyn_args, dyn_kwargs, static_pos, static_kw = self._split(args, kwargs)
         leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
         key = (in_tree, tuple(_leaf_key(x) for x in leaves), (static_pos, static_kw), config.trace_context())
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._trace_and_store(key, args, kwargs, static_pos, static_kw)
+        return hit, leaves, in_tree
+
+    def _lookup_with_env(self, args, kwargs, env):
+        dyn_args, dyn_kwargs, static_pos, static_kw = self._split(args, kwargs)
+        leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
+        key = (in_tree, tuple(_leaf_key(x) for x in leaves), (static_pos, static_kw, env), config.trace_context())
         hit = self._cache.get(key)
         if hit is None:
             hit = self._trace_and_store(key, args, kwargs, static_pos, static_kw)
@@ -242,18 +270,25 @@ class JitWrapped:
 
         out_store: list = []
         trace_counters.traces += 1
-        closed = trace_to_jaxpr(flatten_fun(target, in_tree, out_store), [_abstractify(x) for x in leaves])
+        dbg = make_debug_info(
+            "jit", fun, args, kwargs, static_argnums=static_pos_d, static_argnames=dict(static_kw)
+        )
+        closed = trace_to_jaxpr(
+            flatten_fun(target, in_tree, out_store), [_abstractify(x) for x in leaves], debug_info=dbg
+        )
         out_tree = out_store[0]
         single = pytree.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
         hit = self._cache[key] = (closed, out_tree, single)
         return hit
 
+    @api_boundary
     def trace(self, *args, **kwargs) -> Traced:
         (closed, out_tree, _), leaves, in_tree = self._lookup(args, kwargs)
         if in_tree is None:
             in_tree = pytree.tree_structure((args, {}))
         return Traced(closed, in_tree, out_tree, list(leaves), self._name)
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         if config.disable_jit:
             return self._fun(*args, **kwargs)
@@ -269,9 +304,11 @@ class JitWrapped:
             return outs[0]
         return pytree.tree_unflatten(out_tree, outs)
 
+    @api_boundary
     def lower(self, *args, **kwargs) -> Lowered:
         return self.trace(*args, **kwargs).lower()
 
+    @api_boundary
     def eval_shape(self, *args, **kwargs):
         return self.trace(*args, **kwargs).out_info
 

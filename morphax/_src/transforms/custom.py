@@ -177,7 +177,12 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, symbolic_zeros):
     return [None] * num_res + list(cts_in)
 
 
+def _custom_lin_batch(vals, dims, *, axis_data, **params):
+    _custom_lin_impl(**params)
+
+
 custom_lin_p.abstract_eval = _custom_lin_abstract_eval
+custom_lin_p.batch = _custom_lin_batch
 custom_lin_p.impl = _custom_lin_impl
 custom_lin_p.transpose = _custom_lin_transpose
 

@@ -1,0 +1,105 @@
+"""Dead-code elimination: drop equations nobody reads, and constvars nobody uses.
+
+Side-effecting equations (and calls whose jaxprs contain one) always stay. Higher-order primitives
+may declare ``prim.dce_rule(used_outputs, eqn) -> (used_inputs, new_eqn | None)``; pjit's is here.
+"""
+
+from __future__ import annotations
+
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from morphax._src.passes._util import (
+    PassResult,
+    cache_get,
+    cache_put,
+    eqn_has_effects,
+    eqn_weight,
+    finish,
+)
+from morphax._src.transforms.jit import pjit_p
+
+__all__ = ["dce", "dce_closed_jaxpr", "run_dce"]
+
+
+def _dce_eqns(jaxpr: Jaxpr, used_outputs) -> tuple[list, set, int]:
+    """Walk backwards from the used outputs. Returns (kept eqns, ids of live vars, eqns removed)."""
+    live = {id(v) for v, u in zip(jaxpr.outvars, used_outputs) if u and type(v) is not Literal}
+    kept = []
+    removed = 0
+    for eqn in reversed(jaxpr.eqns):
+        used = [id(v) in live for v in eqn.outvars]
+        rule = getattr(eqn.primitive, "dce_rule", None) if eqn.primitive.higher_order else None
+        if rule is not None:
+            used_inputs, new_eqn = rule(used, eqn)
+            if new_eqn is None:
+                removed += eqn_weight(eqn)
+                continue
+            removed += eqn_weight(eqn) - eqn_weight(new_eqn)
+            kept.append(new_eqn)
+            live.update(id(v) for v, u in zip(eqn.invars, used_inputs) if u and type(v) is not Literal)
+        elif any(used) or eqn_has_effects(eqn):
+            kept.append(eqn)
+            live.update(id(v) for v in eqn.invars if type(v) is not Literal)
+        else:
+            removed += eqn_weight(eqn)
+    kept.reverse()
+    return kept, live, removed
+
+
+def _dce_closed(closed: ClosedJaxpr, used_outputs, prune_invars: bool) -> tuple[PassResult, list[bool]]:
+    jaxpr = closed.jaxpr
+    eqns, live, removed = _dce_eqns(jaxpr, used_outputs)
+    outvars = [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
+    used_inputs = [id(v) in live for v in jaxpr.invars]
+    invars = [v for v, u in zip(jaxpr.invars, used_inputs) if u] if prune_invars else jaxpr.invars
+    keep_c = [id(v) in live for v in jaxpr.constvars]
+    constvars = [v for v, k in zip(jaxpr.constvars, keep_c) if k]
+    consts = [c for c, k in zip(closed.consts, keep_c) if k]
+    if not prune_invars:
+        used_inputs = [True] * len(jaxpr.invars)
+    return finish(closed, constvars, consts, eqns, outvars, removed, invars), used_inputs
+
+
+_dce_cache: dict = {}
+
+
+def dce_closed_jaxpr(closed: ClosedJaxpr, used_outputs, prune_invars: bool = False):
+    """DCE `closed` keeping only the outputs marked in `used_outputs`; with `prune_invars` also
+    drop the inputs nothing reads. Returns (PassResult, used_inputs). Memoized per (jaxpr, used
+    outputs), so calls sharing a jaxpr keep sharing the reduced one."""
+    key = (id(closed), tuple(bool(u) for u in used_outputs), prune_invars)
+    hit = cache_get(_dce_cache, key, closed)
+    if hit is not None:
+        return hit
+    return cache_put(_dce_cache, key, closed, _dce_closed(closed, used_outputs, prune_invars))
+
+
+def run_dce(closed: ClosedJaxpr) -> PassResult:
+    """DCE with every output used; the interface (invars, outvars) is kept."""
+    res, _ = _dce_closed(closed, [True] * len(closed.jaxpr.outvars), prune_invars=False)
+    return res
+
+
+def dce(closed: ClosedJaxpr) -> ClosedJaxpr:
+    return run_dce(closed).closed
+
+
+# ------------------------------------------------------------------------------------ pjit's rule
+
+
+def _pjit_dce_rule(used_outputs, eqn):
+    """Drop the call's unused outputs, then the inputs its reduced jaxpr no longer reads."""
+    if not any(used_outputs) and not eqn_has_effects(eqn):
+        return [False] * len(eqn.invars), None
+    inner = eqn.params["jaxpr"]
+    res, used_inputs = dce_closed_jaxpr(inner, used_outputs, prune_invars=True)
+    if not res.changed:
+        return used_inputs, eqn
+    new_eqn = eqn.replace(
+        invars=[v for v, u in zip(eqn.invars, used_inputs) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+        params={**eqn.params, "jaxpr": res.closed},
+    )
+    return used_inputs, new_eqn
+
+
+pjit_p.dce_rule = _pjit_dce_rule
