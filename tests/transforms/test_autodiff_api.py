@@ -273,3 +273,17 @@ def test_missing_rules_name_the_primitive():
     from morphax._src.core import primitive as prim_mod
 
     del prim_mod.registry["test_no_rules"]
+
+
+@pytest.mark.parametrize("jac", [morphax.jacfwd, morphax.jacrev, morphax.hessian], ids=lambda j: j.__name__)
+def test_jacobians_are_vectorized_not_looped(jac):
+    # With vmap the traced program has the same number of equations whatever the output size.
+    def f(x):
+        return jnp.sin(x) * jnp.sum(x**2)
+
+    small = morphax.make_jaxpr(jac(f))(jnp.ones(3))
+    large = morphax.make_jaxpr(jac(f))(jnp.ones(30))
+    assert len(small.jaxpr.eqns) == len(large.jaxpr.eqns)
+    x = jnp.linspace(0.1, 1.0, 5)
+    if jac is not morphax.hessian:
+        np.testing.assert_allclose(morphax.jacfwd(f)(x), morphax.jacrev(f)(x), rtol=1e-5, atol=1e-6)
