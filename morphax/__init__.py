@@ -41,10 +41,25 @@ from morphax._src.vmap_api import vmap
 from morphax import test_util
 from morphax._src.debugging import named_call, named_scope, pure_callback
 from morphax import debug
+from morphax import errors
+from morphax._src.traceback_util import api_boundary as _boundary
+from morphax._src.traceback_util import transformation_boundary as _tboundary
+from morphax._src.control_flow.remat import checkpoint, checkpoint_policies, remat
+from morphax import ad_checkpoint
+
+# Entry points users call hide morphax's frames from tracebacks (jit and make_jaxpr do it themselves).
+grad, value_and_grad, jacfwd, jacrev, hessian, linear_transpose, vmap = map(
+    _tboundary, (grad, value_and_grad, jacfwd, jacrev, hessian, linear_transpose, vmap)
+)
+jvp, vjp, linearize = map(_boundary, (jvp, vjp, linearize))
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ad_checkpoint",
+    "checkpoint",
+    "checkpoint_policies",
+    "remat",
     "block_until_ready",
     "clear_caches",
     "default_backend",
@@ -80,6 +95,7 @@ __all__ = [
     "devices",
     "dtypes",
     "enable_x64",
+    "errors",
     "lax",
     "local_devices",
     "make_jaxpr",

@@ -29,6 +29,7 @@ class Config:
         "jax_default_matmul_precision": ("default_matmul_precision", lambda: None),
         "jax_debug_nans": ("debug_nans", lambda: False),
         "jax_debug_infs": ("debug_infs", lambda: False),
+        "jax_traceback_filtering": ("traceback_filtering", lambda: "auto"),
     }
 
     def __init__(self):

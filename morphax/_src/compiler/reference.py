@@ -34,6 +34,8 @@ class Executable:
         self.out_avals = closed.out_avals
         self.in_avals = closed.in_avals
         self.out_weak_types = [a.weak_type for a in self.out_avals]
+        # Host callbacks inside: run in program order and raise where they are called.
+        self.has_side_effects = _has_side_effects(closed.jaxpr)
         self.total_elements = sum(a.size for a in self.out_avals) + sum(a.size for a in self.in_avals)
 
     def __call__(self, *args):
@@ -46,6 +48,17 @@ class Executable:
 
     def as_text(self) -> str:
         return self.source
+
+
+def _has_side_effects(jaxpr) -> bool:
+    for eqn in jaxpr.eqns:
+        if getattr(eqn.primitive, "has_side_effects", False):
+            return True
+        for v in eqn.params.values():
+            inner = getattr(v, "jaxpr", None)
+            if inner is not None and hasattr(inner, "eqns") and _has_side_effects(inner):
+                return True
+    return False
 
 
 def _as_array(dtype):

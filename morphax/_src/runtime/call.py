@@ -7,13 +7,17 @@ runtime (jit.py keeps a jaxpr-interpreting impl as the fallback definition).
 from __future__ import annotations
 
 from morphax._src.compiler.compile import compile_jaxpr
-from morphax._src.runtime import dispatch
+from morphax._src.runtime import dispatch, eager
 from morphax._src.transforms.jit import pjit_p
 
 
 def call_compiled(args, jaxpr, name):
     executable = compile_jaxpr(jaxpr, name)
-    return dispatch.execute(executable, args, executable.out_weak_types)
+    outs = dispatch.execute(executable, args, executable.out_weak_types)
+    if eager._float_checks:
+        # jax_debug_nans/infs: a bad output reruns the jaxpr op by op to name the culprit.
+        eager.check_call_outputs(name, jaxpr, args, outs)
+    return outs
 
 
 def _pjit_compiled_impl(*args, jaxpr, name):

@@ -96,6 +96,13 @@ def _all_ready(args) -> bool:
 def execute(executable, args, out_weak_types):
     """Run `executable` on `args` (Arrays or host values); returns output Arrays, maybe pending."""
     stream = stream_for(0)
+    if getattr(executable, "has_side_effects", False):
+        # Calls with host callbacks run in program order, after earlier queued work, and their
+        # exceptions surface at the call (there may be no output to carry them).
+        if stream._pending:
+            stream.synchronize()
+        outs = executable(*[_host_value(a, v) for a, v in zip(args, executable.in_avals)])
+        return [Array(o, w) for o, w in zip(outs, out_weak_types)]
     if stream._pending == 0 and executable.total_elements < INLINE_ELEMENTS and _all_ready(args):
         try:
             outs = executable(*[_host_value(a, v) for a, v in zip(args, executable.in_avals)])

@@ -1,0 +1,218 @@
+"""Host callbacks as primitives: `debug_callback` (a side effect with no results) and
+`pure_callback` (a host function with declared result types), with their rules for every
+transformation. The user-facing wrappers that flatten pytrees live in `_src/debugging.py`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.avals import get_aval
+from morphax._src.core.primitive import Primitive
+from morphax._src.core.values import make_array
+from morphax._src.prims import lax_api as L
+from morphax._src.prims._batching import bdim_to_front, moveaxis
+
+
+def stable_key(obj):
+    """`obj` itself when hashable, else its identity (the HostCallback keeps it alive)."""
+    try:
+        hash(obj)
+    except TypeError:
+        return ("id", id(obj))
+    return obj
+
+
+class HostCallback:
+    """A Python callable on flat leaves, used as a primitive param.
+
+    Equal and hashed by `key`, a description of what it does (user callable, pytree structure,
+    static arguments), so repeated calls hit the eager type cache and retraces compare equal.
+    """
+
+    __slots__ = ("fn", "key", "label")
+
+    def __init__(self, fn, key, label: str):
+        self.fn = fn
+        self.key = key
+        self.label = label
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def __hash__(self):
+        return hash(self.key)
+
+    def __eq__(self, other):
+        return type(other) is HostCallback and self.key == other.key
+
+    def __repr__(self):
+        return self.label
+
+
+def _as_array(x):
+    # Python scalars (jaxpr literals) and NumPy values become Arrays with their canonical type.
+    if hasattr(x, "_buf"):
+        return x
+    aval = get_aval(x)
+    return make_array(x, aval.dtype, weak_type=aval.weak_type)
+
+
+def _host_value(x):
+    """A read-only NumPy view, so a callback cannot mutate an immutable Array's buffer."""
+    arr = np.asarray(x, dtype=get_aval(x).dtype)
+    view = arr.view()
+    view.flags.writeable = False
+    return view
+
+
+# ----------------------------------------------------------------------------------- debug_callback
+
+debug_callback_p = Primitive("debug_callback", multiple_results=True)
+# Higher-order in the eager sense: `impl` receives the original Arrays (weak types intact) and the
+# primitive stays out of the per-primitive NumPy test matrices (its behaviour is the user's).
+debug_callback_p.higher_order = True
+# Never dead code: a pass that drops equations with unused results must keep this one.
+debug_callback_p.has_side_effects = True
+
+
+def _debug_callback_impl(*args, callback, ordered):
+    callback(*[_as_array(x) for x in args])
+    return []
+
+
+def _debug_callback_abstract_eval(*avals, callback, ordered):
+    return []
+
+
+def _debug_callback_jvp(primals, tangents, *, callback, ordered):
+    # The callback sees primals only, as in JAX; it has no outputs, hence no output tangents.
+    debug_callback_p.bind(*primals, callback=callback, ordered=ordered)
+    return [], []
+
+
+def _debug_callback_batch(vals, dims, *, axis_data, callback, ordered):
+    # JAX unrolls the batch: one call per element, with unbatched operands passed whole. This
+    # loop is the semantics (one print per element), not a missing vectorization.
+    for i in range(axis_data.size):
+        sliced = [v if d is None else L.index_in_dim(v, i, d, keepdims=False) for v, d in zip(vals, dims)]
+        debug_callback_p.bind(*sliced, callback=callback, ordered=ordered)
+    return [], []
+
+
+def _debug_callback_transpose(cts, *args, callback, ordered):
+    # Reached only if a callback was applied to a linear value, which the JVP rule never does.
+    raise ValueError("Transpose doesn't support debugging callbacks.")
+
+
+debug_callback_p.impl = _debug_callback_impl
+debug_callback_p.abstract_eval = _debug_callback_abstract_eval
+debug_callback_p.jvp = _debug_callback_jvp
+debug_callback_p.batch = _debug_callback_batch
+debug_callback_p.transpose = _debug_callback_transpose
+
+
+# ------------------------------------------------------------------------------------ pure_callback
+
+pure_callback_p = Primitive("pure_callback", multiple_results=True)
+pure_callback_p.higher_order = True  # see debug_callback_p
+pure_callback_p.has_side_effects = False
+
+VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all", "legacy_vectorized")
+
+
+def check_results(outs, result_avals):
+    """The callback's flat results as NumPy arrays of the declared types, or a RuntimeError that
+    names the expected and actual shape or dtype (JAX's wording)."""
+    outs = list(outs)
+    if len(outs) != len(result_avals):
+        raise RuntimeError(
+            f"Mismatched number of outputs from callback. Expected: {len(result_avals)}, Actual: {len(outs)}"
+        )
+    checked = []
+    for i, (o, aval) in enumerate(zip(outs, result_avals)):
+        arr = np.asarray(o)
+        if arr.shape != aval.shape:
+            raise RuntimeError(
+                f"Incorrect output shape for return value #{i}: Expected: {aval.shape}, Actual: {arr.shape}"
+            )
+        # A float64 result for a declared float32 is fine without x64 (JAX canonicalizes it too).
+        if _dtypes.canonicalize_dtype(arr.dtype) != aval.dtype:
+            raise RuntimeError(
+                f"Incorrect output dtype for return value #{i}: Expected: {aval.dtype.name}, "
+                f"Actual: {arr.dtype.name}"
+            )
+        checked.append(arr if arr.dtype == aval.dtype else arr.astype(aval.dtype))
+    return checked
+
+
+def _pure_callback_impl(*args, callback, result_avals, vmap_method):
+    outs = check_results(callback(*[_host_value(x) for x in args]), result_avals)
+    return [make_array(o, a.dtype, weak_type=a.weak_type) for o, a in zip(outs, result_avals)]
+
+
+def _pure_callback_abstract_eval(*avals, callback, result_avals, vmap_method):
+    return list(result_avals)
+
+
+def _pure_callback_jvp(primals, tangents, **params):
+    raise ValueError(
+        "Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use callbacks while taking gradients."
+    )
+
+
+def _sequential(callback, batched, size, result_avals):
+    """A callback looping over the leading batch axis on the host, stacking the results."""
+
+    def run(*args):
+        if size == 0:
+            return [np.zeros((0,) + a.shape, a.dtype) for a in result_avals]
+        rows = []
+        for i in range(size):
+            row_args = [a[i] if b else a for a, b in zip(args, batched)]
+            rows.append(check_results(callback(*row_args), result_avals))
+        return [np.stack(col) for col in zip(*rows)] if result_avals else []
+
+    return run
+
+
+def _pure_callback_batch(vals, dims, *, axis_data, callback, result_avals, vmap_method):
+    size = axis_data.size
+    if vmap_method in ("sequential", "sequential_unrolled"):
+        batched = tuple(d is not None for d in dims)
+        vals = [v if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+        fn = _sequential(callback, batched, size, result_avals)
+        callback = HostCallback(fn, ("sequential", callback, batched, size), f"sequential({callback!r})")
+    elif vmap_method == "expand_dims":
+        # Unbatched operands get a size-1 leading axis so the callback can broadcast them.
+        vals = [L.expand_dims(v, (0,)) if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    elif vmap_method == "broadcast_all":
+        vals = [bdim_to_front(v, d, size) for v, d in zip(vals, dims)]
+    elif vmap_method == "legacy_vectorized":
+        vals = [v if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    else:
+        raise NotImplementedError(
+            "vmap is only supported for the pure_callback primitive when vmap_method is one of "
+            "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or 'legacy_vectorized'. "
+            f"Got vmap_method={vmap_method!r}."
+        )
+    batched_avals = tuple(a.update(shape=(size,) + a.shape) for a in result_avals)
+    outs = pure_callback_p.bind(*vals, callback=callback, result_avals=batched_avals, vmap_method=vmap_method)
+    return outs, [0] * len(outs)
+
+
+pure_callback_p.impl = _pure_callback_impl
+pure_callback_p.abstract_eval = _pure_callback_abstract_eval
+pure_callback_p.jvp = _pure_callback_jvp
+pure_callback_p.batch = _pure_callback_batch
+pure_callback_p.differentiable = False
+
+__all__ = [
+    "HostCallback",
+    "VMAP_METHODS",
+    "check_results",
+    "debug_callback_p",
+    "pure_callback_p",
+    "stable_key",
+]

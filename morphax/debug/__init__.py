@@ -1,0 +1,10 @@
+"""`morphax.debug`: print and inspect values from inside transformed functions (`jax.debug`).
+
+`print` and `callback` run at execution time with concrete values, also under jit, vmap and grad.
+"""
+
+from morphax._src.debugging import breakpoint
+from morphax._src.debugging import debug_callback as callback
+from morphax._src.debugging import debug_print as print
+
+__all__ = ["breakpoint", "callback", "print"]
