@@ -13,7 +13,8 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.transforms.staging import trace_to_jaxpr
+from morphax._src.traceback_util import api_boundary
+from morphax._src.transforms.staging import make_debug_info, trace_to_jaxpr
 
 
 class ShapeDtypeStruct:
@@ -88,6 +89,7 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False, abstra
     if not callable(fun):
         raise TypeError(f"make_jaxpr: expected a callable, got {fun!r} of type {type(fun).__name__}")
 
+    @api_boundary
     @functools.wraps(fun)
     def make_jaxpr_f(*args, **kwargs):
         static = _normalize_argnums(fun, static_argnums, len(args))
@@ -110,7 +112,8 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False, abstra
         leaves, in_tree = pytree.tree_flatten((dyn_args, kwargs))
         in_avals = [_abstractify(x) for x in leaves]
         out_store: list = []
-        closed = trace_to_jaxpr(flatten_fun(target, in_tree, out_store), in_avals)
+        dbg = make_debug_info("make_jaxpr", fun, args, kwargs, static_argnums=static)
+        closed = trace_to_jaxpr(flatten_fun(target, in_tree, out_store), in_avals, debug_info=dbg)
         if return_shape:
             out_shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
             return closed, pytree.tree_unflatten(out_store[0], out_shapes)
@@ -128,11 +131,15 @@ def _has_signature(fun) -> bool:
         return False
 
 
+@api_boundary
 def eval_shape(fun, *args, **kwargs):
     """Output shapes and dtypes of `fun` on arguments (arrays or ShapeDtypeStruct), without computing."""
     leaves, in_tree = pytree.tree_flatten((args, kwargs))
     out_store: list = []
-    closed = trace_to_jaxpr(flatten_fun(fun, in_tree, out_store), [_abstractify(x) for x in leaves])
+    dbg = make_debug_info("eval_shape", fun, args, kwargs)
+    closed = trace_to_jaxpr(
+        flatten_fun(fun, in_tree, out_store), [_abstractify(x) for x in leaves], debug_info=dbg
+    )
     return pytree.tree_unflatten(
         out_store[0], [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
     )

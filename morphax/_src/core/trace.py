@@ -123,31 +123,63 @@ class Tracer:
         """The concrete value behind this tracer when one is known (JVP of concrete inputs), else None."""
         return None
 
+    def _origin(self):
+        """Where this value came from, for error messages: an `errors.TracerOrigin` or None.
+
+        Called only while an error is being built. Tracers that wrap another value answer for it:
+        a JVP tracer with its primal, a batch tracer with its (unbatched) value; a batched value
+        says so, since it has one value per element of the vmapped axis.
+        """
+        if getattr(self, "batch_dim", None) is not None:
+            return errors.TracerOrigin(
+                description=(
+                    f"This value is batched: it is a {type(self).__name__} of a function transformed by "
+                    "vmap, with a different value for each element of the mapped axis, so it has no "
+                    "single concrete value in Python."
+                ),
+                traced_for="vmap",
+                batched=True,
+            )
+        for name in ("primal", "val"):
+            inner = getattr(self, name, None)
+            if isinstance(inner, Tracer):
+                return inner._origin()
+        return None
+
     def _concretization_error(self, context: str):
         return errors.ConcretizationTypeError(self, context)
 
     def __bool__(self):
         v = self.to_concrete_value()
         if v is None:
-            raise self._concretization_error("The problem arose with the `bool` function.")
+            raise errors.TracerBoolConversionError(self)
         return bool(v)
 
     def __int__(self):
         v = self.to_concrete_value()
         if v is None:
-            raise self._concretization_error("The problem arose with the `int` function.")
+            raise self._concretization_error(
+                "The problem arose with the `int` function. To convert the data type of an array, use "
+                "`x.astype(int)` or `jnp.asarray(x, int)` instead."
+            )
         return int(v)
 
     def __float__(self):
         v = self.to_concrete_value()
         if v is None:
-            raise self._concretization_error("The problem arose with the `float` function.")
+            raise self._concretization_error(
+                "The problem arose with the `float` function. To convert the data type of an array, use "
+                "`x.astype(float)` or `jnp.asarray(x, float)` instead."
+            )
         return float(v)
 
     def __complex__(self):
         v = self.to_concrete_value()
         if v is None:
-            raise self._concretization_error("The problem arose with the `complex` function.")
+            raise self._concretization_error(
+                "The problem arose with the `complex` function. To convert the data type of an array, "
+                "use `x.astype(complex)` or `jnp.asarray(x, complex)` instead."
+            )
         return complex(v)
 
     def __index__(self):
@@ -184,6 +216,7 @@ def register_tracer_type(cls) -> None:
 
 
 def check_tracer_valid(x, trace: Trace) -> None:
-    """Raise the escaped-tracer error when `x` belongs to a finished transformation."""
+    """Raise the escaped-tracer error when `x` belongs to a finished transformation. The message
+    names the function whose trace `x` came from (the trace's ``debug_info``, when it has one)."""
     if x._trace.invalid:
         raise errors.UnexpectedTracerError(x)

@@ -13,6 +13,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
+from morphax._src.errors import NonConcreteBooleanIndexError
 from morphax._src.numpy import util
 from morphax._src.prims import lax_api as L
 from morphax._src.runtime.array import Array
@@ -20,20 +21,6 @@ from morphax._src.runtime.array import Array
 # Entry kinds, one per index component after expansion (Ellipsis and masks are gone by then).
 NONE, SLICE, INT, DYNINT, ARRAY = "none", "slice", "int", "dynint", "array"
 _ADVANCED = (INT, DYNINT, ARRAY)
-
-
-class NonConcreteBooleanIndexError(IndexError):
-    """A boolean mask known only at run time would give the result a data-dependent shape."""
-
-    def __init__(self, tracer):
-        super().__init__(
-            f"Array boolean indices must be concrete; got a traced boolean array {_describe(tracer)}. "
-            "The result shape of boolean-mask indexing depends on the mask's values, which are not "
-            "known while tracing. Keep the shape static instead: use `jnp.where(mask, x, fill)` for "
-            "elementwise selection or `x.at[...]` updates, or get a fixed number of indices with "
-            "`jnp.nonzero(mask, size=N, fill_value=...)` and index with those (the `size=` argument "
-            "bounds the count)."
-        )
 
 
 def _describe(x) -> str:

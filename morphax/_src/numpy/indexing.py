@@ -10,13 +10,13 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.core.values import make_array
+from morphax._src.errors import NonConcreteBooleanIndexError
 from morphax._src.numpy import ufuncs, util
 from morphax._src.numpy._index_plan import (
     DYNINT,
     INT,
     NONE,
     SLICE,
-    NonConcreteBooleanIndexError,
     Plan,
     _has_array_leaf,
     _stack_sequence,

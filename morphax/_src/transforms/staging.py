@@ -2,13 +2,23 @@
 
 `StagingTrace` is what `make_jaxpr`, `jit`, control flow and `eval_shape` trace with. Values
 not owned by the trace (constants, tracers of outer transformations) become constvars, or
-inline literals when they are scalars. Imports only the core.
+inline literals when they are scalars. Imports only the core (and the error types).
+
+A trace may carry a `DebugInfo` (the traced function, where it is defined, a name per flat
+input). When a concretization error is raised for one of its tracers, the trace walks its
+recorded equations backwards to find the inputs the value depends on, so the message can name
+them; nothing is computed for this unless an error is being raised.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import numpy as np
 
+from morphax._src import errors
+from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
@@ -26,8 +36,107 @@ class StagingTracer(Tracer):
     def aval(self):
         return self._aval
 
+    def _origin(self):
+        return self._trace.origin_of(self)
+
 
 _trace.register_tracer_type(StagingTracer)
+
+
+# ---------------------------------------------------------------------------------- debug info
+
+
+class DebugInfo:
+    """What a staging trace is tracing, for error messages.
+
+    ``traced_for``: the transformation ("jit", "make_jaxpr"); ``func_src_info``: e.g.
+    ``"f at /path/to/file.py:12"``; ``arg_names``: one name per flat input (``x``,
+    ``params['w']``, ``args[1][0]``) or None; ``arg_sources``: per flat input, the top-level
+    argument it belongs to as (label, positional index or None, parameter name or None).
+    """
+
+    __slots__ = ("traced_for", "fun_name", "func_src_info", "arg_names", "arg_sources")
+
+    def __init__(self, traced_for, fun_name, func_src_info, arg_names=None, arg_sources=None):
+        self.traced_for = traced_for
+        self.fun_name = fun_name
+        self.func_src_info = func_src_info
+        self.arg_names = None if arg_names is None else tuple(arg_names)
+        self.arg_sources = None if arg_sources is None else tuple(arg_sources)
+
+    def __repr__(self):
+        return f"DebugInfo({self.traced_for!r}, {self.func_src_info!r}, arg_names={self.arg_names})"
+
+
+def fun_name(fun) -> str:
+    while isinstance(fun, functools.partial):
+        fun = fun.func
+    return getattr(fun, "__name__", type(fun).__name__)
+
+
+def fun_sourceinfo(fun) -> str:
+    """``"name at file:line"`` of the definition of `fun`, or just its name when unknown."""
+    name = fun_name(fun)
+    try:
+        while isinstance(fun, functools.partial):
+            fun = fun.func
+        fun = inspect.unwrap(fun)
+        code = getattr(fun, "__code__", None)
+        if code is None:  # a callable object: its __call__ method is what runs
+            call = inspect.getattr_static(type(fun), "__call__", None)
+            code = getattr(call, "__code__", None)
+        if code is not None:
+            return f"{name} at {code.co_filename}:{code.co_firstlineno}"
+    except Exception:  # noqa: BLE001 - debug info is best effort
+        pass
+    return name
+
+
+def _top_level_names(fun, nargs, kwarg_names):
+    """(positional names, the name for a keyword) from the signature of `fun`, best effort."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return [f"args[{i}]" for i in range(nargs)], {k: k for k in kwarg_names}
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    var_pos = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), "args")
+    names = [
+        positional[i] if i < len(positional) else f"{var_pos}[{i - len(positional)}]" for i in range(nargs)
+    ]
+    return names, {k: k for k in kwarg_names}
+
+
+def make_debug_info(traced_for, fun, args, kwargs, static_argnums=(), static_argnames=()) -> DebugInfo:
+    """Debug info for tracing ``fun(*args, **kwargs)`` whose flat inputs are the leaves of
+    ``(dynamic positional args, dynamic keyword args)``, static arguments removed."""
+    try:
+        static_argnums = set(static_argnums)
+        pos_names, kw_names = _top_level_names(fun, len(args), list(kwargs))
+        dyn_pos = [i for i in range(len(args)) if i not in static_argnums]
+        dyn_args = tuple(args[i] for i in dyn_pos)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
+        names, sources = [], []
+        for path, _ in pytree.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]:
+            top, rest = path[1], path[2:]
+            if path[0].idx == 0:
+                i = dyn_pos[top.idx]
+                label, pos = pos_names[i], i
+            else:
+                label, pos = kw_names[top.key], None
+            names.append(label + pytree.keystr(rest))
+            # (label, position, parameter name): a `*args` entry has no name to mark static by.
+            sources.append((label, pos, None if "[" in label else label))
+    except Exception:  # noqa: BLE001 - debug info is best effort
+        names, sources = None, None
+    return DebugInfo(traced_for, fun_name(fun), fun_sourceinfo(fun), names, sources)
+
+
+def _join_names(names) -> str:
+    if len(names) == 1:
+        return f"the argument {names[0]}"
+    if len(names) == 2:
+        return f"the arguments {names[0]} and {names[1]}"
+    return f"the arguments {', '.join(names[:-1])}, and {names[-1]}"
 
 
 def _is_literalable(x, aval: ShapedArray) -> bool:
@@ -38,7 +147,8 @@ def _is_literalable(x, aval: ShapedArray) -> bool:
 class StagingTrace(_trace.Trace):
     """Builds one jaxpr. Each tracer maps to a Var; each distinct constant to one constvar."""
 
-    def __init__(self):
+    def __init__(self, debug_info: DebugInfo | None = None):
+        self.debug_info = debug_info
         self.eqns: list[JaxprEqn] = []
         self.invars: list[Var] = []
         self._var_of: dict[int, Var] = {}
@@ -89,18 +199,87 @@ class StagingTrace(_trace.Trace):
         self.eqns.append(JaxprEqn(prim, invars, [var], params))
         return tracer
 
+    def _progenitors(self, var: Var):
+        """Positions of the invars `var` depends on, the constants it depends on, and the
+        equations that compute it (walking the recorded equations backwards)."""
+        needed = {var}
+        eqns = []
+        for eqn in reversed(self.eqns):
+            if any(o in needed for o in eqn.outvars):
+                eqns.append(eqn)
+                needed.update(v for v in eqn.invars if isinstance(v, Var))
+        positions = [i for i, v in enumerate(self.invars) if v in needed]
+        consts = [c for v, c in zip(self.constvars, self.consts) if v in needed]
+        return positions, consts, eqns[::-1]
+
+    def origin_of(self, tracer) -> errors.TracerOrigin | None:
+        """Where `tracer`'s value comes from, for a concretization error message."""
+        var = self._var_of.get(id(tracer))
+        if var is None:
+            return None
+        positions, consts, eqns = self._progenitors(var)
+        outer = [c for c in consts if isinstance(c, Tracer)]
+        dbg = self.debug_info
+        if dbg is None:
+            # An inner trace (a cond branch, a scan body): the enclosing transformation knows more.
+            return outer[0]._origin() if outer else None
+        head = f"The error occurred while tracing the function {dbg.func_src_info} for {dbg.traced_for}."
+        if positions and dbg.arg_names is not None and max(positions) < len(dbg.arg_names):
+            names = [dbg.arg_names[i] for i in positions]
+            static_args = []
+            for i in positions:
+                if dbg.arg_sources is not None and dbg.arg_sources[i] not in static_args:
+                    static_args.append(dbg.arg_sources[i])
+            plural = "s" if len(names) > 1 else ""
+            return errors.TracerOrigin(
+                description=(
+                    f"{head} This concrete value was not available in Python because it depends on the "
+                    f"value{plural} of {_join_names(names)}."
+                ),
+                arg_names=tuple(names),
+                static_args=tuple(static_args),
+                traced_for=dbg.traced_for,
+                fun_name=dbg.fun_name,
+            )
+        if positions:
+            return errors.TracerOrigin(
+                description=f"{head} This value depends on the function's traced arguments.",
+                traced_for=dbg.traced_for,
+                fun_name=dbg.fun_name,
+            )
+        if outer:
+            inner = outer[0]._origin()
+            if inner is not None:
+                inner.description = (
+                    f"{head} The value depends on a traced value captured from an enclosing "
+                    f"transformation.\n{inner.description}"
+                )
+                return inner
+        prims = ", ".join(dict.fromkeys(e.primitive.name for e in eqns[-5:]))
+        return errors.TracerOrigin(
+            description=(
+                f"{head} This value does not depend on the function's arguments; it became a tracer "
+                f"because it was computed by morphax operations ({prims}) while tracing. To keep a "
+                "constant concrete, compute it with NumPy (`np`) instead."
+            ),
+            traced_for=dbg.traced_for,
+            fun_name=dbg.fun_name,
+        )
+
     def to_closed_jaxpr(self, outs) -> ClosedJaxpr:
         outvars = [self.to_var(x) for x in outs]
         jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns)
         return ClosedJaxpr(jaxpr, self.consts)
 
 
-def trace_to_jaxpr(flat_fun, in_avals, *, check_outputs=None) -> tuple[ClosedJaxpr, object]:
-    """Trace `flat_fun` (flat list of args -> flat list of outputs) on abstract inputs.
-
-    Returns the closed jaxpr and whatever auxiliary value `flat_fun` attached to itself.
+def trace_to_jaxpr(
+    flat_fun, in_avals, *, check_outputs=None, debug_info: DebugInfo | None = None
+) -> ClosedJaxpr:
+    """Trace `flat_fun` (flat list of args -> flat list of outputs) on abstract inputs and
+    return the closed jaxpr. `debug_info` (optional) names the function and its flat inputs in
+    the errors raised while tracing.
     """
-    with _trace.new_trace(StagingTrace()) as trace:
+    with _trace.new_trace(StagingTrace(debug_info)) as trace:
         args = [trace.new_arg(a) for a in in_avals]
         outs = flat_fun(*args)
         if check_outputs is not None:
