@@ -16,6 +16,7 @@ LAYERS = {
     "prims": 2,
     "transforms": 3,
     "passes": 3,
+    "control_flow": 3,
     "compiler": 4,
     "runtime": 5,
     "numpy": 6,

@@ -1,0 +1,599 @@
+"""`lax.cond` and `lax.switch`: the `cond` primitive, whose `branches` param holds one closed jaxpr
+per branch, all taking the same operands (the branches' hoisted constants, then the user's operands)
+and giving the same output types. Its rules transform every branch the same way; a batched index
+turns the call into a `select_n` over all branches' outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from morphax._src.config import config
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.core import pytree
+from morphax._src.core import trace as _trace
+from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangent_aval
+from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, jaxpr_as_fun
+from morphax._src.core.primitive import Primitive
+from morphax._src.core.trace import Tracer
+from morphax._src.core.values import make_array
+from morphax._src.passes._util import eqn_has_effects
+from morphax._src.passes.dce import dce_closed_jaxpr
+from morphax._src.prims import lax_api as L
+from morphax._src.prims._ad import aval_of, instantiate, zeros_like_aval
+from morphax._src.prims._batching import bdim_to_front, moveaxis
+from morphax._src.transforms import ad
+from morphax._src.transforms.batching import BatchTrace, BatchTracer, batch_flat_fun
+from morphax._src.transforms.staging import StagingTrace, fun_sourceinfo, trace_to_jaxpr
+
+__all__ = ["cond", "switch", "cond_p"]
+
+cond_p = Primitive("cond", multiple_results=True)
+cond_p.higher_order = True
+cond_p.test_spec = None  # the generated matrix skips higher-order primitives; tests/control_flow covers it
+
+
+# ------------------------------------------------------------------------------ small shared helpers
+
+# Rule results keyed by the ids of the branch jaxprs (and the pattern); the branches themselves are
+# kept in the entry so a recycled id never hits. Cleared when full.
+_CACHE_LIMIT = 256
+
+
+def _cached(cache, branches, key, build):
+    full_key = (tuple(id(b) for b in branches), key)
+    hit = cache.get(full_key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], branches)):
+        return hit[1]
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    value = build()
+    cache[full_key] = (tuple(branches), value)
+    return value
+
+
+def _join_avals(branches):
+    """The cond's output types: the branches agree on shape and dtype; weak only if weak in all."""
+    outs = [list(b.out_avals) for b in branches]
+    return [
+        ShapedArray(avals[0].shape, avals[0].dtype, all(a.weak_type for a in avals)) for avals in zip(*outs)
+    ]
+
+
+def _as_operand(x):
+    # Python scalars become weakly typed arrays, so every operand has an array aval (as in JAX).
+    if _dtypes.is_python_scalar(x):
+        return make_array(x, _dtypes.python_scalar_dtype(x), weak_type=type(x) is not bool)
+    return x
+
+
+def _type_str(a: ShapedArray) -> str:
+    return f"{a.dtype.name}[{','.join(str(d) for d in a.shape)}]"
+
+
+# --------------------------------------------------------------------------------- the primitive
+
+
+def _cond_impl(index, *args, branches):
+    # Eager evaluation (and the compiled fallback) runs only the selected branch.
+    i = int(np.clip(int(np.asarray(index)), 0, len(branches) - 1))
+    branch = branches[i]
+    outs = eval_jaxpr(branch.jaxpr, branch.consts, *args)
+    # Literal or forwarded outputs still come back as arrays of the cond's declared types.
+    return [
+        o
+        if hasattr(o, "_buf") and o.dtype == a.dtype and o.weak_type == a.weak_type
+        else make_array(o, dtype=a.dtype, weak_type=a.weak_type)
+        for o, a in zip(outs, _join_avals(branches))
+    ]
+
+
+def _same_type(a: ShapedArray, b: ShapedArray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def _cond_abstract_eval(index, *args, branches):
+    if not branches:
+        raise TypeError("cond: needs at least one branch.")
+    if index.shape != () or not _dtypes.is_integer(index.dtype):
+        raise TypeError(f"cond: the branch index must be an integer scalar, got {index.str_short()}.")
+    for k, b in enumerate(branches):
+        ins = b.in_avals
+        if len(ins) != len(args) or not all(_same_type(a, e) for a, e in zip(args, ins)):
+            raise TypeError(
+                f"cond: branch {k} takes operands of types {[a.str_short() for a in ins]} but the cond "
+                f"passes {[a.str_short() for a in args]}."
+            )
+    first = branches[0].out_avals
+    for k, b in enumerate(branches[1:], 1):
+        outs = b.out_avals
+        if len(outs) != len(first):
+            raise TypeError(
+                f"cond: branches must have equal output types, but branch 0 has {len(first)} outputs and "
+                f"branch {k} has {len(outs)}."
+            )
+        diffs = [
+            f"  output {j}: branch 0 has {a.str_short()}, branch {k} has {o.str_short()}"
+            for j, (a, o) in enumerate(zip(first, outs))
+            if not _same_type(a, o)
+        ]
+        if diffs:
+            raise TypeError(
+                "cond: branches must have equal output types, but they differ:\n" + "\n".join(diffs)
+            )
+    return _join_avals(branches)
+
+
+cond_p.impl = _cond_impl
+cond_p.abstract_eval = _cond_abstract_eval
+
+
+# ------------------------------------------------------------------------------- tracing branches
+
+
+def _trace_branch(fun, in_tree, in_avals):
+    box = {}
+
+    def flat(*args):
+        out = fun(*pytree.tree_unflatten(in_tree, args))
+        leaves, box["tree"] = pytree.tree_flatten(out)
+        return [_as_operand(x) for x in leaves]
+
+    closed = trace_to_jaxpr(flat, in_avals)
+    return closed, box["tree"]
+
+
+def _check_branch_outputs(api, names, funs, trees, avals):
+    """Every branch must give the first one's pytree structure and leaf types (weak types may
+    differ: the cond's output is then not weak). Errors name both branches and each leaf's path."""
+    for k in range(1, len(funs)):
+        n0, nk = names[0], names[k]
+
+        def where(n0=n0, nk=nk, k=k):  # source lookups only when an error is raised
+            return f"{n0} is {fun_sourceinfo(funs[0])}\n{nk} is {fun_sourceinfo(funs[k])}\n\n"
+
+        if trees[k] != trees[0]:
+            detail = None
+            for a, b, na, nb in ((0, k, n0, nk), (k, 0, nk, n0)):
+                try:
+                    trees[a].flatten_up_to(pytree.tree_unflatten(trees[b], avals[b]))
+                except ValueError as e:
+                    detail = f"Matching {nb}'s output against {na}'s structure: {e}"
+                    break
+            raise TypeError(
+                f"{api} branch outputs must have the same pytree structure, but they differ:\n\n{where()}"
+                f"{n0} output structure: {trees[0]}\n{nk} output structure: {trees[k]}\n"
+                + (f"{detail}\n" if detail else "")
+                + f"\nRevise {n0} and/or {nk} so that they have the same pytree structure."
+            )
+        if all(_same_type(a, b) for a, b in zip(avals[0], avals[k])):
+            continue
+        paths = [p for p, _ in pytree.tree_flatten_with_path(pytree.tree_unflatten(trees[0], avals[0]))[0]]
+        diffs = []
+        for path, a, b in zip(paths, avals[0], avals[k]):
+            if _same_type(a, b):
+                continue
+            what = " and ".join(
+                w for w, bad in (("shapes", a.shape != b.shape), ("dtypes", a.dtype != b.dtype)) if bad
+            )
+            at = f" at path {pytree.keystr(path)}" if path else ""
+            diffs.append(
+                f"the output of {n0}{at} has type {_type_str(a)} but the corresponding output of {nk} has "
+                f"type {_type_str(b)}, so the {what} do not match"
+            )
+        listed = (
+            f"{diffs[0][0].upper()}{diffs[0][1:]}.\n"
+            if len(diffs) == 1
+            else "".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
+        )
+        raise TypeError(
+            f"{api} branches must have equal output types but they differ.\n\n{where()}{listed}\n"
+            f"Revise {n0} and/or {nk} so that all output types match."
+        )
+
+
+def _hoist_consts(closed_branches):
+    """Each branch's constants become leading operands shared by all branches (a branch ignores the
+    others'), so values closed over from outer transformations are ordinary operands of the cond."""
+    consts, slot_of, avals = [], {}, []
+    for c in closed_branches:
+        for v, x in zip(c.jaxpr.constvars, c.consts):
+            if id(x) not in slot_of:
+                slot_of[id(x)] = len(consts)
+                consts.append(x)
+                avals.append(v.aval)
+    out = []
+    for c in closed_branches:
+        j = c.jaxpr
+        slots = [None] * len(consts)
+        for v, x in zip(j.constvars, c.consts):
+            slots[slot_of[id(x)]] = v
+        slots = [Var(a) if v is None else v for v, a in zip(slots, avals)]
+        out.append(ClosedJaxpr(Jaxpr([], slots + j.invars, j.outvars, j.eqns), []))
+    return out, consts
+
+
+def _bind_cond(api, index, funs, names, operands):
+    leaves, in_tree = pytree.tree_flatten(tuple(operands))
+    leaves = [_as_operand(x) for x in leaves]
+    in_avals = [get_aval(x) for x in leaves]
+    traced = [_trace_branch(f, in_tree, in_avals) for f in funs]
+    trees = [t for _, t in traced]
+    _check_branch_outputs(api, names, funs, trees, [c.out_avals for c, _ in traced])
+    branches, consts = _hoist_consts([c for c, _ in traced])
+    outs = cond_p.bind(index, *consts, *leaves, branches=tuple(branches))
+    return pytree.tree_unflatten(trees[0], outs)
+
+
+# ---------------------------------------------------------------------------------------- public API
+
+_no_operand = object()
+
+
+def _is_concrete(x) -> bool:
+    return not isinstance(x, Tracer)
+
+
+def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
+    """``true_fun(*operands) if pred else false_fun(*operands)``, with one branch run.
+
+    `pred` is a scalar bool or number (nonzero is true). Both branches are traced once and must give
+    the same output structure and types. Under `vmap` with a batched `pred`, both branches run and a
+    `select` picks each lane's result. The old form ``cond(pred, true_operand, true_fun,
+    false_operand, false_fun)`` is accepted too.
+    """
+    if not (callable(true_fun) and callable(false_fun)):
+        # The old signature: cond(pred, true_operand, true_fun, false_operand, false_fun).
+        if callable(false_fun) and len(operands) == 2 and callable(operands[1]):
+            x_true, f_true, x_false, f_false = true_fun, false_fun, *operands
+            return cond(pred, lambda x, _: f_true(x), lambda _, x: f_false(x), x_true, x_false)
+        raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
+    if operand is not _no_operand:
+        if operands:
+            raise TypeError(
+                "if 'operand' keyword is passed then no positional operands can be passed, got "
+                f"operand={operand!r} and positional operands {operands!r}"
+            )
+        operands = (operand,)
+    if pred is None:
+        raise TypeError("cond predicate is None")
+    if isinstance(pred, Sequence) or np.ndim(pred) != 0:
+        got = f"type {type(pred)}" if isinstance(pred, Sequence) else f"shape {np.shape(pred)}."
+        raise TypeError(f"Pred must be a scalar, got {pred} of {got}")
+    try:
+        pred_dtype = get_aval(pred).dtype
+    except TypeError as err:
+        raise TypeError(f"Pred type must be either boolean or number, got {pred}.") from err
+    if not _dtypes.is_bool(pred_dtype):
+        if not (_dtypes.is_integer(pred_dtype) or _dtypes.is_floating(pred_dtype)):
+            raise TypeError(f"Pred type must be either boolean or number, got {pred_dtype}.")
+        if _is_concrete(pred):
+            pred = np.asarray(pred) != 0
+        else:
+            pred = L.ne(pred, make_array(0, pred_dtype, weak_type=True))
+    if config.disable_jit and _is_concrete(pred):
+        return true_fun(*operands) if bool(np.asarray(pred)) else false_fun(*operands)
+    index = L.convert_element_type(_as_operand(pred), np.int32)
+    # branches[0] is the false branch, as in JAX (the index is int(pred)).
+    return _bind_cond("cond", index, (false_fun, true_fun), ("false_fun", "true_fun"), operands)
+
+
+def switch(index, branches, *operands, operand=_no_operand):
+    """``branches[clamp(0, index, len(branches) - 1)](*operands)``, with one branch run.
+
+    Every branch is traced once and must give the same output structure and types. An out-of-range
+    index is clamped (as in JAX). Under `vmap` with a batched index, every branch runs and a
+    `select_n` picks each lane's result.
+    """
+    branches = tuple(branches)
+    if not all(callable(b) for b in branches):
+        raise TypeError("lax.switch: branches argument should be a sequence of callables.")
+    if operand is not _no_operand:
+        if operands:
+            raise TypeError(
+                "if 'operand' keyword is passed then no positional operands can be passed, got "
+                f"operand={operand!r} and positional operands {operands!r}"
+            )
+        operands = (operand,)
+    if len(np.shape(index)) != 0:
+        raise TypeError(f"Branch index must be scalar, got {index} of shape {np.shape(index)}.")
+    try:
+        index_dtype = get_aval(index).dtype
+    except TypeError as err:
+        raise TypeError(f"Index type must be an integer, got {index}.") from err
+    if not _dtypes.is_integer(index_dtype):
+        raise TypeError(f"Index type must be an integer, got {index} as {index_dtype}")
+    if not branches:
+        raise ValueError("Empty branch sequence")
+    if len(branches) == 1:
+        return branches[0](*operands)
+    index = L.convert_element_type(_as_operand(index), np.int32)
+    index = L.clamp(np.int32(0), index, np.int32(len(branches) - 1))
+    if config.disable_jit and _is_concrete(index):
+        return branches[int(np.asarray(index))](*operands)
+    names = tuple(f"branch {i}" for i in range(len(branches)))
+    return _bind_cond("switch", index, branches, names, operands)
+
+
+# ---------------------------------------------------------------------------------------------- JVP
+
+_jvp_cache: dict = {}
+
+
+def _jvp_branch(closed: ClosedJaxpr, nonzeros, instantiate_out):
+    """(primals, nonzero tangents) -> (primal outs, tangents of the outputs marked in
+    `instantiate_out`, dense even where this branch's tangent is zero); also this branch's own
+    nonzero output pattern."""
+
+    def build():
+        avals, n = closed.in_avals, len(closed.in_avals)
+        box = {}
+
+        def fun(*args):
+            it = iter(args[n:])
+            tangents = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(avals, nonzeros)]
+            out_p, out_t = ad.jvp_flat(jaxpr_as_fun(closed), args[:n], tangents)
+            box["nz"] = [not is_zero(t) for t in out_t]
+            keep = box["nz"] if instantiate_out is None else instantiate_out
+            return list(out_p) + [instantiate(t) for t, k in zip(out_t, keep) if k]
+
+        t_avals = [tangent_aval(a) for a, nz in zip(avals, nonzeros) if nz]
+        return trace_to_jaxpr(fun, list(avals) + t_avals), box["nz"]
+
+    key = (tuple(nonzeros), None if instantiate_out is None else tuple(instantiate_out))
+    return _cached(_jvp_cache, (closed,), key, build)
+
+
+def _cond_jvp(primals, tangents, *, branches):
+    index, ops = primals[0], primals[1:]
+    nonzeros = [not is_zero(t) for t in tangents[1:]]
+    patterns = [_jvp_branch(b, nonzeros, None)[1] for b in branches]
+    out_nz = [any(col) for col in zip(*patterns)]
+    jvp_branches = tuple(_jvp_branch(b, nonzeros, out_nz)[0] for b in branches)
+    nz_tangents = [t for t in tangents[1:] if not is_zero(t)]
+    outs = cond_p.bind(index, *ops, *nz_tangents, branches=jvp_branches)
+    n_out = len(branches[0].out_avals)
+    out_p, it = outs[:n_out], iter(outs[n_out:])
+    out_avals = _join_avals(branches)
+    out_t = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(out_avals, out_nz)]
+    return out_p, out_t
+
+
+cond_p.jvp = _cond_jvp
+
+
+# ------------------------------------------------------------------------------- partial evaluation
+
+_pe_cache: dict = {}
+
+
+def _partial_eval_branch(closed: ClosedJaxpr, unknowns, instantiate_out):
+    """Like `partial_eval_jaxpr`, but the outputs marked in `instantiate_out` are unknown even when
+    this branch could compute them now (their values then travel as residuals), so that every
+    branch splits its outputs the same way. Returns (known_jaxpr, unknown_jaxpr, out_unknowns,
+    residual avals); unknown_jaxpr takes (residuals, unknown inputs)."""
+
+    def build():
+        in_avals = closed.in_avals
+        box = {}
+
+        def known_fun(*known_args):
+            it = iter(known_args)
+            with _trace.new_trace(ad.PartialEvalTrace()) as pe:
+                args = [pe.new_arg(a) if u else next(it) for a, u in zip(in_avals, unknowns)]
+                outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+                out_uk = [pe._owns(o) or bool(inst) for o, inst in zip(outs, instantiate_out)]
+                box["unknown"] = pe.to_closed_jaxpr([o for o, u in zip(outs, out_uk) if u])
+            box["out_uk"] = out_uk
+            return [o for o, u in zip(outs, out_uk) if not u] + list(box["unknown"].consts)
+
+        known = trace_to_jaxpr(known_fun, [a for a, u in zip(in_avals, unknowns) if not u])
+        uj = box["unknown"].jaxpr
+        unknown = ClosedJaxpr(Jaxpr([], uj.constvars + uj.invars, uj.outvars, uj.eqns), [])
+        return known, unknown, box["out_uk"], [v.aval for v in uj.constvars]
+
+    return _cached(_pe_cache, (closed,), (tuple(unknowns), tuple(instantiate_out)), build)
+
+
+def _join_residuals(branches, unknowns):
+    """Split every branch, then make all branches agree: the same unknown outputs, and one residual
+    list (the concatenation of all branches' residuals; a branch fills the others' with zeros)."""
+    n_out = len(branches[0].out_avals)
+    splits = [_partial_eval_branch(b, unknowns, [False] * n_out) for b in branches]
+    out_uk = [any(col) for col in zip(*[s[2] for s in splits])]
+    splits = [_partial_eval_branch(b, unknowns, out_uk) for b in branches]
+    res_avals = [s[3] for s in splits]
+    all_res = [a for avals in res_avals for a in avals]
+    offsets = np.cumsum([0] + [len(r) for r in res_avals]).tolist()
+    known_branches, unknown_branches = [], []
+    for k, (known, unknown, _, own) in enumerate(splits):
+        lo, hi = offsets[k], offsets[k + 1]
+        n_own = len(own)
+
+        def known_k(*args, known=known, lo=lo, hi=hi, n_res=n_own):
+            outs = eval_jaxpr(known.jaxpr, known.consts, *args)
+            vals, res = outs[: len(outs) - n_res], outs[len(outs) - n_res :]
+            before = [zeros_like_aval(a) for a in all_res[:lo]]
+            return vals + before + res + [zeros_like_aval(a) for a in all_res[hi:]]
+
+        known_branches.append(trace_to_jaxpr(known_k, known.in_avals))
+        uj = unknown.jaxpr
+        own_res, rest = uj.invars[:n_own], uj.invars[n_own:]
+        res_vars = [Var(a) for a in all_res[:lo]] + own_res + [Var(a) for a in all_res[hi:]]
+        unknown_branches.append(ClosedJaxpr(Jaxpr([], res_vars + rest, uj.outvars, uj.eqns), []))
+    return tuple(known_branches), tuple(unknown_branches), out_uk, len(all_res)
+
+
+def _cond_partial_eval(trace, args, params):
+    branches = params["branches"]
+    unknowns = [trace._owns(x) for x in args]
+    if unknowns[0]:
+        # An unknown index: nothing can be chosen now, so the whole cond is staged.
+        return StagingTrace.process_primitive(trace, cond_p, args, params)
+    index, ops, op_uk = args[0], args[1:], unknowns[1:]
+    known_b, unknown_b, out_uk, n_res = _cached(
+        _pe_cache, branches, ("join", tuple(op_uk)), lambda: _join_residuals(branches, op_uk)
+    )
+    n_known = out_uk.count(False)
+    known_outs = []
+    if n_known + n_res:
+        with _trace.set_current_trace(trace.parent):
+            known_outs = cond_p.bind(index, *[x for x, u in zip(ops, op_uk) if not u], branches=known_b)
+    known_vals, residuals = known_outs[:n_known], known_outs[n_known:]
+    staged = []
+    if any(out_uk):
+        unknown_ops = [x for x, u in zip(ops, op_uk) if u]
+        staged = StagingTrace.process_primitive(
+            trace, cond_p, [index, *residuals, *unknown_ops], {"branches": unknown_b}
+        )
+    known_it, staged_it = iter(known_vals), iter(staged)
+    return [next(staged_it) if u else next(known_it) for u in out_uk]
+
+
+cond_p.partial_eval = _cond_partial_eval
+
+
+# ------------------------------------------------------------------------------------- transposition
+
+_transpose_cache: dict = {}
+
+
+def _transpose_branch(closed: ClosedJaxpr, linear, ct_avals):
+    """(non-linear operands, nonzero output cotangents) -> dense cotangents of the linear operands.
+    `ct_avals[j]` is None where output j's cotangent is a symbolic zero."""
+
+    def build():
+        j = closed.jaxpr
+        known = [v for v, lin in zip(j.invars, linear) if not lin]
+        lin_vars = [v for v, lin in zip(j.invars, linear) if lin]
+        body = Jaxpr(j.constvars + known, lin_vars, j.outvars, j.eqns)
+        n_res = len(known)
+        out_avals = closed.out_avals
+
+        def fun(*args):
+            res, it = args[:n_res], iter(args[n_res:])
+            cts = [Zero(tangent_aval(o)) if a is None else next(it) for o, a in zip(out_avals, ct_avals)]
+            cts_in = ad.backward_pass(ClosedJaxpr(body, list(closed.consts) + list(res)), cts)
+            return [instantiate(ct) for ct in cts_in]
+
+        return trace_to_jaxpr(fun, [v.aval for v in known] + [a for a in ct_avals if a is not None])
+
+    return _cached(_transpose_cache, (closed,), (tuple(linear), tuple(ct_avals)), build)
+
+
+def _cond_transpose(cts, index, *args, branches):
+    if is_undefined_primal(index):
+        raise ValueError("cond: the branch index cannot be a linear input of a transpose.")
+    linear = [is_undefined_primal(a) for a in args]
+    if all(is_zero(ct) for ct in cts):
+        return [None] + [Zero(a.aval) if lin else None for a, lin in zip(args, linear)]
+    ct_avals = [None if is_zero(ct) else aval_of(ct) for ct in cts]
+    t_branches = tuple(_transpose_branch(b, linear, ct_avals) for b in branches)
+    res = [a for a, lin in zip(args, linear) if not lin]
+    outs = cond_p.bind(index, *res, *[ct for ct in cts if not is_zero(ct)], branches=t_branches)
+    it = iter(outs)
+    return [None] + [next(it) if lin else None for lin in linear]
+
+
+cond_p.transpose = _cond_transpose
+
+
+# -------------------------------------------------------------------------------------------- batching
+
+_batch_cache: dict = {}
+
+
+def _batch_branch(closed: ClosedJaxpr, axis_data, dims, force_out):
+    """`closed` on operands batched along `dims` (None: unbatched); batched outputs at axis 0, and
+    the outputs marked in `force_out` batched (broadcast) even where this branch leaves them
+    unbatched. Returns (jaxpr, which outputs are batched)."""
+
+    def build():
+        box = {}
+
+        def fun(*vals):
+            with _trace.new_trace(BatchTrace(axis_data)) as trace:
+                ins = [BatchTracer(trace, v, d) if d is not None else v for v, d in zip(vals, dims)]
+                outs = [trace.lift(o) for o in eval_jaxpr(closed.jaxpr, closed.consts, *ins)]
+            box["batched"] = [d is not None for _, d in outs]
+            force = box["batched"] if force_out is None else force_out
+            return [bdim_to_front(v, d, axis_data.size) if f else v for (v, d), f in zip(outs, force)]
+
+        in_avals = []
+        for a, d in zip(closed.in_avals, dims):
+            in_avals.append(a if d is None else a.update(shape=a.shape[:d] + (axis_data.size,) + a.shape[d:]))
+        return trace_to_jaxpr(fun, in_avals), box["batched"]
+
+    key = (tuple(dims), axis_data.size, axis_data.name, None if force_out is None else tuple(force_out))
+    return _cached(_batch_cache, (closed,), key, build)
+
+
+def _cond_batch(vals, dims, *, axis_data, branches):
+    index, idim = vals[0], dims[0]
+    ops, op_dims = vals[1:], dims[1:]
+    if idim is None:
+        patterns = [_batch_branch(b, axis_data, op_dims, None)[1] for b in branches]
+        out_b = [any(col) for col in zip(*patterns)]
+        batched = tuple(_batch_branch(b, axis_data, op_dims, out_b)[0] for b in branches)
+        return cond_p.bind(index, *ops, branches=batched), [0 if b else None for b in out_b]
+    # A batched index: each lane may take a different branch, so every branch runs on every lane
+    # and select_n picks per lane. A branch sees its inexact operands through stop_gradient on the
+    # lanes that do not select it, so no gradient (NaN or not) flows back through a discarded branch.
+    size = axis_data.size
+    index = moveaxis(index, idim, 0)
+    ops = [bdim_to_front(x, d, size) for x, d in zip(ops, op_dims)]
+    branch_outs = []
+    for k, b in enumerate(branches):
+        selected = L.eq(index, np.int32(k))
+        ops_k = [_select_lanes(selected, x) for x in ops]
+        branch_outs.append(batch_flat_fun(jaxpr_as_fun(b), axis_data, [0] * len(ops_k))(*ops_k))
+    outs = []
+    for cases in zip(*branch_outs):
+        shape = get_aval(cases[0]).shape
+        which = index if len(shape) == 1 else L.broadcast_in_dim(index, shape, (0,))
+        outs.append(L.select_n(which, *cases))
+    return outs, [0] * len(outs)
+
+
+def _select_lanes(selected, x):
+    if not _dtypes.is_inexact(get_aval(x).dtype):
+        return x
+    shape = get_aval(x).shape
+    which = selected if len(shape) == 1 else L.broadcast_in_dim(selected, shape, (0,))
+    return L.select_n(which, L.stop_gradient(x), x)
+
+
+cond_p.batch = _cond_batch
+
+
+# -------------------------------------------------------------------------------------------------- DCE
+
+
+def _cond_dce_rule(used_outputs, eqn):
+    """Unused outputs leave every branch; an operand stays while any branch still reads it."""
+    if not any(used_outputs) and not eqn_has_effects(eqn):
+        return [False] * len(eqn.invars), None
+    branches = eqn.params["branches"]
+    n_ops = len(eqn.invars) - 1
+    reads = [dce_closed_jaxpr(b, used_outputs, prune_invars=True)[1] for b in branches]
+    used_ops = [any(r[i] for r in reads) for i in range(n_ops)]
+    reduced = [dce_closed_jaxpr(b, used_outputs, prune_invars=False)[0] for b in branches]
+    if all(used_outputs) and all(used_ops) and not any(r.changed for r in reduced):
+        return [True] * len(eqn.invars), eqn
+    new_branches = []
+    for res in reduced:
+        j = res.closed.jaxpr
+        invars = [v for v, u in zip(j.invars, used_ops) if u]
+        new_branches.append(ClosedJaxpr(Jaxpr(j.constvars, invars, j.outvars, j.eqns), res.closed.consts))
+    new_eqn = eqn.replace(
+        invars=[eqn.invars[0]] + [v for v, u in zip(eqn.invars[1:], used_ops) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+        params={**eqn.params, "branches": tuple(new_branches)},
+    )
+    return [True] + used_ops, new_eqn
+
+
+cond_p.dce_rule = _cond_dce_rule

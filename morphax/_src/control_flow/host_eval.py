@@ -1,0 +1,90 @@
+"""Synchronous host evaluation of a closed jaxpr on NumPy arrays, for the eager loops of
+control-flow primitives. Each jaxpr is turned into a plan once (cached) and then run per
+iteration by calling the primitives' NumPy references directly.
+
+Why not `pjit_p.bind` per iteration: inside a compiled function the loop runs on the device
+stream's worker thread, and a pjit call from there queues work on that same stream and waits
+for it, which never finishes. Nothing here dispatches: it runs on the calling thread.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from morphax._src.core.jaxpr import ClosedJaxpr, Literal
+from morphax._src.core.values import make_array
+from morphax._src.transforms.jit import pjit_p
+
+__all__ = ["host_rules", "run_closed_jaxpr"]
+
+# Higher-order primitives that can run their loop on host values register
+# ``fn(np_args, **params) -> list of np arrays`` here (scan does); others are bound on Arrays.
+host_rules: dict = {}
+
+_plans: dict = {}
+_PLAN_LIMIT = 512
+
+
+def _as_dtype(x, dt):
+    return x if type(x) is np.ndarray and x.dtype == dt else np.asarray(x, dtype=dt)
+
+
+def _step_fn(eqn):
+    prim, params = eqn.primitive, eqn.params
+    if prim is pjit_p:
+        inner = params["jaxpr"]
+        return lambda *a: run_closed_jaxpr(inner, a)
+    rule = host_rules.get(prim)
+    if rule is not None:
+        return lambda *a: rule(a, **params)
+    if prim.higher_order:
+        in_avals = [v.aval for v in eqn.invars]
+
+        def bound(*a):
+            arrays = [make_array(x, dtype=av.dtype, weak_type=av.weak_type) for x, av in zip(a, in_avals)]
+            out = prim.bind(*arrays, **params)
+            return [np.asarray(o) for o in (out if prim.multiple_results else [out])]
+
+        return bound
+    impl = prim.impl
+    if prim.multiple_results:
+        return lambda *a: impl(*a, **params)
+    return lambda *a: (impl(*a, **params),)
+
+
+def _plan(closed: ClosedJaxpr):
+    hit = _plans.get(id(closed))
+    if hit is not None and hit[0] is closed:
+        return hit[1]
+    jaxpr = closed.jaxpr
+    consts = [(id(v), _as_dtype(c, v.aval.dtype)) for v, c in zip(jaxpr.constvars, closed.consts)]
+    steps = []
+    for eqn in jaxpr.eqns:
+        ins = [
+            (True, _as_dtype(v.val, v.aval.dtype)) if type(v) is Literal else (False, id(v))
+            for v in eqn.invars
+        ]
+        outs = [(id(v), v.aval.dtype) for v in eqn.outvars]
+        steps.append((_step_fn(eqn), ins, outs))
+    outvars = [
+        (True, _as_dtype(v.val, v.aval.dtype)) if type(v) is Literal else (False, id(v))
+        for v in jaxpr.outvars
+    ]
+    plan = (consts, [id(v) for v in jaxpr.invars], steps, outvars)
+    if len(_plans) >= _PLAN_LIMIT:
+        _plans.clear()
+    _plans[id(closed)] = (closed, plan)
+    return plan
+
+
+def run_closed_jaxpr(closed: ClosedJaxpr, args) -> list:
+    """Evaluate `closed` on NumPy arrays (of its input types); returns NumPy arrays."""
+    consts, invars, steps, outvars = _plan(closed)
+    env = dict(consts)
+    for v, a in zip(invars, args):
+        env[v] = a
+    for fn, ins, outs in steps:
+        res = fn(*[ref if lit else env[ref] for lit, ref in ins])
+        for (o, dt), r in zip(outs, res):
+            env[o] = _as_dtype(r, dt)
+    return [ref if lit else env[ref] for lit, ref in outvars]

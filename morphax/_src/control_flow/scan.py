@@ -1,0 +1,553 @@
+"""The `scan` primitive: a loop with a static trip count whose body is a closed jaxpr
+``(consts, carry, x) -> (carry, y)`` (the `lax.scan` API that traces it is in loops.py).
+
+Rules: JVP and batching find, by fixed point, which carries get tangents / a batch axis; partial
+evaluation (JAX's scheme) runs a known scan now that also stacks the residuals, and stages an
+unknown scan reading them as xs (loop-invariant residuals are hoisted out as consts); transposition
+is a reverse scan over the linear body. Eagerly the loop runs on host values (see host_eval).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from morphax._src.control_flow.host_eval import host_rules, run_closed_jaxpr
+from morphax._src.core import trace as _trace
+from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangent_aval
+from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.dtypes import float0
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr
+from morphax._src.core.primitive import Primitive
+from morphax._src.core.values import make_array
+from morphax._src.prims._ad import add_tangents, aval_of, instantiate, zeros_like_aval
+from morphax._src.prims._batching import bdim_to_front, moveaxis
+from morphax._src.transforms import ad
+from morphax._src.transforms.batching import BatchTrace, BatchTracer
+from morphax._src.transforms.staging import StagingTrace, trace_to_jaxpr
+
+__all__ = ["scan_p"]
+
+scan_p = Primitive("scan", multiple_results=True)
+scan_p.higher_order = True
+scan_p.test_spec = None
+
+
+def _split(xs, *sizes):
+    out, i = [], 0
+    for n in sizes:
+        out.append(list(xs[i : i + n]))
+        i += n
+    out.append(list(xs[i:]))
+    return out
+
+
+def _stacked(aval: ShapedArray, length: int) -> ShapedArray:
+    return aval.update(shape=(length, *aval.shape))
+
+
+_caches: dict = {}
+
+
+def _cached(kind, closed, key, build):
+    """Memoize a transformed body per (jaxpr object, key); the entry keeps the jaxpr alive, so a
+    recycled id never hits."""
+    cache = _caches.setdefault(kind, {})
+    hit = cache.get((id(closed), key))
+    if hit is not None and hit[0] is closed:
+        return hit[1]
+    if len(cache) > 256:
+        cache.clear()
+    value = build()
+    cache[(id(closed), key)] = (closed, value)
+    return value
+
+
+# ------------------------------------------------------------------------ impl and abstract eval
+
+
+def _scan_host(args, *, jaxpr, length, reverse, num_consts, num_carry, unroll):
+    """The loop on NumPy values: one host evaluation of the body per iteration."""
+    consts, carry, xs = _split(args, num_consts, num_carry)
+    ys = [np.empty((length, *a.shape), dtype=a.dtype) for a in jaxpr.out_avals[num_carry:]]
+    for i in range(length - 1, -1, -1) if reverse else range(length):
+        outs = run_closed_jaxpr(jaxpr, [*consts, *carry, *(x[i] for x in xs)])
+        carry = outs[:num_carry]
+        for buf, y in zip(ys, outs[num_carry:]):
+            buf[i] = y
+    return [*carry, *ys]
+
+
+host_rules[scan_p] = _scan_host
+
+
+def _scan_impl(*args, jaxpr, length, reverse, num_consts, num_carry, unroll):
+    # Stacked xs have their slices' dtype, so the body's input types give every operand's dtype.
+    vals = [np.asarray(x, dtype=a.dtype) for x, a in zip(args, jaxpr.in_avals)]
+    with np.errstate(all="ignore"):  # float edge cases are not errors (JAX is silent)
+        outs = _scan_host(
+            vals,
+            jaxpr=jaxpr,
+            length=length,
+            reverse=reverse,
+            num_consts=num_consts,
+            num_carry=num_carry,
+            unroll=unroll,
+        )
+    out_avals = _out_avals(jaxpr, length, num_carry)
+    return [make_array(o, dtype=a.dtype, weak_type=a.weak_type) for o, a in zip(outs, out_avals)]
+
+
+def _out_avals(jaxpr, length, num_carry):
+    outs = jaxpr.out_avals
+    return list(outs[:num_carry]) + [_stacked(a, length) for a in outs[num_carry:]]
+
+
+def _scan_abstract_eval(*avals, jaxpr, length, reverse, num_consts, num_carry, unroll):
+    body_in = jaxpr.in_avals
+    if len(avals) != len(body_in):
+        raise TypeError(f"scan: the body takes {len(body_in)} operands but the scan got {len(avals)}")
+    expected = list(body_in[: num_consts + num_carry]) + [
+        _stacked(a, length) for a in body_in[num_consts + num_carry :]
+    ]
+    bad = [i for i, (a, b) in enumerate(zip(avals, expected)) if a.shape != b.shape or a.dtype != b.dtype]
+    if bad:
+        raise TypeError(
+            f"scan: operand types {[a.str_short() for a in avals]} do not match the body's "
+            f"{[b.str_short() for b in expected]} (length={length}, num_consts={num_consts}, num_carry={num_carry})"
+        )
+    carry_out = jaxpr.out_avals[:num_carry]
+    if any(a.shape != b.shape or a.dtype != b.dtype for a, b in zip(carry_out, body_in[num_consts:])):
+        raise TypeError("scan: the body's carry outputs do not have the types of its carry inputs")
+    return _out_avals(jaxpr, length, num_carry)
+
+
+scan_p.impl = _scan_impl
+scan_p.abstract_eval = _scan_abstract_eval
+
+
+# ------------------------------------------------------------------------------------------ JVP
+
+
+def _nonzero(t) -> bool:
+    # float0 tangents (of integers) are zero whatever their representation.
+    return not is_zero(t) and aval_of(t).dtype != float0
+
+
+def _jvp_body(closed: ClosedJaxpr, nonzeros, num_consts, num_carry, carry_nz):
+    """The body's JVP in scan layout: (consts, const tangents, carry, carry tangents, xs, x
+    tangents) -> (carry, carry tangents, ys, y tangents); tangents only where nonzero (carry
+    tangents where `carry_nz`, instantiated). Also returns which outputs had nonzero tangents."""
+
+    def build():
+        avals = closed.in_avals
+        nc, nk = num_consts, num_carry
+        nz_in = list(nonzeros[:nc]) + list(carry_nz) + list(nonzeros[nc + nk :])
+        groups = [range(0, nc), range(nc, nc + nk), range(nc + nk, len(avals))]
+        box = {}
+
+        def fun(*args):
+            it = iter(args)
+            primals, tangents = [], []
+            for g in groups:
+                primals += [next(it) for _ in g]
+                tangents += [next(it) if nz_in[i] else Zero(tangent_aval(avals[i])) for i in g]
+            out_p, out_t = ad.jvp_flat(
+                lambda *a: eval_jaxpr(closed.jaxpr, closed.consts, *a), primals, tangents
+            )
+            box["raw"] = [_nonzero(t) for t in out_t]
+            carry_t = [
+                t if _nonzero(t) else instantiate(Zero(tangent_aval(aval_of(t))))
+                for t, nz in zip(out_t[:nk], carry_nz)
+                if nz
+            ]
+            ys_t = [t for t in out_t[nk:] if _nonzero(t)]
+            return [*out_p[:nk], *carry_t, *out_p[nk:], *ys_t]
+
+        in_avals = []
+        for g in groups:
+            in_avals += [avals[i] for i in g] + [tangent_aval(avals[i]) for i in g if nz_in[i]]
+        out = trace_to_jaxpr(fun, in_avals)
+        return out, box["raw"]
+
+    return _cached("jvp", closed, (tuple(nonzeros), tuple(carry_nz), num_consts, num_carry), build)
+
+
+def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry, unroll):
+    nc, nk = num_consts, num_carry
+    nz = [_nonzero(t) for t in tangents]
+    carry_nz = nz[nc : nc + nk]
+    # Fixed point: a carry has a tangent if its initial value does or the body gives it one.
+    for _ in range(nk + 1):
+        body, raw = _jvp_body(jaxpr, nz, nc, nk, carry_nz)
+        grown = [c or r for c, r in zip(carry_nz, raw[:nk])]
+        if grown == carry_nz:
+            break
+        carry_nz = grown
+    consts, init, xs = _split(primals, nc, nk)
+    ct, it, xt = _split(tangents, nc, nk)
+    const_t = [t for t, n in zip(ct, nz[:nc]) if n]
+    init_t = [
+        instantiate(t) if _nonzero(t) else zeros_like_aval(tangent_aval(get_aval(p)))
+        for p, t, n in zip(init, it, carry_nz)
+        if n
+    ]
+    xs_t = [t for t, n in zip(xt, nz[nc + nk :]) if n]
+    outs = scan_p.bind(
+        *consts, *const_t, *init, *init_t, *xs, *xs_t,
+        jaxpr=body, length=length, reverse=reverse, num_consts=nc + len(const_t),
+        num_carry=nk + len(init_t), unroll=unroll,
+    )  # fmt: skip
+    ys_nz = raw[nk:]
+    ny = len(ys_nz)
+    carry_p, carry_t, ys_p, ys_t = _split(outs, nk, len(init_t), ny)
+    out_avals = _out_avals(jaxpr, length, nk)
+    carry_t, ys_t = iter(carry_t), iter(ys_t)
+    out_t = [next(carry_t) if n else Zero(tangent_aval(a)) for n, a in zip(carry_nz, out_avals[:nk])]
+    out_t += [next(ys_t) if n else Zero(tangent_aval(a)) for n, a in zip(ys_nz, out_avals[nk:])]
+    return [*carry_p, *ys_p], out_t
+
+
+scan_p.jvp = _scan_jvp
+
+
+# ------------------------------------------------------------------------------ partial evaluation
+
+
+def _partial_eval_body(closed: ClosedJaxpr, unknowns, instantiate_out):
+    """Like `partial_eval_jaxpr`, but outputs marked in `instantiate_out` are made unknown even
+    when computable from known inputs (they become residuals the unknown part returns).
+    Returns (known closed jaxpr, unknown open jaxpr whose constvars are the residuals,
+    outputs unknown by themselves, outputs unknown after instantiation)."""
+
+    def build():
+        in_avals = closed.in_avals
+        box = {}
+
+        def known_fun(*known_args):
+            it = iter(known_args)
+            with _trace.new_trace(ad.PartialEvalTrace()) as pe:
+                args = [pe.new_arg(a) if u else next(it) for a, u in zip(in_avals, unknowns)]
+                outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+                raw = [pe._owns(o) for o in outs]
+                out_uk = [r or i for r, i in zip(raw, instantiate_out)]
+                unknown = pe.to_closed_jaxpr([o for o, u in zip(outs, out_uk) if u])
+            box.update(unknown=unknown.jaxpr, raw=raw, out_uk=out_uk)
+            return [o for o, u in zip(outs, out_uk) if not u] + list(unknown.consts)
+
+        known = trace_to_jaxpr(known_fun, [a for a, u in zip(in_avals, unknowns) if not u])
+        return known, box["unknown"], box["raw"], box["out_uk"]
+
+    return _cached("pe", closed, (tuple(unknowns), tuple(instantiate_out)), build)
+
+
+def _varying(jaxpr: Jaxpr, loop_invars) -> set:
+    """Ids of the variables that change from one iteration to the next (depend on `loop_invars`)."""
+    varying = {id(v) for v in loop_invars}
+    for eqn in jaxpr.eqns:
+        if any(type(v) is not Literal and id(v) in varying for v in eqn.invars):
+            varying.update(id(v) for v in eqn.outvars)
+    return varying
+
+
+def _slice_jaxpr(jaxpr: Jaxpr, invars, outvars) -> Jaxpr:
+    """The equations of `jaxpr` needed for `outvars`, as a jaxpr taking `invars` (+ constvars)."""
+    needed = {id(v) for v in outvars if type(v) is not Literal}
+    eqns = []
+    for eqn in reversed(jaxpr.eqns):
+        if any(id(v) in needed for v in eqn.outvars):
+            eqns.append(eqn)
+            needed.update(id(v) for v in eqn.invars if type(v) is not Literal)
+    return Jaxpr(jaxpr.constvars, invars, outvars, eqns[::-1])
+
+
+def _scan_partial_eval(trace, args, params):
+    jaxpr, length, reverse = params["jaxpr"], params["length"], params["reverse"]
+    nc, nk, unroll = params["num_consts"], params["num_carry"], params["unroll"]
+    ny = len(jaxpr.out_avals) - nk
+    unknowns = [trace._owns(x) for x in args]
+    const_uk, carry_uk, xs_uk = _split(unknowns, nc, nk)
+    # Fixed point: a carry is unknown if its initial value is or the body makes it so.
+    for _ in range(nk + 1):
+        known, unknown, raw, out_uk = _partial_eval_body(
+            jaxpr, const_uk + carry_uk + xs_uk, carry_uk + [False] * ny
+        )
+        grown = [c or r for c, r in zip(carry_uk, raw[:nk])]
+        if grown == carry_uk:
+            break
+        carry_uk = grown
+    consts, init, xs = _split(args, nc, nk)
+    known_consts = [x for x, u in zip(consts, const_uk) if not u]
+    known_init = [x for x, u in zip(init, carry_uk) if not u]
+    known_xs = [x for x, u in zip(xs, xs_uk) if not u]
+    nck, nkk = len(known_consts), len(known_init)
+
+    # Residuals: loop-invariant ones are computed once, known xs are forwarded, the rest stacked.
+    kj = known.jaxpr
+    num_res = len(unknown.constvars)
+    n_known_out = len(kj.outvars) - num_res
+    res_out = kj.outvars[n_known_out:]
+    varying = _varying(kj, kj.invars[nck:])
+    xs_invar_pos = {id(v): j for j, v in enumerate(kj.invars[nck + nkk :])}
+    kinds = []
+    for r in res_out:
+        if type(r) is Literal or id(r) not in varying:
+            kinds.append("invariant")
+        elif id(r) in xs_invar_pos:
+            kinds.append("xs")
+        else:
+            kinds.append("stacked")
+    res_vals = [None] * num_res
+    inv = [i for i, k in enumerate(kinds) if k == "invariant"]
+    with _trace.set_current_trace(trace.parent):
+        if inv:
+            hoisted = _slice_jaxpr(kj, kj.invars[:nck], [res_out[i] for i in inv])
+            for i, v in zip(inv, eval_jaxpr(hoisted, known.consts, *known_consts)):
+                res_vals[i] = v
+        stacked = [i for i, k in enumerate(kinds) if k == "stacked"]
+        body_k = ClosedJaxpr(
+            Jaxpr(kj.constvars, kj.invars, kj.outvars[:n_known_out] + [res_out[i] for i in stacked], kj.eqns),
+            known.consts,
+        )
+        if body_k.jaxpr.outvars:
+            known_outs = scan_p.bind(
+                *known_consts, *known_init, *known_xs,
+                jaxpr=body_k, length=length, reverse=reverse, num_consts=nck, num_carry=nkk, unroll=unroll,
+            )  # fmt: skip
+        else:
+            known_outs = []
+    for i, v in zip(stacked, known_outs[n_known_out:]):
+        res_vals[i] = v
+    for i, k in enumerate(kinds):
+        if k == "xs":
+            res_vals[i] = known_xs[xs_invar_pos[id(res_out[i])]]
+
+    # The unknown scan: [invariant residuals, unknown consts] [unknown carries] [loop residuals, unknown xs].
+    loop = [i for i, k in enumerate(kinds) if k != "invariant"]
+    ncu, nku = sum(const_uk), sum(carry_uk)
+    uin = unknown.invars
+    rv = unknown.constvars
+    body_u = ClosedJaxpr(
+        Jaxpr(
+            [],
+            [rv[i] for i in inv]
+            + uin[:ncu]
+            + uin[ncu : ncu + nku]
+            + [rv[i] for i in loop]
+            + uin[ncu + nku :],
+            unknown.outvars,
+            unknown.eqns,
+        ),
+        [],
+    )
+    operands = (
+        [res_vals[i] for i in inv]
+        + [x for x, u in zip(consts, const_uk) if u]
+        + [x for x, u in zip(init, carry_uk) if u]
+        + [res_vals[i] for i in loop]
+        + [x for x, u in zip(xs, xs_uk) if u]
+    )
+    staged = []
+    if unknown.outvars:
+        uparams = dict(
+            jaxpr=body_u,
+            length=length,
+            reverse=reverse,
+            num_consts=len(inv) + ncu,
+            num_carry=nku,
+            unroll=unroll,
+        )
+        staged = StagingTrace.process_primitive(trace, scan_p, operands, uparams)
+    known_it, staged_it = iter(known_outs[:n_known_out]), iter(staged)
+    return [next(staged_it) if u else next(known_it) for u in out_uk]
+
+
+scan_p.partial_eval = _scan_partial_eval
+
+
+# ------------------------------------------------------------------------------------ transposition
+
+
+def _transpose_body(closed: ClosedJaxpr, nc, nk, const_lin, xs_lin, ys_nz):
+    """The reverse body: (residual consts; const ct accumulators, carry cts; residual xs, y cts)
+    -> (accumulators + this step's const cts, carry cts in; x cts)."""
+
+    def build():
+        body, avals = closed.jaxpr, closed.in_avals
+        n = len(avals)
+        res_c = [i for i in range(nc) if not const_lin[i]]
+        lin_c = [i for i in range(nc) if const_lin[i]]
+        res_x = [i for i in range(nc + nk, n) if not xs_lin[i - nc - nk]]
+        lin_x = [i for i in range(nc + nk, n) if xs_lin[i - nc - nk]]
+        carry = list(range(nc, nc + nk))
+        y_avals = closed.out_avals[nk:]
+        linear = Jaxpr(
+            body.constvars + [body.invars[i] for i in res_c + res_x],
+            [body.invars[i] for i in lin_c + carry + lin_x],
+            body.outvars,
+            body.eqns,
+        )
+
+        def fun(*args):
+            res_cv, acc, ct_carry, res_xv, ct_y = _split(args, len(res_c), len(lin_c), nk, len(res_x))
+            ct_y = iter(ct_y)
+            cts_out = list(ct_carry) + [
+                next(ct_y) if nz else Zero(tangent_aval(a)) for nz, a in zip(ys_nz, y_avals)
+            ]
+            cts_in = ad.backward_pass(ClosedJaxpr(linear, list(closed.consts) + res_cv + res_xv), cts_out)
+            ct_c, ct_k, ct_x = _split(cts_in, len(lin_c), nk)
+            return (
+                [instantiate(add_tangents(a, c)) for a, c in zip(acc, ct_c)]
+                + [instantiate(c) for c in ct_k]
+                + [instantiate(c) for c in ct_x]
+            )
+
+        in_avals = (
+            [avals[i] for i in res_c]
+            + [tangent_aval(avals[i]) for i in lin_c + carry]
+            + [avals[i] for i in res_x]
+            + [tangent_aval(a) for a, nz in zip(y_avals, ys_nz) if nz]
+        )
+        return trace_to_jaxpr(fun, in_avals)
+
+    return _cached("transpose", closed, (nc, nk, tuple(const_lin), tuple(xs_lin), tuple(ys_nz)), build)
+
+
+def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, unroll):
+    nc, nk = num_consts, num_carry
+    consts, init, xs = _split(args, nc, nk)
+    ct_carry, ct_ys = cts[:nk], cts[nk:]
+    const_lin = [is_undefined_primal(a) for a in consts]
+    xs_lin = [is_undefined_primal(a) for a in xs]
+    # Every carry is linear here: a known initial carry of a linear scan can only be zeros
+    # (an instantiated tangent), whose cotangent nobody needs.
+    ys_nz = [ct is not None and not is_zero(ct) for ct in ct_ys]
+    body = _transpose_body(jaxpr, nc, nk, const_lin, xs_lin, ys_nz)
+    body_in = jaxpr.in_avals
+    acc0 = [zeros_like_aval(tangent_aval(body_in[i])) for i in range(nc) if const_lin[i]]
+    carry0 = [
+        zeros_like_aval(tangent_aval(body_in[nc + i])) if ct is None or is_zero(ct) else ct
+        for i, ct in enumerate(ct_carry)
+    ]
+    outs = scan_p.bind(
+        *[c for c, lin in zip(consts, const_lin) if not lin], *acc0, *carry0,
+        *[x for x, lin in zip(xs, xs_lin) if not lin], *[ct for ct, nz in zip(ct_ys, ys_nz) if nz],
+        jaxpr=body, length=length, reverse=not reverse, num_consts=nc - len(acc0),
+        num_carry=len(acc0) + nk, unroll=unroll,
+    )  # fmt: skip
+    ct_consts, ct_init, ct_xs = _split(outs, len(acc0), nk)
+    ct_consts, ct_xs = iter(ct_consts), iter(ct_xs)
+    return (
+        [next(ct_consts) if lin else None for lin in const_lin]
+        + [ct if is_undefined_primal(a) else None for a, ct in zip(init, ct_init)]
+        + [next(ct_xs) if lin else None for lin in xs_lin]
+    )
+
+
+scan_p.transpose = _scan_transpose
+
+
+# ------------------------------------------------------------------------------------------ batching
+
+
+def _batch_body(closed: ClosedJaxpr, axis_data, batched, force_out):
+    """The body on inputs batched at axis 0 where `batched`; outputs batched at axis 0 where the
+    computation makes them so or `force_out` asks. Returns (jaxpr, outputs batched by themselves)."""
+
+    def build():
+        size = axis_data.size
+        box = {}
+
+        def fun(*vals):
+            with _trace.new_trace(BatchTrace(axis_data)) as trace:
+                ins = [BatchTracer(trace, v, 0) if b else v for v, b in zip(vals, batched)]
+                outs = eval_jaxpr(closed.jaxpr, closed.consts, *ins)
+                lifted = [trace.lift(o) for o in outs]
+            box["raw"] = [d is not None for _, d in lifted]
+            return [
+                v if d is None and not f else bdim_to_front(v, d, size)
+                for (v, d), f in zip(lifted, force_out)
+            ]
+
+        in_avals = [a.update(shape=(size, *a.shape)) if b else a for a, b in zip(closed.in_avals, batched)]
+        return trace_to_jaxpr(fun, in_avals), box["raw"]
+
+    key = (tuple(batched), tuple(force_out), axis_data.size, axis_data.name, axis_data.spmd_name)
+    return _cached("batch", closed, key, build)
+
+
+def _scan_batch(vals, dims, *, axis_data, jaxpr, length, reverse, num_consts, num_carry, unroll):
+    nc, nk = num_consts, num_carry
+    ny = len(jaxpr.out_avals) - nk
+    consts, init, xs = _split(vals, nc, nk)
+    cd, kd, xd = _split(dims, nc, nk)
+    consts = [c if d is None else moveaxis(c, d, 0) for c, d in zip(consts, cd)]
+    # xs keep the scanned axis first: their batch axis goes second, so each slice has it first.
+    xs = [x if d is None else moveaxis(x, d, 1) for x, d in zip(xs, xd)]
+    const_b, xs_b = [d is not None for d in cd], [d is not None for d in xd]
+    carry_b = [d is not None for d in kd]
+    # Fixed point: a carry is batched if its initial value is or the body makes it so.
+    for _ in range(nk + 1):
+        body, raw = _batch_body(jaxpr, axis_data, const_b + carry_b + xs_b, carry_b + [False] * ny)
+        grown = [c or r for c, r in zip(carry_b, raw[:nk])]
+        if grown == carry_b:
+            break
+        carry_b = grown
+    init = [bdim_to_front(v, d, axis_data.size) if b else v for v, d, b in zip(init, kd, carry_b)]
+    outs = scan_p.bind(
+        *consts,
+        *init,
+        *xs,
+        jaxpr=body,
+        length=length,
+        reverse=reverse,
+        num_consts=nc,
+        num_carry=nk,
+        unroll=unroll,
+    )
+    out_dims = [0 if b else None for b in carry_b] + [1 if b else None for b in raw[nk:]]
+    return outs, out_dims
+
+
+scan_p.batch = _scan_batch
+
+
+# ----------------------------------------------------------------------------------------------- DCE
+
+
+def _scan_dce_rule(used_outputs, eqn):
+    """Keep the used outputs and, by fixed point, every carry a kept output depends on."""
+    from morphax._src.passes._util import eqn_has_effects
+    from morphax._src.passes.dce import dce_closed_jaxpr
+
+    p = eqn.params
+    jaxpr, nc, nk = p["jaxpr"], p["num_consts"], p["num_carry"]
+    if eqn_has_effects(eqn):
+        return [True] * len(eqn.invars), eqn
+    if not any(used_outputs):
+        return [False] * len(eqn.invars), None
+    used_carry, used_ys = list(used_outputs[:nk]), list(used_outputs[nk:])
+    for _ in range(nk + 1):
+        res, used_in = dce_closed_jaxpr(jaxpr, used_carry + used_ys, prune_invars=True)
+        grown = [c or u for c, u in zip(used_carry, used_in[nc : nc + nk])]
+        if grown == used_carry:
+            break
+        used_carry = grown
+    keep = used_in[:nc] + used_carry + used_in[nc + nk :]
+    if all(keep) and all(used_outputs):
+        return keep, eqn
+    full, _ = dce_closed_jaxpr(jaxpr, used_carry + used_ys, prune_invars=False)
+    j = full.closed.jaxpr
+    body = ClosedJaxpr(
+        Jaxpr(j.constvars, [v for v, k in zip(j.invars, keep) if k], j.outvars, j.eqns, j.debug_info),
+        full.closed.consts,
+    )
+    used_out = used_carry + used_ys
+    new_eqn = eqn.replace(
+        invars=[v for v, k in zip(eqn.invars, keep) if k],
+        outvars=[v for v, u in zip(eqn.outvars, used_out) if u],
+        params={**p, "jaxpr": body, "num_consts": sum(keep[:nc]), "num_carry": sum(used_carry)},
+    )
+    return keep, new_eqn
+
+
+scan_p.dce_rule = _scan_dce_rule

@@ -1,0 +1,12 @@
+"""`morphax.ad_checkpoint`: rematerialization (`checkpoint` / `remat`), its policies, `checkpoint_name`
+and `print_saved_residuals` (thin re-export of `morphax._src.control_flow.remat`)."""
+
+from morphax._src.control_flow.remat import (
+    checkpoint,
+    checkpoint_name,
+    checkpoint_policies,
+    print_saved_residuals,
+    remat,
+)
+
+__all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "print_saved_residuals", "remat"]
