@@ -96,6 +96,11 @@ def _all_ready(args) -> bool:
 def execute(executable, args, out_weak_types):
     """Run `executable` on `args` (Arrays or host values); returns output Arrays, maybe pending."""
     stream = stream_for(0)
+    if threading.current_thread() is stream._thread:
+        # Called from inside queued work (a loop body evaluating a nested call): run now, since
+        # queueing behind the running job would wait on itself.
+        outs = executable(*[_host_value(a, v) for a, v in zip(args, executable.in_avals)])
+        return [Array(o, w) for o, w in zip(outs, out_weak_types)]
     if getattr(executable, "has_side_effects", False):
         # Calls with host callbacks run in program order, after earlier queued work, and their
         # exceptions surface at the call (there may be no output to carry them).
