@@ -12,6 +12,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "morphax"
 LAYERS = {
     "config": 0,
     "errors": 0,
+    "traceback_util": 0,
     "core": 1,
     "prims": 2,
     "transforms": 3,
@@ -28,6 +29,7 @@ LAYERS = {
     "autodiff": 7,
     "vmap_api": 7,
     "jit_api": 7,
+    "debugging": 7,
 }
 PUBLIC = 10
 
