@@ -75,6 +75,26 @@ def _leaf_key(x):
     return _abstractify(x)
 
 
+def _closure_convert_tracers(closed):
+    """Turn constants that are tracers of enclosing transformations into leading inputs."""
+    from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr
+    from morphax._src.core.trace import Tracer
+
+    idx = [i for i, c in enumerate(closed.consts) if isinstance(c, Tracer)]
+    if not idx:
+        return closed, []
+    jaxpr = closed.jaxpr
+    keep = [i for i in range(len(closed.consts)) if i not in idx]
+    new = Jaxpr(
+        [jaxpr.constvars[i] for i in keep],
+        [jaxpr.constvars[i] for i in idx] + list(jaxpr.invars),
+        jaxpr.outvars,
+        jaxpr.eqns,
+        jaxpr.debug_info,
+    )
+    return ClosedJaxpr(new, [closed.consts[i] for i in keep]), [closed.consts[i] for i in idx]
+
+
 def _axis_env() -> tuple:
     """(name, size) of every named vmap axis enclosing the current trace, innermost first."""
     env = []
@@ -278,12 +298,23 @@ class JitWrapped:
         )
         out_tree = out_store[0]
         single = pytree.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
-        hit = self._cache[key] = (closed, out_tree, single)
+        closed, lifted = _closure_convert_tracers(closed)
+        if lifted:
+            # The function closed over values of an enclosing transformation (e.g. jit inside
+            # grad): they become leading arguments of the call, and this trace is not cached,
+            # since those values belong to this one transformation.
+            return (closed, out_tree, single, tuple(lifted))
+        hit = self._cache[key] = (closed, out_tree, single, ())
         return hit
 
     @api_boundary
     def trace(self, *args, **kwargs) -> Traced:
-        (closed, out_tree, _), leaves, in_tree = self._lookup(args, kwargs)
+        (closed, out_tree, _, lifted), leaves, in_tree = self._lookup(args, kwargs)
+        if lifted:
+            raise NotImplementedError(
+                f"jit({self._name}).trace/lower: the function closes over values of an enclosing "
+                "transformation; pass them as arguments instead."
+            )
         if in_tree is None:
             in_tree = pytree.tree_structure((args, {}))
         return Traced(closed, in_tree, out_tree, list(leaves), self._name)
@@ -292,7 +323,9 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         if config.disable_jit:
             return self._fun(*args, **kwargs)
-        (closed, out_tree, single), leaves, _ = self._lookup(args, kwargs)
+        (closed, out_tree, single, lifted), leaves, _ = self._lookup(args, kwargs)
+        if lifted:
+            leaves = list(lifted) + list(leaves)
         if _trace.ctx.trace is _trace.base_trace():
             # Eager caller: skip bind and run the compiled executable directly.
             outs = call_compiled(leaves, closed, self._name)

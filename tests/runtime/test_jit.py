@@ -212,3 +212,10 @@ def test_seed_examples_under_jit_match_eager():
         np.testing.assert_allclose(np.asarray(j), np.asarray(e), rtol=1e-5, atol=1e-6)
     # The random samplers themselves give the same bits under jit.
     np.testing.assert_array_equal(morphax.jit(lambda k: random.normal(k, (5,)))(key), random.normal(key, (5,)))
+
+
+def test_jit_closing_over_an_outer_tracer():
+    # jit inside grad/vmap closing over the outer transformation's value (closure conversion).
+    assert float(morphax.grad(lambda w: morphax.jit(lambda x: x * w)(1.0))(3.0)) == 1.0
+    out = morphax.vmap(lambda w: morphax.jit(lambda x: jnp.sin(x * w))(2.0))(jnp.arange(3.0))
+    np.testing.assert_allclose(out, np.sin(2.0 * np.arange(3.0)), rtol=1e-6)

@@ -148,7 +148,8 @@ class Array:
         # Rows come from the host copy: iteration is a host-side loop anyway.
         value = self._value
         weak = self.weak_type
-        return (Array(np.ascontiguousarray(value[i]), weak) for i in range(self.shape[0]))
+        # np.array (not ascontiguousarray, which turns 0-d into 1-d) keeps each row's shape.
+        return (Array(np.array(value[i]), weak) for i in range(self.shape[0]))
 
     def __hash__(self):
         raise TypeError("unhashable type: 'Array' (morphax arrays are mutable-looking values; use a tuple of Python numbers as a key)")

@@ -207,7 +207,11 @@ def check_call_outputs(name, closed, args, outs):
     try:
         _check_floats(name, outs)
     except FloatingPointError:
-        if isinstance(closed, ClosedJaxpr):
+        # Only a call whose jaxpr takes exactly these arguments (pjit) can be replayed; loop
+        # bodies (scan, while) take per-iteration slices and are blamed as a whole.
+        if isinstance(closed, ClosedJaxpr) and len(closed.in_avals) == len(args) and all(
+            get_aval(a).shape == v.shape for a, v in zip(args, closed.in_avals)
+        ):
             eval_jaxpr(closed.jaxpr, closed.consts, *args)
         raise
 
