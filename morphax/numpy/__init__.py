@@ -31,3 +31,5 @@ inf = _np.inf
 nan = _np.nan
 euler_gamma = _np.euler_gamma
 newaxis = None
+from morphax.numpy import fft as fft  # noqa: E402
+from morphax.numpy import linalg as linalg  # noqa: E402,F401

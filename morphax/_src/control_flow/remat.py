@@ -24,6 +24,7 @@ from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.passes._util import cache_get, cache_put, eqn_has_effects
 from morphax._src.passes.dce import dce_closed_jaxpr
+from morphax._src.prims._spec import DTYPES_FOR_CLASS, Case, TestSpec, random_array
 from morphax._src.prims.dot import dot_general_p
 from morphax._src.transforms import ad
 from morphax._src.transforms.jit import batch_jaxpr, jvp_jaxpr
@@ -61,7 +62,13 @@ name_p.abstract_eval = lambda aval, *, name: aval
 name_p.jvp = _name_jvp
 name_p.transpose = lambda ct, x, *, name: [ct]
 name_p.batch = _name_batch
-name_p.test_spec = None
+name_p.test_spec = TestSpec(
+    cases=lambda rng: [
+        Case((random_array(rng, shape, dt),), {"name": "a"}, f"{dt}{list(shape)}")
+        for dt in DTYPES_FOR_CLASS["any"] + ("bfloat16",)
+        for shape in ((), (3,), (2, 0), (1, 4))
+    ]
+)
 
 
 def checkpoint_name(x, name):

@@ -6,8 +6,11 @@ from morphax._src.prims import (  # noqa: F401
     collectives,
     compare,
     conversion,
+    convolution,
     dot,
+    fft,
     indexing,
+    linalg,
     prng,
     reductions,
     scatter,
@@ -17,4 +20,5 @@ from morphax._src.prims import (  # noqa: F401
     sorting,
     transcendental,
     unary,
+    windowed,
 )

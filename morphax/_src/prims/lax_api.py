@@ -6,8 +6,11 @@ from morphax._src.prims.bitwise import *  # noqa: F401,F403
 from morphax._src.prims.collectives import *  # noqa: F401,F403
 from morphax._src.prims.compare import *  # noqa: F401,F403
 from morphax._src.prims.conversion import *  # noqa: F401,F403
+from morphax._src.prims.convolution import *  # noqa: F401,F403
 from morphax._src.prims.dot import *  # noqa: F401,F403
+from morphax._src.prims.fft import *  # noqa: F401,F403
 from morphax._src.prims.indexing import *  # noqa: F401,F403
+from morphax._src.prims.linalg import *  # noqa: F401,F403
 from morphax._src.prims.prng import *  # noqa: F401,F403
 from morphax._src.prims.reductions import *  # noqa: F401,F403
 from morphax._src.prims.scatter import *  # noqa: F401,F403
@@ -17,3 +20,4 @@ from morphax._src.prims.slicing import *  # noqa: F401,F403
 from morphax._src.prims.sorting import *  # noqa: F401,F403
 from morphax._src.prims.transcendental import *  # noqa: F401,F403
 from morphax._src.prims.unary import *  # noqa: F401,F403
+from morphax._src.prims.windowed import *  # noqa: F401,F403
