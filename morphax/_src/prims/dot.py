@@ -252,9 +252,13 @@ def _matmul_form(a, b, dimension_numbers):
     n = int(np.prod([b.shape[d] for d in rf], dtype=np.int64))
     k = int(np.prod([a.shape[d] for d in lc], dtype=np.int64))
     nb = int(np.prod(batch_shape, dtype=np.int64))
-    a3 = np.transpose(a, list(lb) + lf + list(lc)).reshape(nb, m, k)
-    b3 = np.transpose(b, list(rb) + list(rc) + rf).reshape(nb, k, n)
-    out = np.matmul(a3, b3)
+    a_t = np.transpose(a, list(lb) + lf + list(lc))
+    b_t = np.transpose(b, list(rb) + list(rc) + rf)
+    if not lb:
+        # No batch dims: one plain 2-D GEMM (a batch-1 3-D matmul takes a slower path).
+        out = np.dot(a_t.reshape(m, k), b_t.reshape(k, n))
+    else:
+        out = np.matmul(a_t.reshape(nb, m, k), b_t.reshape(nb, k, n))
     return out.reshape(batch_shape + [a.shape[d] for d in lf] + [b.shape[d] for d in rf])
 
 
