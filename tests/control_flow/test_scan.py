@@ -636,3 +636,31 @@ def test_fori_loop_traced_bounds_uses_while():
         morphax.jit(lambda n, x: lax.fori_loop(0, n, body, x, unroll=2))(4, jnp.float32(1.0))
     with pytest.raises(TypeError, match="must have equal types"):
         lax.fori_loop(jnp.int32(0), jnp.int16(3), body, 1.0)
+
+
+def test_rnn_at_benchmark_size_matches_unrolled():
+    # The RNN: hidden 256, T = 100, batch 32; grad through scan == grad of the unrolled loop.
+    import morphax
+    import morphax.numpy as jnp
+    from morphax import lax
+
+    hidden, steps, batch, feats = 256, 100, 32, 8
+    rng = np.random.default_rng(0)
+    w_h = jnp.asarray((rng.standard_normal((hidden, hidden)) / np.sqrt(hidden)).astype(np.float32))
+    w_x = jnp.asarray((rng.standard_normal((feats, hidden)) / np.sqrt(feats)).astype(np.float32))
+    xs = jnp.asarray(rng.standard_normal((steps, batch, feats)).astype(np.float32))
+
+    def scanned(w_h, w_x):
+        h, _ = lax.scan(lambda h, x: (jnp.tanh(h @ w_h + x @ w_x), None), jnp.zeros((batch, hidden)), xs)
+        return jnp.mean(h**2)
+
+    def unrolled(w_h, w_x):
+        h = jnp.zeros((batch, hidden))
+        for t in range(steps):
+            h = jnp.tanh(h @ w_h + xs[t] @ w_x)
+        return jnp.mean(h**2)
+
+    g_scan = morphax.jit(morphax.grad(scanned, argnums=(0, 1)))(w_h, w_x)
+    g_loop = morphax.grad(unrolled, argnums=(0, 1))(w_h, w_x)
+    for a, b in zip(g_scan, g_loop):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)

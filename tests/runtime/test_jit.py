@@ -219,3 +219,17 @@ def test_jit_closing_over_an_outer_tracer():
     assert float(morphax.grad(lambda w: morphax.jit(lambda x: x * w)(1.0))(3.0)) == 1.0
     out = morphax.vmap(lambda w: morphax.jit(lambda x: jnp.sin(x * w))(2.0))(jnp.arange(3.0))
     np.testing.assert_allclose(out, np.sin(2.0 * np.arange(3.0)), rtol=1e-6)
+
+
+def test_exception_inside_a_callback_surfaces_at_the_wait():
+    def bad(x):
+        raise ArithmeticError("raised in the host callback")
+
+    @morphax.jit
+    def f(x):
+        morphax.debug.callback(bad, x)
+        return x * 2
+
+    out = f(jnp.ones(3))  # returns; the failure is recorded on the output
+    with pytest.raises(ArithmeticError, match="host callback"):
+        out.block_until_ready()

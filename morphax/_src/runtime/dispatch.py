@@ -1,7 +1,8 @@
 """Running executables: each device has a stream (a FIFO worker thread); a call returns pending
 Arrays at once and host reads wait. Small calls on ready inputs with an idle stream run inline,
-since a thread handoff costs more than the work. Errors mark the outputs failed and re-raise,
-with their traceback, wherever the outputs are waited on.
+since a thread handoff costs more than the work; calls with host callbacks run in program order.
+Errors mark the outputs failed and re-raise, with their traceback, wherever the outputs are
+waited on (a call with no outputs raises at the call).
 """
 
 from __future__ import annotations
@@ -106,7 +107,12 @@ def execute(executable, args, out_weak_types):
         # exceptions surface at the call (there may be no output to carry them).
         if stream._pending:
             stream.synchronize()
-        outs = executable(*[_host_value(a, v) for a, v in zip(args, executable.in_avals)])
+        try:
+            outs = executable(*[_host_value(a, v) for a, v in zip(args, executable.in_avals)])
+        except Exception as e:  # noqa: BLE001
+            if not executable.out_avals:
+                raise  # nothing to wait on: the error surfaces here
+            return _failed(executable.out_avals, out_weak_types, e)
         return [Array(o, w) for o, w in zip(outs, out_weak_types)]
     if stream._pending == 0 and executable.total_elements < INLINE_ELEMENTS and _all_ready(args):
         try:
