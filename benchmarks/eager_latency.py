@@ -50,7 +50,9 @@ def main():
     parser.add_argument("--number", type=int, default=20000)
     args = parser.parse_args()
     results = measure(args.number)
-    print(f"{'op':10s} {'numpy us':>10s} {'morphax us':>11s} {'ratio':>7s} {'jax us':>9s} {'morphax/jax':>12s}")
+    print(
+        f"{'op':10s} {'numpy us':>10s} {'morphax us':>11s} {'ratio':>7s} {'jax us':>9s} {'morphax/jax':>12s}"
+    )
     for op, r in results.items():
         ratio = r["morphax"] / r["numpy"]
         jax_part = ""

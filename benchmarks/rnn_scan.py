@@ -71,7 +71,9 @@ def main():
     if "jax" in rows:
         m, j = rows["morphax"], rows["jax"]
         err = max(float(np.max(np.abs(a - b))) for a, b in zip(m[3], j[3]))
-        print(f"morphax / jax: step {m[0] / j[0]:.2f}x, first call {m[1] / j[1]:.2f}x; max |grad diff| {err:.2e}")
+        print(
+            f"morphax / jax: step {m[0] / j[0]:.2f}x, first call {m[1] / j[1]:.2f}x; max |grad diff| {err:.2e}"
+        )
 
 
 if __name__ == "__main__":

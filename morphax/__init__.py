@@ -3,25 +3,9 @@
 Public modules are thin re-exports of `morphax._src`; see README.md for a tour.
 """
 
-from morphax._src.runtime import eager as _eager  # noqa: F401  (installs the eager trace)
+from morphax import ad_checkpoint, debug, dtypes, errors, lax, nn, numpy, random, test_util, tree, tree_util
 from morphax._src import prims as _prims  # noqa: F401  (registers the primitive catalogue)
-from morphax._src.config import config
 from morphax._src.api import ShapeDtypeStruct, eval_shape, make_jaxpr
-from morphax._src.jit_api import (
-    block_until_ready,
-    clear_caches,
-    default_backend,
-    device_get,
-    device_put,
-    disable_jit,
-    jit,
-)
-from morphax._src.transforms import jit as _jit_rules  # noqa: F401  (registers pjit)
-from morphax._src.runtime import call as _call  # noqa: F401  (compiled pjit execution)
-from morphax._src.runtime.array import Array
-from morphax._src.runtime.devices import device_count, devices, local_devices
-from morphax import dtypes, lax, nn, numpy, random, tree, tree_util
-from morphax._src.config import enable_x64
 from morphax._src.autodiff import (
     closure_convert,
     custom_gradient,
@@ -36,16 +20,27 @@ from morphax._src.autodiff import (
     value_and_grad,
     vjp,
 )
-from morphax._src.transforms.custom import custom_jvp, custom_vjp
-from morphax._src.vmap_api import vmap
-from morphax import test_util
+from morphax._src.config import config, enable_x64
+from morphax._src.control_flow.remat import checkpoint, checkpoint_policies, remat
 from morphax._src.debugging import named_call, named_scope, pure_callback
-from morphax import debug
-from morphax import errors
+from morphax._src.jit_api import (
+    block_until_ready,
+    clear_caches,
+    default_backend,
+    device_get,
+    device_put,
+    disable_jit,
+    jit,
+)
+from morphax._src.runtime import call as _call  # noqa: F401  (compiled pjit execution)
+from morphax._src.runtime import eager as _eager  # noqa: F401  (installs the eager trace)
+from morphax._src.runtime.array import Array
+from morphax._src.runtime.devices import device_count, devices, local_devices
 from morphax._src.traceback_util import api_boundary as _boundary
 from morphax._src.traceback_util import transformation_boundary as _tboundary
-from morphax._src.control_flow.remat import checkpoint, checkpoint_policies, remat
-from morphax import ad_checkpoint
+from morphax._src.transforms import jit as _jit_rules  # noqa: F401  (registers pjit)
+from morphax._src.transforms.custom import custom_jvp, custom_vjp
+from morphax._src.vmap_api import vmap
 
 # Entry points users call hide morphax's frames from tracebacks (jit and make_jaxpr do it themselves).
 grad, value_and_grad, jacfwd, jacrev, hessian, linear_transpose, vmap = map(
@@ -56,6 +51,7 @@ jvp, vjp, linearize = map(_boundary, (jvp, vjp, linearize))
 __version__ = "0.1.0"
 
 __all__ = [
+    "random",
     "ad_checkpoint",
     "checkpoint",
     "checkpoint_policies",

@@ -68,7 +68,13 @@ def test_imports_point_downward():
             if not name.startswith("morphax"):
                 continue
             target = name.split(".")[1:]
-            if target and target[0] == "_src" and len(target) >= 2 and target[1] not in LAYERS and own < PUBLIC:
+            if (
+                target
+                and target[0] == "_src"
+                and len(target) >= 2
+                and target[1] not in LAYERS
+                and own < PUBLIC
+            ):
                 continue  # a name imported from morphax._src itself (e.g. `from morphax._src import config`)
             if _layer_of_module(target) > own:
                 violations.append(f"{rel} (layer {own}) imports {name} (layer {_layer_of_module(target)})")

@@ -40,9 +40,10 @@ class ShapeDtypeStruct:
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
     def __eq__(self, other):
-        return (
-            isinstance(other, ShapeDtypeStruct)
-            and (self.shape, self.dtype, self.weak_type) == (other.shape, other.dtype, other.weak_type)
+        return isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype, self.weak_type) == (
+            other.shape,
+            other.dtype,
+            other.weak_type,
         )
 
     def __hash__(self):

@@ -132,7 +132,9 @@ def linearize(fun, *primals, has_aux=False):
             )
         for a, t in zip(in_avals, t_leaves):
             if get_aval(t).shape != a.shape:
-                raise ValueError(f"linearized function: tangent shape {get_aval(t).shape} != primal shape {a.shape}")
+                raise ValueError(
+                    f"linearized function: tangent shape {get_aval(t).shape} != primal shape {a.shape}"
+                )
         outs = lin(*t_leaves)[:n]
         return pytree.tree_unflatten(out_tree, [instantiate(t) for t in outs])
 
@@ -172,7 +174,9 @@ def _check_cotangents(out_tree, out_avals, cts):
                 f"primal output {a.shape}."
             )
         want = tangent_dtype(a.dtype)
-        if ca.dtype != want and not (ca.weak_type and _dtypes.is_inexact(ca.dtype) and _dtypes.is_inexact(want)):
+        if ca.dtype != want and not (
+            ca.weak_type and _dtypes.is_inexact(ca.dtype) and _dtypes.is_inexact(want)
+        ):
             raise TypeError(
                 f"Type of cotangent input to the vjp function ({ca.dtype.name}) is not the expected tangent "
                 f"type ({want.name}) of the primal output (dtype {a.dtype.name})."
@@ -200,9 +204,7 @@ def vjp(fun, *primals, has_aux=False):
             for c, a in zip(ct_leaves, out_avals)
         ]
         cts_in = lin.transpose(ct_leaves)
-        dense = [
-            zeros_like_aval(tangent_aval(a)) if is_zero(c) else c for c, a in zip(cts_in, in_avals)
-        ]
+        dense = [zeros_like_aval(tangent_aval(a)) if is_zero(c) else c for c, a in zip(cts_in, in_avals)]
         return pytree.tree_unflatten(p_tree, dense)
 
     primals_out = pytree.tree_unflatten(out_tree, out_p[:n])
@@ -260,7 +262,9 @@ def _check_scalar_output(fname, x, holomorphic):
     dt = aval.dtype
     if holomorphic:
         if not _dtypes.is_complex(dt):
-            raise TypeError(f"{fname} with holomorphic=True requires outputs with complex dtype, but got {dt.name}.")
+            raise TypeError(
+                f"{fname} with holomorphic=True requires outputs with complex dtype, but got {dt.name}."
+            )
     elif _dtypes.is_complex(dt):
         raise TypeError(
             f"{fname} requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but got "
@@ -397,7 +401,10 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         for o, t in zip(out_leaves, t_leaves):
             o_shape = get_aval(o).shape
             if total == 0:
-                blocks = [zeros_like_aval(get_aval(o).update(shape=tuple(o_shape) + get_aval(x).shape)) for x in in_leaves]
+                blocks = [
+                    zeros_like_aval(get_aval(o).update(shape=tuple(o_shape) + get_aval(x).shape))
+                    for x in in_leaves
+                ]
             else:
                 blocks = _split_jacobian(t, sizes, o_shape, [get_aval(x).shape for x in in_leaves])
             tree = pytree.tree_unflatten(in_tree, blocks)
@@ -434,7 +441,9 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
             blocks = []
             for li, x in enumerate(in_leaves):
                 if n == 0:
-                    blocks.append(zeros_like_aval(get_aval(x).update(shape=tuple(o_shape) + tuple(in_shapes[li]))))
+                    blocks.append(
+                        zeros_like_aval(get_aval(x).update(shape=tuple(o_shape) + tuple(in_shapes[li])))
+                    )
                     continue
                 from morphax._src.numpy import manipulation as _manip
                 from morphax._src.prims import lax_api as L
@@ -455,8 +464,12 @@ jacobian = jacrev
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Hessian: forward-over-reverse (jacfwd of jacrev)."""
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums, has_aux=has_aux,
-                  holomorphic=holomorphic)
+    return jacfwd(
+        jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic),
+        argnums,
+        has_aux=has_aux,
+        holomorphic=holomorphic,
+    )
 
 
 # -------------------------------------------------------------------------------- linear_transpose
@@ -468,7 +481,9 @@ def linear_transpose(fun, *primals, reduce_axes=()):
     in_avals = [get_aval(p) for p in p_leaves]
     for a in in_avals:
         if not _dtypes.is_inexact(a.dtype):
-            raise TypeError(f"linear_transpose only supports float and complex inputs, but got {a.dtype.name}")
+            raise TypeError(
+                f"linear_transpose only supports float and complex inputs, but got {a.dtype.name}"
+            )
     store: dict = {}
     flat = _flat_fun(fun, p_tree, False, store)
     with _trace.new_trace(ad.PartialEvalTrace()) as pe:
@@ -518,7 +533,12 @@ def custom_gradient(fun):
         ans_leaves, ans_tree = pytree.tree_flatten(ans)
         ct_avals = [tangent_aval(get_aval(a)) for a in ans_leaves]
         store: dict = {}
-        flat_rule = _flat_fun(lambda *cts: rule(pytree.tree_unflatten(ans_tree, cts)), pytree.tree_structure(tuple(ct_avals)), False, store)
+        flat_rule = _flat_fun(
+            lambda *cts: rule(pytree.tree_unflatten(ans_tree, cts)),
+            pytree.tree_structure(tuple(ct_avals)),
+            False,
+            store,
+        )
         closed = trace_to_jaxpr(lambda *cts: flat_rule(*cts), ct_avals)
         return ans, _RuleResiduals(closed.jaxpr, closed.consts, ans_tree, store["out_tree"])
 
@@ -543,7 +563,7 @@ def closure_convert(fun, *example_args):
     out_tree = store["out_tree"]
 
     def converted(*args_and_consts):
-        args, cs = args_and_consts[: len(example_args)], args_and_consts[len(example_args):]
+        args, cs = args_and_consts[: len(example_args)], args_and_consts[len(example_args) :]
         a_leaves = pytree.tree_leaves(args)
         if len(a_leaves) != n_args:
             raise TypeError(f"closure_convert: expected {n_args} argument leaves, got {len(a_leaves)}")

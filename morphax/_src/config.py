@@ -21,7 +21,10 @@ class Config:
     """Holds the flags; ``update`` is the JAX-compatible setter."""
 
     _known = {
-        "jax_enable_x64": ("enable_x64", lambda: _env_flag("MORPHAX_ENABLE_X64", _env_flag("JAX_ENABLE_X64", False))),
+        "jax_enable_x64": (
+            "enable_x64",
+            lambda: _env_flag("MORPHAX_ENABLE_X64", _env_flag("JAX_ENABLE_X64", False)),
+        ),
         "jax_threefry_partitionable": ("threefry_partitionable", lambda: True),
         "jax_log_compiles": ("log_compiles", lambda: False),
         "jax_disable_jit": ("disable_jit", lambda: False),
@@ -61,8 +64,12 @@ class Config:
 
     def trace_context(self) -> tuple:
         """The flags that change what tracing produces; part of every trace-cache key."""
-        return (self.enable_x64, self.threefry_partitionable, self.numpy_rank_promotion,
-                self.default_matmul_precision)
+        return (
+            self.enable_x64,
+            self.threefry_partitionable,
+            self.numpy_rank_promotion,
+            self.default_matmul_precision,
+        )
 
     def add_listener(self, fn) -> None:
         """``fn(name, value)`` runs after each update (caches that depend on flags clear here)."""

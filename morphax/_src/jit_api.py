@@ -42,7 +42,7 @@ class TraceCounters:
 trace_counters = TraceCounters()
 
 # function -> {signature key: (closed jaxpr, out tree)}; weak so dead functions free their entries.
-_caches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _unweakrefable_caches: dict = {}
 
 
@@ -132,7 +132,8 @@ class Traced:
     @property
     def out_info(self):
         return pytree.tree_unflatten(
-            self.out_tree, [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in self.jaxpr.out_avals]
+            self.out_tree,
+            [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in self.jaxpr.out_avals],
         )
 
     def lower(self):
@@ -237,7 +238,11 @@ class JitWrapped:
         static_nums = tuple(i % nargs if i < 0 else i for i in self._static_argnums if -nargs <= i < nargs)
         static_pos = tuple((i, _hashable_static(args[i], f"static argument {i}")) for i in static_nums)
         static_kw = tuple(
-            sorted((k, _hashable_static(v, f"static argument {k!r}")) for k, v in kwargs.items() if k in self._static_argnames)
+            sorted(
+                (k, _hashable_static(v, f"static argument {k!r}"))
+                for k, v in kwargs.items()
+                if k in self._static_argnames
+            )
         )
         dyn_args = tuple(a for i, a in enumerate(args) if i not in static_nums)
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
@@ -252,7 +257,12 @@ class JitWrapped:
                 return self._lookup_with_env(args, kwargs, env)
         if not kwargs and not self._static_argnums and all(type(a) is Array for a in args):
             # The common call: positional arrays only. Its key needs no pytree flattening.
-            key = (len(args), tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args]), (), config.trace_context())
+            key = (
+                len(args),
+                tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args]),
+                (),
+                config.trace_context(),
+            )
             hit = self._cache.get(key)
             if hit is None:
                 hit = self._trace_and_store(key, args, {}, (), ())
@@ -268,7 +278,12 @@ class JitWrapped:
     def _lookup_with_env(self, args, kwargs, env):
         dyn_args, dyn_kwargs, static_pos, static_kw = self._split(args, kwargs)
         leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
-        key = (in_tree, tuple(_leaf_key(x) for x in leaves), (static_pos, static_kw, env), config.trace_context())
+        key = (
+            in_tree,
+            tuple(_leaf_key(x) for x in leaves),
+            (static_pos, static_kw, env),
+            config.trace_context(),
+        )
         hit = self._cache.get(key)
         if hit is None:
             hit = self._trace_and_store(key, args, kwargs, static_pos, static_kw)
@@ -354,14 +369,32 @@ def _delete_donated(args, nums):
                     leaf.delete()
 
 
-def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None, donate_argnames=None,
-        keep_unused=False, inline=False, device=None, backend=None, in_shardings=None, out_shardings=None,
-        abstracted_axes=None, compiler_options=None):
+def jit(
+    fun=None,
+    *,
+    static_argnums=None,
+    static_argnames=None,
+    donate_argnums=None,
+    donate_argnames=None,
+    keep_unused=False,
+    inline=False,
+    device=None,
+    backend=None,
+    in_shardings=None,
+    out_shardings=None,
+    abstracted_axes=None,
+    compiler_options=None,
+):
     """Stage `fun` into a jaxpr once per argument signature and run it compiled, asynchronously."""
     if fun is None:
         return functools.partial(
-            jit, static_argnums=static_argnums, static_argnames=static_argnames, donate_argnums=donate_argnums,
-            donate_argnames=donate_argnames, keep_unused=keep_unused, inline=inline,
+            jit,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            donate_argnums=donate_argnums,
+            donate_argnames=donate_argnames,
+            keep_unused=keep_unused,
+            inline=inline,
         )
     return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
 
@@ -387,8 +420,8 @@ def block_until_ready(tree):
 
 def device_put(x, device=None, *, donate=False, may_alias=None):
     """Place a pytree of values on `device` (one CPU device for now): NumPy values become Arrays."""
-    from morphax._src.core.values import make_array
     from morphax._src.core import dtypes as _dtypes
+    from morphax._src.core.values import make_array
 
     def put(v):
         if type(v) is Array:

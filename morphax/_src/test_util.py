@@ -111,7 +111,9 @@ def check_jvp(f, f_jvp, args, atol=None, rtol=None, eps=EPS, rng=None):
     tol_dtypes = _leaves_dtypes(args) + _leaves_dtypes(v_out)
     atol, rtol = _tol(tol_dtypes, atol), _tol(tol_dtypes, rtol)
     _assert_close("JVP primal output", v_out, f(*args), atol, rtol)
-    _assert_close("JVP tangent vs finite differences", t_out, numerical_jvp(f, args, tangents, eps), atol, rtol)
+    _assert_close(
+        "JVP tangent vs finite differences", t_out, numerical_jvp(f, args, tangents, eps), atol, rtol
+    )
 
 
 def check_vjp(f, f_vjp, args, atol=None, rtol=None, eps=EPS, rng=None):

@@ -97,7 +97,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             out_leaves, out_tree = pytree.tree_flatten(out)
             lifted = [trace.lift(o) for o in out_leaves]
             out_store["tree"] = out_tree
-        out_dims = _flat_axes(out_axes, pytree.tree_unflatten(out_tree, [0] * len(lifted)), "out_axes", fun_name)
+        out_dims = _flat_axes(
+            out_axes, pytree.tree_unflatten(out_tree, [0] * len(lifted)), "out_axes", fun_name
+        )
         results = []
         for (v, d), od in zip(lifted, out_dims):
             if od is None:

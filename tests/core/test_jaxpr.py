@@ -11,9 +11,9 @@ import pytest
 import morphax
 from morphax import lax, make_jaxpr
 from morphax._src import errors
-from morphax._src.core.jaxpr import JaxprTypeError, Var, check_jaxpr, eval_jaxpr
-from morphax._src.core.avals import ShapedArray
 from morphax._src.core import trace as trace_mod
+from morphax._src.core.avals import ShapedArray
+from morphax._src.core.jaxpr import JaxprTypeError, Var, check_jaxpr, eval_jaxpr
 
 
 def test_acceptance_jaxpr_text_with_lax():

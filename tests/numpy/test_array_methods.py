@@ -43,7 +43,9 @@ METHOD_CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,args,kwargs", METHOD_CASES, ids=[f"{c[0]}{i}" for i, c in enumerate(METHOD_CASES)])
+@pytest.mark.parametrize(
+    "name,args,kwargs", METHOD_CASES, ids=[f"{c[0]}{i}" for i, c in enumerate(METHOD_CASES)]
+)
 def test_methods_match_numpy(name, args, kwargs):
     got = getattr(jnp.asarray(X), name)(*args, **kwargs)
     want = getattr(X, name)(*args, **kwargs)
@@ -62,8 +64,21 @@ def test_dot_real_imag_item_tolist_properties():
     assert (x.shape, x.ndim, x.size, x.itemsize, x.nbytes) == ((2, 3), 2, 6, 4, 24)
 
 
-BINOPS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
-          operator.pow, operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge]
+BINOPS = [
+    operator.add,
+    operator.sub,
+    operator.mul,
+    operator.truediv,
+    operator.floordiv,
+    operator.mod,
+    operator.pow,
+    operator.eq,
+    operator.ne,
+    operator.lt,
+    operator.le,
+    operator.gt,
+    operator.ge,
+]
 INT_BINOPS = [operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift]
 
 

@@ -50,8 +50,11 @@ def _grad_cases():
                 continue
             if any(np.asarray(a).size == 0 for a in case.args):
                 continue
-            if any(np.asarray(a).dtype not in (np.float32, np.complex64) and _dtypes.is_inexact(np.asarray(a).dtype)
-                   for a in case.args):
+            if any(
+                np.asarray(a).dtype not in (np.float32, np.complex64)
+                and _dtypes.is_inexact(np.asarray(a).dtype)
+                for a in case.args
+            ):
                 continue  # float16/bfloat16 cases are too coarse for finite differences
             chosen.append(case)
             if len(chosen) == MAX_CASES_PER_PRIM:
@@ -108,6 +111,10 @@ def test_every_differentiable_primitive_is_covered():
         spec = prim.test_spec
         if spec is None or prim.higher_order:
             continue
-        if getattr(spec, "differentiable", True) and getattr(prim, "differentiable", True) and name not in covered:
+        if (
+            getattr(spec, "differentiable", True)
+            and getattr(prim, "differentiable", True)
+            and name not in covered
+        ):
             missing.append(name)
     assert not missing, f"differentiable primitives without gradient cases (or without a jvp rule): {missing}"

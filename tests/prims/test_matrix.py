@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import morphax  # noqa: F401  (registers the catalogue)
+from morphax._src.api import make_jaxpr
 from morphax._src.core.avals import get_aval
 from morphax._src.core.jaxpr import check_jaxpr, eval_jaxpr
 from morphax._src.core.primitive import registry
-from morphax._src.api import make_jaxpr
 
 
 def _all_cases():
@@ -53,7 +53,9 @@ def _assert_matches(got, want, aval, tol):
         # NumPy's testing helpers do not understand bfloat16/float8 (nan handling); widen exactly.
         got, want = got.astype(np.float32), want.astype(np.float32)
     if tol:
-        np.testing.assert_allclose(got.astype(np.float64) if got.dtype.kind != "c" else got, want, rtol=tol, atol=tol)
+        np.testing.assert_allclose(
+            got.astype(np.float64) if got.dtype.kind != "c" else got, want, rtol=tol, atol=tol
+        )
     else:
         np.testing.assert_array_equal(got, want)
 

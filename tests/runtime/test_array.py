@@ -63,7 +63,7 @@ def test_immutable_and_unhashable():
     with pytest.raises(TypeError, match="unhashable"):
         hash(x)
     with pytest.raises(TypeError, match="unhashable"):
-        {x: 1}
+        _ = {x: 1}
 
 
 def test_pickle_round_trip():

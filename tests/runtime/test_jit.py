@@ -185,8 +185,10 @@ def test_every_primitive_jitted_matches_eager(prim, case):
     jitted = jitted if prim.multiple_results else [jitted]
     for e, j in zip(eager, jitted):
         assert np.asarray(j).dtype == np.asarray(e).dtype
-        np.testing.assert_array_equal(np.asarray(j).astype(np.float64) if np.asarray(j).dtype.kind == "V" else np.asarray(j),
-                                      np.asarray(e).astype(np.float64) if np.asarray(e).dtype.kind == "V" else np.asarray(e))
+        np.testing.assert_array_equal(
+            np.asarray(j).astype(np.float64) if np.asarray(j).dtype.kind == "V" else np.asarray(j),
+            np.asarray(e).astype(np.float64) if np.asarray(e).dtype.kind == "V" else np.asarray(e),
+        )
 
 
 def test_seed_examples_under_jit_match_eager():
@@ -211,7 +213,9 @@ def test_seed_examples_under_jit_match_eager():
     for e, j in zip(eager, jitted):
         np.testing.assert_allclose(np.asarray(j), np.asarray(e), rtol=1e-5, atol=1e-6)
     # The random samplers themselves give the same bits under jit.
-    np.testing.assert_array_equal(morphax.jit(lambda k: random.normal(k, (5,)))(key), random.normal(key, (5,)))
+    np.testing.assert_array_equal(
+        morphax.jit(lambda k: random.normal(k, (5,)))(key), random.normal(key, (5,))
+    )
 
 
 def test_jit_closing_over_an_outer_tracer():

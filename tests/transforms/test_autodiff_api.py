@@ -61,7 +61,10 @@ def test_jacfwd_jacrev_agree_with_finite_differences():
     xs = np.asarray(x, np.float64)
     fd = np.stack(
         [
-            (np.array(f(jnp.asarray(xs + 1e-3 * e)), np.float64) - np.array(f(jnp.asarray(xs - 1e-3 * e)), np.float64))
+            (
+                np.array(f(jnp.asarray(xs + 1e-3 * e)), np.float64)
+                - np.array(f(jnp.asarray(xs - 1e-3 * e)), np.float64)
+            )
             / 2e-3
             for e in np.eye(3)
         ],
@@ -206,7 +209,7 @@ def test_closure_convert_hoists_constants():
 
 
 def test_linear_transpose():
-    f = lambda x: jnp.sum(x * 3.0) 
+    f = lambda x: jnp.sum(x * 3.0)
     t = morphax.linear_transpose(f, jnp.ones(3))
     (ct,) = t(jnp.array(2.0))
     np.testing.assert_array_equal(ct, [6.0, 6.0, 6.0])
@@ -230,7 +233,9 @@ def test_complex_input_real_output_uses_conjugate_convention():
 
 
 def test_check_grads_second_order():
-    check_grads(lambda x, y: jnp.sin(x) * jnp.exp(y) + x * y, (jnp.array([0.3, 0.5]), jnp.array([0.1, -0.2])), order=2)
+    check_grads(
+        lambda x, y: jnp.sin(x) * jnp.exp(y) + x * y, (jnp.array([0.3, 0.5]), jnp.array([0.1, -0.2])), order=2
+    )
 
 
 # --------------------------------------------------------------------------------- bad input

@@ -150,7 +150,9 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, name: str = "jitted", compile_call
         dead = [
             var_name(v)
             for v in eqn.invars
-            if type(v) is not Literal and last_use.get(id(v)) == i and id(v) not in outvar_ids
+            if type(v) is not Literal
+            and last_use.get(id(v)) == i
+            and id(v) not in outvar_ids
             and v not in jaxpr.invars
         ]
         if dead:

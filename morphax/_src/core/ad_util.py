@@ -34,7 +34,7 @@ class Zero:
         self.aval = aval
 
     @staticmethod
-    def from_primal_value(x) -> "Zero":
+    def from_primal_value(x) -> Zero:
         return Zero(tangent_aval(get_aval(x)))
 
     def __repr__(self):

@@ -11,7 +11,6 @@ import itertools
 
 import numpy as np
 
-from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray
 
 
@@ -210,7 +209,12 @@ def _print_eqn(eqn: JaxprEqn, names: _NameContext, indent: int) -> str:
         lines = [f"{pad}{k}={_format_param(v, names, indent + 2)}" for k, v in sorted(params.items())]
         head = eqn.primitive.name + "[\n" + "\n".join(lines) + "\n" + " " * indent + "]"
     else:
-        head = eqn.primitive.name + "[" + " ".join(f"{k}={_format_param(v, names, 0)}" for k, v in sorted(params.items())) + "]"
+        head = (
+            eqn.primitive.name
+            + "["
+            + " ".join(f"{k}={_format_param(v, names, 0)}" for k, v in sorted(params.items()))
+            + "]"
+        )
     rhs = f"{head} {rhs_args}" if rhs_args else head
     return f"{lhs} = {rhs}" if lhs else rhs
 
@@ -272,7 +276,9 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
         out = eqn.primitive.abstract_eval(*in_avals, **eqn.params)
         out_avals = list(out) if eqn.primitive.multiple_results else [out]
         if len(out_avals) != len(eqn.outvars):
-            raise JaxprTypeError(f"check_jaxpr: {where} has {len(eqn.outvars)} outputs, expected {len(out_avals)}")
+            raise JaxprTypeError(
+                f"check_jaxpr: {where} has {len(eqn.outvars)} outputs, expected {len(out_avals)}"
+            )
         for got, want in zip(eqn.outvars, out_avals):
             if not _typematch(got.aval, want):
                 raise JaxprTypeError(

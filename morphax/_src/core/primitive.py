@@ -9,7 +9,7 @@ from __future__ import annotations
 from morphax._src.core import trace as _trace
 
 # Every primitive ever created, by name: the test matrix and the docs enumerate this.
-registry: dict[str, "Primitive"] = {}
+registry: dict[str, Primitive] = {}
 
 
 class Primitive:

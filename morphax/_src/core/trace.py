@@ -17,7 +17,7 @@ from morphax._src.core.avals import ShapedArray, pytype_aval_mappings
 class Trace:
     """A way of interpreting primitives. Subclasses implement `process_primitive`."""
 
-    parent: "Trace | None" = None
+    parent: Trace | None = None
     level = 0
     invalid = False
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import importlib
 
-from morphax._src.core.trace import Tracer
 import numpy as np
 
+from morphax._src.core.trace import Tracer
 from morphax._src.numpy import ufuncs
 from morphax._src.prims import lax_api as L
 from morphax._src.runtime.array import Array

@@ -128,7 +128,11 @@ def rint(x, /):
     util.check_arraylike("rint", x)
     x = util.asarray_like(x)
     if not _dtypes.is_inexact(_dtype_of(x)):
-        return util.convert_element_type(x, _dtypes.default_float_dtype()) if _dtypes.is_bool(_dtype_of(x)) else x
+        return (
+            util.convert_element_type(x, _dtypes.default_float_dtype())
+            if _dtypes.is_bool(_dtype_of(x))
+            else x
+        )
     return L.round_p.bind(x, rounding_method=L.RoundingMethod.TO_NEAREST_EVEN)
 
 
@@ -471,7 +475,9 @@ def hypot(x1, x2, /):
     zero = util.convert_element_type(0, _dtype_of(big))
     safe = where(L.eq_p.bind(big, zero), util.convert_element_type(1, _dtype_of(big)), big)
     ratio = L.div_p.bind(small, safe)
-    out = L.mul_p.bind(big, L.sqrt(L.add_p.bind(util.convert_element_type(1, _dtype_of(big)), L.mul_p.bind(ratio, ratio))))
+    out = L.mul_p.bind(
+        big, L.sqrt(L.add_p.bind(util.convert_element_type(1, _dtype_of(big)), L.mul_p.bind(ratio, ratio)))
+    )
     return where(isinf(big), big, out)
 
 

@@ -33,7 +33,11 @@ def check_arraylike(fun_name: str, *args, emit_warning=False) -> None:
         if not is_arraylike(arg):
             raise TypeError(
                 f"{fun_name} requires ndarray or scalar arguments, got {type(arg).__name__} at position {pos}."
-                + (" Convert lists and tuples with jnp.asarray(...) first." if isinstance(arg, (list, tuple)) else "")
+                + (
+                    " Convert lists and tuples with jnp.asarray(...) first."
+                    if isinstance(arg, (list, tuple))
+                    else ""
+                )
             )
 
 
@@ -57,11 +61,15 @@ def convert_element_type(x, dtype, weak_type=False):
         return _python_scalar_to_array(x, dtype, weak_type)
     if isinstance(x, (np.ndarray, np.generic)):
         if x.dtype != dtype:
-            x = _conversion.convert_element_type_p.impl(np.asarray(x), new_dtype=dtype, weak_type=weak_type, sharding=None)
+            x = _conversion.convert_element_type_p.impl(
+                np.asarray(x), new_dtype=dtype, weak_type=weak_type, sharding=None
+            )
         return make_array(x, dtype, weak_type)
     if x.dtype == dtype and x.weak_type == weak_type:
         return x
-    return _conversion.convert_element_type_p.bind(x, new_dtype=dtype, weak_type=bool(weak_type), sharding=None)
+    return _conversion.convert_element_type_p.bind(
+        x, new_dtype=dtype, weak_type=bool(weak_type), sharding=None
+    )
 
 
 def promote_dtypes(*args):
@@ -161,9 +169,7 @@ def canonicalize_axis(axis, ndim: int, fun_name: str = "", argname: str = "axis"
     except TypeError:
         raise TypeError(f"{fun_name}: {argname} must be an integer, got {axis!r}") from None
     if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
-        raise ValueError(
-            f"{fun_name}: {argname} {axis} is out of bounds for array of dimension {ndim}"
-        )
+        raise ValueError(f"{fun_name}: {argname} {axis} is out of bounds for array of dimension {ndim}")
     return axis % ndim if ndim else 0
 
 

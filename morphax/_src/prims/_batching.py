@@ -81,7 +81,9 @@ def broadcasting_batcher(prim):
                     out.append(v)
                     continue
                 shape = get_aval(v).shape
-                v = L.broadcast_in_dim(v, (1,) * (rank - r + 1) + tuple(shape), tuple(range(rank - r + 1, rank + 1)))
+                v = L.broadcast_in_dim(
+                    v, (1,) * (rank - r + 1) + tuple(shape), tuple(range(rank - r + 1, rank + 1))
+                )
             else:
                 v = moveaxis(v, d, 0)
                 if r < rank:

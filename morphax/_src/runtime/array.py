@@ -102,7 +102,11 @@ class Array:
                 f"Only arrays with one element can be converted to Python scalars; {name}() got an "
                 f"array of shape {self.shape}."
             )
-        return fn(self._value.reshape(()).item() if self.dtype != _dtypes.bfloat16 else float(self._value.reshape(())))
+        return fn(
+            self._value.reshape(()).item()
+            if self.dtype != _dtypes.bfloat16
+            else float(self._value.reshape(()))
+        )
 
     def __float__(self):
         return self._scalar(float, "float")
@@ -152,7 +156,9 @@ class Array:
         return (Array(np.array(value[i]), weak) for i in range(self.shape[0]))
 
     def __hash__(self):
-        raise TypeError("unhashable type: 'Array' (morphax arrays are mutable-looking values; use a tuple of Python numbers as a key)")
+        raise TypeError(
+            "unhashable type: 'Array' (morphax arrays are mutable-looking values; use a tuple of Python numbers as a key)"
+        )
 
     def __setitem__(self, idx, value):
         raise TypeError(errors.immutable_message("Array"))

@@ -11,14 +11,14 @@ import warnings
 
 import numpy as np
 
-from morphax._src.core import trace as _trace
+from morphax._src import errors
+from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from morphax._src.core.trace import Tracer
 from morphax._src.runtime.array import Array
-from morphax._src import errors
-from morphax._src.config import config
 
 # NumPy reports float edge cases (log(-1), inf - inf) as RuntimeWarnings attributed to the calling
 # module. JAX is silent there, and so are we, without touching the user's own NumPy settings.
@@ -77,7 +77,9 @@ class EvalTrace(_trace.Trace):
             # Jaxpr-carrying primitives evaluate their bodies with bind, so they keep Arrays.
             out = prim.impl(*args, **params)
             if _float_checks:
-                check_call_outputs(prim.name, params.get("jaxpr"), args, out if prim.multiple_results else [out])
+                check_call_outputs(
+                    prim.name, params.get("jaxpr"), args, out if prim.multiple_results else [out]
+                )
             return out
         vals = []
         key = [prim]
@@ -209,8 +211,10 @@ def check_call_outputs(name, closed, args, outs):
     except FloatingPointError:
         # Only a call whose jaxpr takes exactly these arguments (pjit) can be replayed; loop
         # bodies (scan, while) take per-iteration slices and are blamed as a whole.
-        if isinstance(closed, ClosedJaxpr) and len(closed.in_avals) == len(args) and all(
-            get_aval(a).shape == v.shape for a, v in zip(args, closed.in_avals)
+        if (
+            isinstance(closed, ClosedJaxpr)
+            and len(closed.in_avals) == len(args)
+            and all(get_aval(a).shape == v.shape for a, v in zip(args, closed.in_avals))
         ):
             eval_jaxpr(closed.jaxpr, closed.consts, *args)
         raise

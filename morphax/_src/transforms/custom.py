@@ -24,7 +24,9 @@ def _resolve_args(fun, args, kwargs):
     try:
         sig = inspect.signature(fun)
     except (TypeError, ValueError):
-        raise TypeError(f"{getattr(fun, '__name__', fun)}: keyword arguments need an inspectable signature") from None
+        raise TypeError(
+            f"{getattr(fun, '__name__', fun)}: keyword arguments need an inspectable signature"
+        ) from None
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     return bound.args
@@ -103,7 +105,9 @@ class custom_jvp:
 
         def flat_jvp(primals, tangents):
             p_args = pytree.tree_unflatten(in_tree, primals)
-            t_args = pytree.tree_unflatten(in_tree, [_tangent_for_user(t, self.symbolic_zeros) for t in tangents])
+            t_args = pytree.tree_unflatten(
+                in_tree, [_tangent_for_user(t, self.symbolic_zeros) for t in tangents]
+            )
             nd = [nondiff[i] for i in sorted(nondiff)]
             res = self.jvp(*nd, tuple(p_args), tuple(t_args))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
@@ -119,7 +123,9 @@ class custom_jvp:
                     f"equal container structure, got {p_tree} and {t_tree}."
                 )
             out_tree_box.append(p_tree)
-            t_leaves = [Zero(tangent_aval(get_aval(p))) if t is None else t for p, t in zip(p_leaves, t_leaves)]
+            t_leaves = [
+                Zero(tangent_aval(get_aval(p))) if t is None else t for p, t in zip(p_leaves, t_leaves)
+            ]
             for p, t in zip(p_leaves, t_leaves):
                 if not is_zero(t) and get_aval(t).shape != get_aval(p).shape:
                     raise ValueError(
@@ -129,7 +135,12 @@ class custom_jvp:
             return p_leaves, t_leaves
 
         outs = _call_with_trace(
-            "process_custom_jvp_call", lambda: flat_fun(*leaves), flat_fun, flat_jvp, leaves, self.symbolic_zeros
+            "process_custom_jvp_call",
+            lambda: flat_fun(*leaves),
+            flat_fun,
+            flat_jvp,
+            leaves,
+            self.symbolic_zeros,
         )
         return pytree.tree_unflatten(out_tree_box[-1], outs)
 
@@ -254,7 +265,12 @@ class custom_vjp:
             return flat
 
         outs = _call_with_trace(
-            "process_custom_vjp_call", lambda: flat_fun(*leaves), flat_fun, flat_fwd, flat_bwd, leaves,
+            "process_custom_vjp_call",
+            lambda: flat_fun(*leaves),
+            flat_fun,
+            flat_fwd,
+            flat_bwd,
+            leaves,
             self.symbolic_zeros,
         )
         return pytree.tree_unflatten(out_tree_box[-1], outs)
@@ -272,10 +288,17 @@ def jvp_of_custom_vjp(trace, lift, fun, fwd, bwd, args, symbolic_zeros):
 
         def bwd_flat(res_leaves, cts):
             cts_in = bwd(res_leaves, res_tree, cts)
-            return [ct if ct is not None else Zero(tangent_aval(get_aval(p))) for ct, p in zip(cts_in, primals)]
+            return [
+                ct if ct is not None else Zero(tangent_aval(get_aval(p))) for ct, p in zip(cts_in, primals)
+            ]
 
         tangents_in = [instantiate(t) for t in tangents]
         out_t = custom_lin_p.bind(
-            *res, *tangents_in, num_res=len(res), bwd=bwd_flat, out_avals=out_avals, symbolic_zeros=symbolic_zeros
+            *res,
+            *tangents_in,
+            num_res=len(res),
+            bwd=bwd_flat,
+            out_avals=out_avals,
+            symbolic_zeros=symbolic_zeros,
         )
     return out, out_t

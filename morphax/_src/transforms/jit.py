@@ -57,7 +57,9 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros):
     def fun(*args):
         primals, nz_tangents = args[:n], iter(args[n:])
         tangents = [next(nz_tangents) if nz else Zero(ad.tangent_aval(a)) for a, nz in zip(avals, nonzeros)]
-        out_p, out_t = ad.jvp_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), primals, tangents)
+        out_p, out_t = ad.jvp_flat(
+            lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), primals, tangents
+        )
         box["out_nonzero"] = [not is_zero(t) for t in out_t]
         return list(out_p) + [t for t in out_t if not is_zero(t)]
 
@@ -70,7 +72,9 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros):
 def _pjit_jvp(primals, tangents, *, jaxpr, name):
     nonzeros = [not is_zero(t) for t in tangents]
     jvp_closed, out_nonzero = jvp_jaxpr(jaxpr, nonzeros)
-    outs = pjit_p.bind(*primals, *[t for t in tangents if not is_zero(t)], jaxpr=jvp_closed, name=f"jvp({name})")
+    outs = pjit_p.bind(
+        *primals, *[t for t in tangents if not is_zero(t)], jaxpr=jvp_closed, name=f"jvp({name})"
+    )
     n_out = len(jaxpr.out_avals)
     out_p, nz_t = outs[:n_out], iter(outs[n_out:])
     out_t = [next(nz_t) if nz else Zero(ad.tangent_aval(a)) for a, nz in zip(jaxpr.out_avals, out_nonzero)]

@@ -38,5 +38,7 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns):
     known_closed = trace_to_jaxpr(known_fun, known_avals)
     unknown = box["unknown"].jaxpr
     # Residuals (the unknown part's constants) become its leading inputs.
-    unknown_jaxpr = ClosedJaxpr(Jaxpr([], unknown.constvars + unknown.invars, unknown.outvars, unknown.eqns), [])
+    unknown_jaxpr = ClosedJaxpr(
+        Jaxpr([], unknown.constvars + unknown.invars, unknown.outvars, unknown.eqns), []
+    )
     return known_closed, unknown_jaxpr, box["out_unknowns"], len(unknown.constvars)
