@@ -40,8 +40,9 @@ def _inexact(name, *xs):
 
 
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):  # noqa: A002 - NumPy's name
-    """Vector p-norm over `axis` (all axes by default)."""
-    (x,) = _inexact("jnp.linalg.vector_norm", x)
+    """Vector p-norm over `axis` (all axes by default). As in JAX, integer inputs keep their dtype
+    for ord in (1, inf, -inf); the other orders are computed in floating point."""
+    (x,) = _arr("jnp.linalg.vector_norm", x)
     if ord is None or ord == 2:
         return ufuncs.sqrt(
             reductions.sum(ufuncs.real(ufuncs.multiply(x, ufuncs.conj(x))), axis=axis, keepdims=keepdims)
@@ -56,10 +57,11 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):  # noqa: A00
     if ord == -np.inf:
         return reductions.min(ufuncs.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        rdt = _dtypes.real_dtype(_dtype(x))
+        rdt = _dtypes.real_dtype(_dtypes.to_inexact_dtype(_dtype(x)))
         return reductions.sum(ufuncs.not_equal(x, 0), dtype=rdt, axis=axis, keepdims=keepdims)
     if ord == 1:
         return reductions.sum(ufuncs.abs(x), axis=axis, keepdims=keepdims)
+    (x,) = util.promote_dtypes_inexact(x)
     abs_x = ufuncs.abs(x)
     rdt = _dtype(abs_x)
     ord_arr = util.convert_element_type(ord, rdt)
