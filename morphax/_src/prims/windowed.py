@@ -1,10 +1,7 @@
-"""Windowed reductions: the reduce_window_sum/max/min primitives behind `lax.reduce_window` (pooling),
-and select_and_gather_add / select_and_scatter_add, the pair a max/min window's derivative needs.
-
-References pad (and dilate) the operand with the reduction's identity, take strided windows and
-reduce them; float16/bfloat16 sums accumulate in float32. Max/min pick the first extreme element of
-each window (NaN counts as extreme): that element receives the window's tangent.
-"""
+"""Windowed reductions: reduce_window_sum/max/min behind `lax.reduce_window` (pooling), and
+select_and_gather_add / select_and_scatter_add, the pair a max/min window's derivative needs.
+References pad and dilate with the identity, then reduce strided windows; max/min select the first
+extreme element of each window (NaN counts as extreme), which receives the window's tangent."""
 
 from __future__ import annotations
 
