@@ -237,3 +237,9 @@ def test_exception_inside_a_callback_surfaces_at_the_wait():
     out = f(jnp.ones(3))  # returns; the failure is recorded on the output
     with pytest.raises(ArithmeticError, match="host callback"):
         out.block_until_ready()
+
+
+def test_operandless_primitive_with_params_compiles():
+    # iota has no operands but has params; constant folding leaves large ones alone.
+    f = morphax.jit(lambda x: x + morphax.lax.iota(np.int32, 200_000))
+    np.testing.assert_array_equal(np.asarray(f(jnp.int32(1)))[:3], [1, 2, 3])

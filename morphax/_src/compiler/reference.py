@@ -136,7 +136,7 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, name: str = "jitted", compile_call
             call = f"{impl}({ins}"
             if eqn.params:
                 params = bind_global(eqn.params, "p")
-                call += f", **{params}"
+                call += f"{', ' if ins else ''}**{params}"  # no-operand primitives (iota) too
             call += ")"
             if prim.multiple_results:
                 casts = [bind_global(_as_array(v.aval.dtype), "as_") for v in eqn.outvars]

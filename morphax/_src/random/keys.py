@@ -1,0 +1,290 @@
+"""Typed PRNG keys: `key(seed)` gives a `KeyArray` of dtype ``key<fry>`` whose shape leaves out
+the two uint32 words of each threefry key. It is a pytree node over that raw ``uint32[..., 2]``
+data, so jit, vmap and grad see plain arrays; `typed_key_api` lets every jax.random entry point
+take typed keys (and return them from split/fold_in/clone)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.avals import get_aval
+from morphax._src.core.pytree_def import register_pytree_node
+from morphax._src.core.trace import Tracer
+from morphax._src.prims import lax_api as L
+from morphax._src.random.prng import PRNGKey, check_key
+
+__all__ = [
+    "KeyArray",
+    "PRNGKeyDtype",
+    "key",
+    "key_data",
+    "key_dtype",
+    "key_impl",
+    "prng_key",
+    "typed_key_api",
+    "wrap_key_data",
+]
+
+_IMPL = "threefry2x32"
+
+
+class prng_key(_dtypes.extended):  # noqa: N801 - JAX's name for the category
+    """Abstract category of PRNG key dtypes: ``issubdtype(k.dtype, prng_key)``."""
+
+
+class PRNGKeyDtype(_dtypes.ExtendedDType):
+    """The dtype of typed threefry keys, shown ``key<fry>``; each element is a ``uint32[2]``."""
+
+    type = prng_key
+
+    def __init__(self, impl: str = _IMPL):
+        self.impl = impl
+        self.name = "key<fry>"
+        self.key_shape = (2,)
+        self.itemsize = 8
+
+    def __eq__(self, other):
+        return isinstance(other, PRNGKeyDtype) and other.impl == self.impl
+
+    def __hash__(self):
+        return hash((PRNGKeyDtype, self.impl))
+
+    def __str__(self):
+        return self.name
+
+
+KEY_DTYPE = PRNGKeyDtype()
+
+
+def _check_impl(name, impl):
+    if impl not in (None, _IMPL, KEY_DTYPE):
+        raise NotImplementedError(f"{name}: only the '{_IMPL}' PRNG implementation exists, got impl={impl!r}")
+
+
+class KeyArray:
+    """An array of typed PRNG keys: `shape` counts keys; `key_data` gives the ``uint32[*shape, 2]``
+    words. Immutable; supports indexing and reshaping, not arithmetic.
+
+    Transformations see the data array, whose last axis holds the key words: vmap's in_axes and
+    out_axes for key arrays must be non-negative (a negative axis would count that axis)."""
+
+    __slots__ = ("_data",)
+    __array_priority__ = 100
+
+    def __init__(self, data):
+        self._data = data
+
+    # ----------------------------------------------------------------------- array-like metadata
+    @property
+    def dtype(self):
+        return KEY_DTYPE
+
+    @property
+    def shape(self):
+        return tuple(get_aval(self._data).shape[:-1])
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def itemsize(self):
+        return KEY_DTYPE.itemsize
+
+    @property
+    def nbytes(self):
+        return self.size * self.itemsize
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d key array")
+        return (self[i] for i in range(self.shape[0]))
+
+    # ------------------------------------------------------------------------- structural ops
+    def __getitem__(self, idx):
+        if isinstance(idx, KeyArray):
+            raise TypeError("key arrays cannot index other arrays")
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        if any(i is Ellipsis for i in idx):
+            # Keep the key words out of the Ellipsis: they sit after everything it covers.
+            return KeyArray(self._data[(*idx, slice(None))])
+        ndim_used = sum(1 for i in idx if i is not None)
+        if ndim_used > self.ndim:
+            raise IndexError(f"Too many indices for key array of shape {self.shape}: {len(idx)} indices")
+        return KeyArray(self._data[idx])
+
+    def reshape(self, *shape, order="C"):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        size = self.size
+        shape = tuple(int(s) for s in shape)
+        if shape.count(-1) == 1:
+            known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+            shape = tuple(size // known if s == -1 else s for s in shape)
+        return KeyArray(self._data.reshape(*shape, 2, order=order))
+
+    def ravel(self, order="C"):
+        return self.reshape(-1, order=order)
+
+    flatten = ravel
+
+    def squeeze(self, axis=None):
+        shape = self.shape
+        axes = range(len(shape)) if axis is None else (axis if isinstance(axis, (tuple, list)) else (axis,))
+        axes = tuple(a % len(shape) for a in axes if axis is not None or shape[a] == 1)
+        return KeyArray(L.squeeze(self._data, axes))
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        axes = (
+            tuple(range(self.ndim))[::-1]
+            if not axes or axes == (None,)
+            else tuple(a % self.ndim for a in axes)
+        )
+        return KeyArray(L.transpose(self._data, (*axes, self.ndim)))
+
+    @property
+    def T(self):  # noqa: N802 - NumPy's name
+        return self.transpose()
+
+    def copy(self):
+        return KeyArray(self._data)
+
+    def block_until_ready(self):
+        if hasattr(self._data, "block_until_ready"):
+            self._data.block_until_ready()
+        return self
+
+    # ------------------------------------------------------------------------------ comparison
+    def __eq__(self, other):
+        if not isinstance(other, KeyArray):
+            return NotImplemented
+        from morphax._src.numpy import ufuncs
+
+        # Keys are equal when both words are; jnp's equal broadcasts the key shapes.
+        return L.reduce_and(ufuncs.equal(self._data, other._data), (max(self.ndim, other.ndim),))
+
+    def __ne__(self, other):
+        if not isinstance(other, KeyArray):
+            return NotImplemented
+        return L.bitwise_not(self == other)
+
+    __hash__ = None  # arrays are unhashable
+
+    # ---------------------------------------------------------------------------------- errors
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            "A morphax array with PRNG key dtype cannot be converted to a NumPy array. Use "
+            "random.key_data(arr) to extract the underlying integer array."
+        )
+
+    def __bool__(self):
+        raise TypeError("The truth value of a key array is ambiguous")
+
+    def _no_math(self, *args, op="arithmetic"):
+        raise TypeError(f"{op} does not accept dtypes {self.dtype.name}: key arrays support no arithmetic.")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no_math
+    __truediv__ = __rtruediv__ = __floordiv__ = __mod__ = __pow__ = __neg__ = _no_math
+    __lt__ = __le__ = __gt__ = __ge__ = _no_math
+
+    def __repr__(self):
+        if isinstance(self._data, Tracer):
+            return f"Traced<{self.dtype.name}[{','.join(map(str, self.shape))}]>"
+        return f"Array({self.shape}, dtype={self.dtype.name}) overlaying:\n{np.asarray(self._data)}"
+
+    __str__ = __repr__
+
+
+register_pytree_node(KeyArray, lambda k: ((k._data,), None), lambda _, children: KeyArray(children[0]))
+
+
+# ------------------------------------------------------------------------------------- public API
+
+
+def key(seed, *, impl=None, dtype=None):
+    """A typed key ``key<fry>[]`` from an integer seed (same words as `PRNGKey(seed)`)."""
+    _check_impl("key", impl)
+    _check_impl("key", dtype)
+    if isinstance(seed, KeyArray):
+        raise TypeError("key: seed must be a scalar integer, got a key array")
+    return KeyArray(PRNGKey(seed))
+
+
+def key_dtype(impl_spec=None):
+    """The dtype of typed keys of implementation `impl_spec` (only threefry2x32)."""
+    _check_impl("key_dtype", impl_spec)
+    return KEY_DTYPE
+
+
+def key_data(keys):
+    """The raw ``uint32[..., 2]`` words of typed keys (raw keys are returned as they are)."""
+    if isinstance(keys, KeyArray):
+        return keys._data
+    return check_key("key_data", keys, allow_batched=True)
+
+
+def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
+    """Typed keys over raw ``uint32[..., 2]`` key words (the inverse of `key_data`)."""
+    _check_impl("wrap_key_data", impl)
+    _check_impl("wrap_key_data", dtype)
+    if isinstance(key_bits_array, KeyArray):
+        raise TypeError(
+            "wrap_key_data: the argument is already a typed key array; pass random.key_data(keys)"
+        )
+    return KeyArray(check_key("wrap_key_data", key_bits_array, allow_batched=True))
+
+
+def key_impl(keys):
+    """The name of the PRNG implementation behind `keys` ('threefry2x32')."""
+    if not isinstance(keys, KeyArray):
+        check_key("key_impl", keys, allow_batched=True)
+    return _IMPL
+
+
+def is_typed(x) -> bool:
+    return isinstance(x, KeyArray)
+
+
+def typed_key_api(fn=None, *, returns_key=False, default_dtype=None):
+    """Wrap a sampler on raw keys so it also takes a typed key first: the key's data goes in, and
+    with `returns_key` a typed key in gives typed keys out. `default_dtype` stands in for
+    ``dtype=None`` and ``mode=None`` is dropped, for samplers whose raw form lacks those defaults."""
+    if fn is None:
+        return functools.partial(typed_key_api, returns_key=returns_key, default_dtype=default_dtype)
+    sig = (
+        inspect.signature(fn)
+        if default_dtype is not None or "mode" in inspect.signature(fn).parameters
+        else None
+    )
+
+    @functools.wraps(fn)
+    def wrapper(key, *args, **kwargs):
+        typed = isinstance(key, KeyArray)
+        raw = key._data if typed else key
+        if sig is not None:
+            bound = sig.bind(raw, *args, **kwargs)
+            if default_dtype is not None and bound.arguments.get("dtype", 0) is None:
+                bound.arguments["dtype"] = default_dtype
+            if "mode" in bound.arguments and bound.arguments["mode"] is None:
+                del bound.arguments["mode"]
+            out = fn(*bound.args, **bound.kwargs)
+        else:
+            out = fn(raw, *args, **kwargs)
+        return KeyArray(out) if returns_key and typed else out
+
+    return wrapper
