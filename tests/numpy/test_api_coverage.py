@@ -1,0 +1,36 @@
+"""Coverage of JAX's public name lists (copied from JAX 0.10.2 into tests/data/api): which names
+morphax has. linalg, fft, random and the pytree APIs are complete; jax.numpy and jax.lax report
+their coverage and may not drop below the recorded floor."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+import morphax
+import morphax.numpy as jnp
+import morphax.tree_util
+
+API = pathlib.Path(__file__).resolve().parents[1] / "data" / "api"
+
+# name list -> (module, minimum fraction covered)
+LISTS = {
+    "jax_numpy_linalg.txt": (jnp.linalg, 1.0),
+    "jax_numpy_fft.txt": (jnp.fft, 1.0),
+    "jax_random.txt": (morphax.random, 1.0),
+    "jax_tree_util.txt": (morphax.tree_util, 1.0),
+    "jax_tree.txt": (morphax.tree, 1.0),
+    "jax_numpy.txt": (jnp, 0.60),
+    "jax_lax.txt": (morphax.lax, 0.70),
+}
+
+
+@pytest.mark.parametrize("list_name", sorted(LISTS))
+def test_coverage(list_name):
+    module, floor = LISTS[list_name]
+    names = [n.strip() for n in (API / list_name).read_text().splitlines() if n.strip()]
+    missing = [n for n in names if not hasattr(module, n)]
+    covered = 1 - len(missing) / len(names)
+    print(f"{list_name}: {len(names) - len(missing)}/{len(names)} ({covered:.1%}); missing: {' '.join(missing)}")
+    assert covered >= floor, f"{list_name}: coverage {covered:.1%} below {floor:.0%}; missing {missing}"
