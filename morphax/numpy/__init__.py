@@ -18,7 +18,9 @@ from morphax._src.numpy import array_methods as _array_methods  # noqa: F401  (i
 from morphax._src.numpy.creation import *  # noqa: F401,F403
 from morphax._src.numpy.indexing import *  # noqa: F401,F403
 from morphax._src.numpy.linalg_basic import *  # noqa: F401,F403
+from morphax._src.numpy.math_extra import *  # noqa: F401,F403
 from morphax._src.numpy.misc_api import *  # noqa: F401,F403
+from morphax._src.numpy.searching import *  # noqa: F401,F403
 from morphax._src.numpy.manipulation import *  # noqa: F401,F403
 from morphax._src.numpy.reductions import *  # noqa: F401,F403
 from morphax._src.numpy.scalar_types import *  # noqa: F401,F403
