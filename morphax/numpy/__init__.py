@@ -15,6 +15,7 @@ from morphax._src.core.dtypes import (  # noqa: F401
     result_type,
 )
 from morphax._src.numpy import array_methods as _array_methods  # noqa: F401  (installs methods last)
+from morphax._src.numpy.construction import *  # noqa: F401,F403
 from morphax._src.numpy.creation import *  # noqa: F401,F403
 from morphax._src.numpy.indexing import *  # noqa: F401,F403
 from morphax._src.numpy.linalg_basic import *  # noqa: F401,F403

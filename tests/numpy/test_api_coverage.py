@@ -21,7 +21,7 @@ LISTS = {
     "jax_random.txt": (morphax.random, 1.0),
     "jax_tree_util.txt": (morphax.tree_util, 1.0),
     "jax_tree.txt": (morphax.tree, 1.0),
-    "jax_numpy.txt": (jnp, 0.60),
+    "jax_numpy.txt": (jnp, 0.95),
     "jax_lax.txt": (morphax.lax, 0.70),
 }
 
