@@ -112,3 +112,10 @@ def test_python_scalars_are_weak_in_operators():
     assert (h * 2.0).dtype == np.float16 and (2 + h).dtype == np.float16
     assert (jnp.ones(3, jnp.int8) + 1).dtype == np.int8
     assert (jnp.ones(3, jnp.int8) + 1.0).dtype == np.float32
+
+
+def test_integer_power_broadcasts():
+    a, b = np.arange(4, dtype=np.int32).reshape(4, 1), np.arange(5, dtype=np.int32).reshape(1, 5)
+    got = jnp.power(jnp.asarray(a), jnp.asarray(b))
+    np.testing.assert_array_equal(np.asarray(got), a**b)
+    assert got.dtype == np.int32

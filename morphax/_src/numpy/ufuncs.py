@@ -439,11 +439,13 @@ pow = power
 
 def _integer_power(x, y):
     # Square-and-multiply over every bit of the exponent (data independent, so it traces).
+    # Bring both to the broadcast shape first: the select below needs equal shapes.
+    shape = np.broadcast_shapes(get_aval(x).shape, get_aval(y).shape)
+    x, y = _broadcast_to(x, shape), _broadcast_to(y, shape)
     dt = _dtype_of(x)
     one = util.convert_element_type(1, dt)
     zero = util.convert_element_type(0, dt)
     acc = L.add_p.bind(L.mul_p.bind(x, zero), one)
-    acc, y = util.promote_shapes("power", acc, y)
     base = x
     for _ in range(dt.itemsize * 8):
         bit = L.ne_p.bind(L.and_p.bind(y, one), zero)
