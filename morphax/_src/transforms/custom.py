@@ -43,6 +43,18 @@ def _merge(nondiff, diff, n):
     return tuple(nondiff[i] if i in nondiff else next(it) for i in range(n))
 
 
+def _flat_primal_fun(fun, nondiff, in_tree, nargs, out_tree_box):
+    """`fun` as a function of the flat differentiable leaves; records its output tree."""
+
+    def flat_fun(*flat):
+        out = fun(*_merge(nondiff, pytree.tree_unflatten(in_tree, flat), nargs))
+        out_leaves, out_tree = pytree.tree_flatten(out)
+        out_tree_box.append(out_tree)
+        return out_leaves
+
+    return flat_fun
+
+
 def _call_with_trace(method, fallback, *rest):
     trace = _trace.current_trace()
     handler = getattr(trace, method, None)
@@ -97,11 +109,7 @@ class custom_jvp:
         leaves, in_tree = pytree.tree_flatten(diff)
         out_tree_box = []
 
-        def flat_fun(*flat):
-            out = self.fun(*_merge(nondiff, pytree.tree_unflatten(in_tree, flat), len(args)))
-            out_leaves, out_tree = pytree.tree_flatten(out)
-            out_tree_box.append(out_tree)
-            return out_leaves
+        flat_fun = _flat_primal_fun(self.fun, nondiff, in_tree, len(args), out_tree_box)
 
         def flat_jvp(primals, tangents):
             p_args = pytree.tree_unflatten(in_tree, primals)
@@ -229,11 +237,7 @@ class custom_vjp:
         leaves, in_tree = pytree.tree_flatten(diff)
         out_tree_box = []
 
-        def flat_fun(*flat):
-            out = self.fun(*_merge(nondiff, pytree.tree_unflatten(in_tree, flat), len(args)))
-            out_leaves, out_tree = pytree.tree_flatten(out)
-            out_tree_box.append(out_tree)
-            return out_leaves
+        flat_fun = _flat_primal_fun(self.fun, nondiff, in_tree, len(args), out_tree_box)
 
         def flat_fwd(*flat):
             res = self.fwd(*_merge(nondiff, pytree.tree_unflatten(in_tree, flat), len(args)))
