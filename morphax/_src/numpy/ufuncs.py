@@ -290,7 +290,8 @@ invert = bitwise_invert = bitwise_not
 def bitwise_count(x, /):
     util.check_arraylike("bitwise_count", x)
     x = util.asarray_like(x)
-    return L.population_count_p.bind(abs(x))
+    # NumPy and JAX count the bits of |x| and return uint8 (a count fits any integer width).
+    return L.convert_element_type(L.population_count_p.bind(abs(x)), np.uint8)
 
 
 # ------------------------------------------------------------------------------ binary factories
