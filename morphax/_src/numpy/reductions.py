@@ -355,7 +355,7 @@ def argmin(a, axis=None, out=None, keepdims=None):
     return _arg_reduce("argmin", "argmin", a, axis, out, keepdims)
 
 
-def _cumulative(name, lax_name, a, axis, dtype, out):
+def _cumulative(name, lax_name, a, axis, dtype, out, promote_integers=False):
     if out is not None:
         raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
     util.check_arraylike(name, a)
@@ -367,14 +367,22 @@ def _cumulative(name, lax_name, a, axis, dtype, out):
         a = ravel(a)
     ax = 0 if axis is None else axis
     (ax,) = reduction_axes(name, get_aval(a).shape, operator.index(concrete_value(ax, f"jnp.{name} axis")))
-    # Bools accumulate as integers even when bool output is requested (a count, then != 0).
-    work = _promote_integer(dt if dt is not None else get_aval(a).dtype)
-    if dt is not None and not _dtypes.is_bool(dt):
-        work = dt
+    src = get_aval(a).dtype
+    if dt is None:
+        # As in JAX: the input dtype (cumsum/cumprod keep small integers), except that bools
+        # accumulate as the default int; `promote_integers` (cumulative_sum) widens small integers.
+        work = _promote_integer(src) if promote_integers or _dtypes.is_bool(src) else src
+        out_dtype = work
+    elif _dtypes.is_bool(dt):
+        # Bool output: accumulate the truth values (a != 0, so that e.g. -1 and 1 cannot cancel)
+        # as integers, then convert back.
+        if not _dtypes.is_bool(src):
+            a = ufuncs.not_equal(a, 0)
+        work, out_dtype = _promote_integer(dt), dt
+    else:
+        work = out_dtype = dt
     result = getattr(L, lax_name)(util.convert_element_type(a, work, False), ax)
-    if dt is not None and _dtypes.is_bool(dt):
-        return ufuncs.not_equal(result, 0) if lax_name == "cumsum" else util.convert_element_type(result, dt)
-    return result
+    return util.convert_element_type(result, out_dtype, False)
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
@@ -385,6 +393,11 @@ def cumsum(a, axis=None, dtype=None, out=None):
 def cumprod(a, axis=None, dtype=None, out=None):
     """Cumulative product along `axis` (flattened when None)."""
     return _cumulative("cumprod", "cumprod", a, axis, dtype, out)
+
+
+def _cumsum_promoting(x, axis, dtype):
+    """JAX's cumulative_sum accumulates small integers in the default integer width."""
+    return _cumulative("cumulative_sum", "cumsum", x, axis, dtype, None, promote_integers=True)
 
 
 def _with_initial(fun, x, axis, dtype, include_initial, ident):
@@ -405,7 +418,7 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
         if np.ndim(x) != 1:
             raise ValueError(f"cumulative_sum: axis must be given for arrays of ndim {np.ndim(x)} != 1")
         axis = 0
-    return _with_initial(cumsum, x, axis, dtype, include_initial, 0)
+    return _with_initial(_cumsum_promoting, x, axis, dtype, include_initial, 0)
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
