@@ -9,6 +9,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.numpy import creation, manipulation, reductions, ufuncs, util
 from morphax._src.prims import lax_api as L
 from morphax._src.runtime.array import Array
+from morphax._src.transforms.custom import custom_jvp
 
 __all__ = [
     "deg2rad", "degrees", "rad2deg", "radians", "fabs", "sinc", "nan_to_num", "angle", "iscomplex",
@@ -60,9 +61,27 @@ def fabs(x, /):
 def sinc(x, /):
     x = _inexact("sinc", x)
     eq0 = ufuncs.equal(x, 0)
-    safe = ufuncs.where(eq0, creation.ones_like(x), x)
-    pi_x = ufuncs.multiply(safe, np.pi)
-    return ufuncs.where(eq0, creation.ones_like(x), ufuncs.divide(ufuncs.sin(pi_x), pi_x))
+    pi_x = ufuncs.multiply(x, np.pi)
+    safe = ufuncs.where(eq0, creation.ones_like(x), pi_x)
+    return ufuncs.where(eq0, _sinc_maclaurin(0, pi_x), ufuncs.divide(ufuncs.sin(safe), safe))
+
+
+def _sinc_maclaurin_impl(k, x):
+    """The k-th derivative of sin(y)/y at y = 0 (broadcast like x): its derivatives at x = 0, of
+    every order, come from the next term of the series (as in JAX)."""
+    zero = ufuncs.multiply(x, 0)
+    if k % 2:
+        return zero
+    return ufuncs.add(zero, (-1) ** (k // 2) / (k + 1))
+
+
+def _sinc_maclaurin_jvp(k, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _sinc_maclaurin(k, x), ufuncs.multiply(_sinc_maclaurin(k + 1, x), t)
+
+
+_sinc_maclaurin = custom_jvp(_sinc_maclaurin_impl, nondiff_argnums=(0,))
+_sinc_maclaurin.defjvp(_sinc_maclaurin_jvp)
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
@@ -743,6 +762,10 @@ def frexp(x, /):
     x = _inexact("frexp", x)
     if _dtypes.is_complex(x.dtype):
         raise TypeError("frexp does not support complex-valued inputs")
+    return _frexp(x)
+
+
+def _frexp_impl(x):
     dt = np.dtype(x.dtype)
     info = np.finfo(dt)
     int_dt = {2: np.int16, 4: np.int32, 8: np.int64}[dt.itemsize]
@@ -764,6 +787,18 @@ def frexp(x, /):
     m = ufuncs.where(special, x, m)
     e = ufuncs.where(special, creation.zeros_like(e), e)
     return m, util.convert_element_type(e, np.int32)
+
+
+def _frexp_jvp(primals, tangents):
+    # The mantissa is x * 2**-e with e piecewise constant (the bit manipulation has no derivative).
+    (x,), (t,) = primals, tangents
+    m, e = _frexp(x)
+    scale = ufuncs.exp2(util.convert_element_type(ufuncs.negative(e), t.dtype))
+    return (m, e), (ufuncs.multiply(t, scale), None)
+
+
+_frexp = custom_jvp(_frexp_impl)
+_frexp.defjvp(_frexp_jvp)
 
 
 def spacing(x, /):

@@ -69,7 +69,7 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False)
 
 def sort_complex(a):
     a = _arr("sort_complex", a)
-    a = sort(a, axis=0)
+    a = sort(a, axis=-1)
     dt = _dtypes.canonicalize_dtype(np.result_type(get_aval(a).dtype, np.complex64))
     return util.convert_element_type(a, dt)
 

@@ -145,11 +145,21 @@ class PartialEvalTrace(StagingTrace):
             return prim.partial_eval(self, args, params)
         return super().process_primitive(prim, args, params)
 
+    # A call whose inputs are all known runs on the parent trace as a custom call, so an enclosing
+    # JVP (grad of grad) still applies its rule; with unknown (tangent) inputs it is inlined.
     def process_custom_jvp_call(self, fun, jvp_rule, args, symbolic_zeros):
-        return fun(*args)
+        if any(self._owns(x) for x in args):
+            return fun(*args)
+        with _trace.set_current_trace(self.parent):
+            handler = getattr(self.parent, "process_custom_jvp_call", None)
+            return fun(*args) if handler is None else handler(fun, jvp_rule, list(args), symbolic_zeros)
 
     def process_custom_vjp_call(self, fun, fwd, bwd, args, symbolic_zeros):
-        return fun(*args)
+        if any(self._owns(x) for x in args):
+            return fun(*args)
+        with _trace.set_current_trace(self.parent):
+            handler = getattr(self.parent, "process_custom_vjp_call", None)
+            return fun(*args) if handler is None else handler(fun, fwd, bwd, list(args), symbolic_zeros)
 
 
 class LinearFunction:
