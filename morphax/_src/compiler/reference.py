@@ -165,6 +165,8 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, name: str = "jitted", compile_call
             results.append(var_name(v))
     lines.append(f"    return [{', '.join(results)}]")
     fn_name = f"{_safe(name)}_{next(_counter)}"
+    while fn_name in env:  # a function named like a primitive ("add") must not shadow its impl ("add_0")
+        fn_name += "_"
     source = f"def {fn_name}({', '.join(args)}):\n" + "\n".join(lines) + "\n"
     code = compile(source, f"<morphax generated {fn_name}>", "exec")
     exec(code, env)

@@ -18,6 +18,7 @@ from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Primitive
 from morphax._src.prims._ad import Zero, _lax, add_tangents, is_undefined_primal, is_zero
 from morphax._src.prims._spec import Case, TestSpec, random_array
+from morphax._src.prims.dot_algorithm import as_dot_algorithm
 
 __all__ = ["Precision", "dot", "dot_general", "dot_general_p"]
 
@@ -50,7 +51,11 @@ class Precision(enum.Enum):
 
 
 def canonicalize_precision(precision):
-    """None / a Precision or string / a pair of them -> None or a (Precision, Precision) pair."""
+    """None / a Precision or string / a pair of them -> None or a (Precision, Precision) pair;
+    a DotAlgorithm, DotAlgorithmPreset or preset name is kept as it is."""
+    algorithm = as_dot_algorithm(precision)
+    if algorithm is not None:
+        return algorithm
     if precision is None:
         default = config.default_matmul_precision
         return None if default is None else canonicalize_precision(default)
