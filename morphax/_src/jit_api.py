@@ -24,7 +24,7 @@ from morphax._src.runtime.array import Array
 from morphax._src.runtime.call import call_compiled
 from morphax._src.traceback_util import api_boundary
 from morphax._src.transforms.jit import pjit_p
-from morphax._src.transforms.staging import make_debug_info, trace_to_jaxpr
+from morphax._src.transforms.staging import closure_convert_tracers, make_debug_info, trace_to_jaxpr
 
 logger = logging.getLogger("morphax")
 
@@ -73,26 +73,6 @@ def _leaf_key(x):
     if t in (float, int, complex, bool):
         return t
     return _abstractify(x)
-
-
-def _closure_convert_tracers(closed):
-    """Turn constants that are tracers of enclosing transformations into leading inputs."""
-    from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr
-    from morphax._src.core.trace import Tracer
-
-    idx = [i for i, c in enumerate(closed.consts) if isinstance(c, Tracer)]
-    if not idx:
-        return closed, []
-    jaxpr = closed.jaxpr
-    keep = [i for i in range(len(closed.consts)) if i not in idx]
-    new = Jaxpr(
-        [jaxpr.constvars[i] for i in keep],
-        [jaxpr.constvars[i] for i in idx] + list(jaxpr.invars),
-        jaxpr.outvars,
-        jaxpr.eqns,
-        jaxpr.debug_info,
-    )
-    return ClosedJaxpr(new, [closed.consts[i] for i in keep]), [closed.consts[i] for i in idx]
 
 
 def _axis_env() -> tuple:
@@ -313,7 +293,7 @@ class JitWrapped:
         )
         out_tree = out_store[0]
         single = pytree.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
-        closed, lifted = _closure_convert_tracers(closed)
+        closed, lifted = closure_convert_tracers(closed)
         if lifted:
             # The function closed over values of an enclosing transformation (e.g. jit inside
             # grad): they become leading arguments of the call, and this trace is not cached,

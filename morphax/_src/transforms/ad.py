@@ -146,17 +146,17 @@ class PartialEvalTrace(StagingTrace):
         return super().process_primitive(prim, args, params)
 
     # A call whose inputs are all known runs on the parent trace as a custom call, so an enclosing
-    # JVP (grad of grad) still applies its rule; with unknown (tangent) inputs it is inlined.
+    # JVP (grad of grad) still applies its rule; with unknown inputs it is staged keeping its rule.
     def process_custom_jvp_call(self, fun, jvp_rule, args, symbolic_zeros):
         if any(self._owns(x) for x in args):
-            return fun(*args)
+            return super().process_custom_jvp_call(fun, jvp_rule, args, symbolic_zeros)
         with _trace.set_current_trace(self.parent):
             handler = getattr(self.parent, "process_custom_jvp_call", None)
             return fun(*args) if handler is None else handler(fun, jvp_rule, list(args), symbolic_zeros)
 
     def process_custom_vjp_call(self, fun, fwd, bwd, args, symbolic_zeros):
         if any(self._owns(x) for x in args):
-            return fun(*args)
+            return super().process_custom_vjp_call(fun, fwd, bwd, args, symbolic_zeros)
         with _trace.set_current_trace(self.parent):
             handler = getattr(self.parent, "process_custom_vjp_call", None)
             return fun(*args) if handler is None else handler(fun, fwd, bwd, list(args), symbolic_zeros)

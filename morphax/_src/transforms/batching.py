@@ -91,58 +91,70 @@ class BatchTrace(_trace.Trace):
     # parent trace decides which to run.
     def process_custom_jvp_call(self, fun, jvp_rule, args, symbolic_zeros):
         vals, dims = zip(*[self.lift(x) for x in args]) if args else ((), ())
-        if all(d is None for d in dims):
-            with _trace.set_current_trace(self.parent):
-                return _call_custom_jvp(fun, jvp_rule, vals, symbolic_zeros)
-        size = self.axis_data.size
-        vals = [bdim_to_front(v, d, size) for v, d in zip(vals, dims)]
-        fun_b = batch_flat_fun(fun, self.axis_data, [0] * len(vals))
-
-        def jvp_b(primals, tangents):
-            n = len(primals)
-
-            def joint(*xs):
-                p_out, t_out = jvp_rule(list(xs[:n]), list(xs[n:]))
-                return list(p_out) + list(t_out)
-
-            # Primals arrive batched at axis 0, and tangents have their primals' shapes.
-            outs = batch_flat_fun(joint, self.axis_data, [0] * (2 * n))(*primals, *tangents)
-            half = len(outs) // 2
-            return outs[:half], outs[half:]
-
         with _trace.set_current_trace(self.parent):
-            outs = _call_custom_jvp(fun_b, jvp_b, vals, symbolic_zeros)
-        return [BatchTracer(self, o, 0) for o in outs]
+            outs, out_dims = batch_custom_jvp_call(self.axis_data, fun, jvp_rule, vals, dims, symbolic_zeros)
+        return outs if all(d is None for d in out_dims) else [BatchTracer(self, o, 0) for o in outs]
 
     def process_custom_vjp_call(self, fun, fwd, bwd, args, symbolic_zeros):
         vals, dims = zip(*[self.lift(x) for x in args]) if args else ((), ())
-        if all(d is None for d in dims):
-            with _trace.set_current_trace(self.parent):
-                return _call_custom_vjp(fun, fwd, bwd, vals, symbolic_zeros)
-        size = self.axis_data.size
-        vals = [bdim_to_front(v, d, size) for v, d in zip(vals, dims)]
-        fun_b = batch_flat_fun(fun, self.axis_data, [0] * len(vals))
-        res_tree_box = []
-
-        def fwd_b(*xs):
-            def joint(*ys):
-                out, res, res_tree = fwd(*ys)
-                res_tree_box.append((res_tree, len(out)))
-                return list(out) + list(res)
-
-            outs = batch_flat_fun(joint, self.axis_data, [0] * len(xs))(*xs)
-            res_tree, n_out = res_tree_box[-1]
-            return outs[:n_out], outs[n_out:], res_tree
-
-        def bwd_b(res, res_tree, cts):
-            def joint(*ys):
-                return list(bwd(list(ys[: len(res)]), res_tree, list(ys[len(res) :])))
-
-            return batch_flat_fun(joint, self.axis_data, [0] * (len(res) + len(cts)))(*res, *cts)
-
         with _trace.set_current_trace(self.parent):
-            outs = _call_custom_vjp(fun_b, fwd_b, bwd_b, vals, symbolic_zeros)
-        return [BatchTracer(self, o, 0) for o in outs]
+            outs, out_dims = batch_custom_vjp_call(self.axis_data, fun, fwd, bwd, vals, dims, symbolic_zeros)
+        return outs if all(d is None for d in out_dims) else [BatchTracer(self, o, 0) for o in outs]
+
+
+def batch_custom_jvp_call(axis_data, fun, jvp_rule, vals, dims, symbolic_zeros):
+    """Run a custom_jvp call on values batched along `dims` (None: unbatched) on the current
+    trace: the function and its rule are batched as wholes, so the rule survives. Returns the
+    outputs and their batch dims (all 0, or all None when no input is batched)."""
+    if all(d is None for d in dims):
+        outs = _call_custom_jvp(fun, jvp_rule, vals, symbolic_zeros)
+        return outs, [None] * len(outs)
+    vals = [bdim_to_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
+    fun_b = batch_flat_fun(fun, axis_data, [0] * len(vals))
+
+    def jvp_b(primals, tangents):
+        n = len(primals)
+
+        def joint(*xs):
+            p_out, t_out = jvp_rule(list(xs[:n]), list(xs[n:]))
+            return list(p_out) + list(t_out)
+
+        # Primals arrive batched at axis 0, and tangents have their primals' shapes.
+        outs = batch_flat_fun(joint, axis_data, [0] * (2 * n))(*primals, *tangents)
+        half = len(outs) // 2
+        return outs[:half], outs[half:]
+
+    outs = _call_custom_jvp(fun_b, jvp_b, vals, symbolic_zeros)
+    return outs, [0] * len(outs)
+
+
+def batch_custom_vjp_call(axis_data, fun, fwd, bwd, vals, dims, symbolic_zeros):
+    """The custom_vjp counterpart of `batch_custom_jvp_call`: fun, fwd and bwd batched as wholes."""
+    if all(d is None for d in dims):
+        outs = _call_custom_vjp(fun, fwd, bwd, vals, symbolic_zeros)
+        return outs, [None] * len(outs)
+    vals = [bdim_to_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
+    fun_b = batch_flat_fun(fun, axis_data, [0] * len(vals))
+    res_tree_box = []
+
+    def fwd_b(*xs):
+        def joint(*ys):
+            out, res, res_tree = fwd(*ys)
+            res_tree_box.append((res_tree, len(out)))
+            return list(out) + list(res)
+
+        outs = batch_flat_fun(joint, axis_data, [0] * len(xs))(*xs)
+        res_tree, n_out = res_tree_box[-1]
+        return outs[:n_out], outs[n_out:], res_tree
+
+    def bwd_b(res, res_tree, cts):
+        def joint(*ys):
+            return list(bwd(list(ys[: len(res)]), res_tree, list(ys[len(res) :])))
+
+        return batch_flat_fun(joint, axis_data, [0] * (len(res) + len(cts)))(*res, *cts)
+
+    outs = _call_custom_vjp(fun_b, fwd_b, bwd_b, vals, symbolic_zeros)
+    return outs, [0] * len(outs)
 
 
 def _call_custom_jvp(fun, jvp_rule, vals, symbolic_zeros):
@@ -183,4 +195,11 @@ def _move_out(v, d, out_dim, size):
     return moveaxis(v, 0, out_dim) if out_dim != 0 else v
 
 
-__all__ = ["BatchTrace", "BatchTracer", "MissingBatchRuleError", "batch_flat_fun"]
+__all__ = [
+    "BatchTrace",
+    "BatchTracer",
+    "MissingBatchRuleError",
+    "batch_custom_jvp_call",
+    "batch_custom_vjp_call",
+    "batch_flat_fun",
+]

@@ -52,6 +52,7 @@ def _flat_primal_fun(fun, nondiff, in_tree, nargs, out_tree_box):
         out_tree_box.append(out_tree)
         return out_leaves
 
+    flat_fun.__name__ = getattr(fun, "__name__", "custom_fun")  # how staged calls print
     return flat_fun
 
 
@@ -142,6 +143,7 @@ class custom_jvp:
                     )
             return p_leaves, t_leaves
 
+        flat_jvp.__name__ = getattr(self.jvp, "__name__", "jvp")
         outs = _call_with_trace(
             "process_custom_jvp_call",
             lambda: flat_fun(*leaves),
@@ -268,6 +270,8 @@ class custom_vjp:
             flat = pytree.tree_flatten(cts_in, is_leaf=lambda x: x is None)[0]
             return flat
 
+        flat_fwd.__name__ = getattr(self.fwd, "__name__", "fwd")
+        flat_bwd.__name__ = getattr(self.bwd, "__name__", "bwd")
         outs = _call_with_trace(
             "process_custom_vjp_call",
             lambda: flat_fun(*leaves),
@@ -281,28 +285,31 @@ class custom_vjp:
 
 
 def jvp_of_custom_vjp(trace, lift, fun, fwd, bwd, args, symbolic_zeros):
-    """How a JVP trace runs a custom_vjp call: fwd on the primals, a `custom_lin` for tangents."""
+    """How a JVP trace runs a custom_vjp call: fwd on the primals, a `custom_lin` for tangents.
+    Returns (None, outputs) when no input has a tangent, else (outputs, output tangents)."""
     primals, tangents = zip(*[lift(x) for x in args]) if args else ((), ())
-    if all(is_zero(t) for t in tangents):
-        with _trace.set_current_trace(trace.parent):
-            return None, fun(*primals)
     with _trace.set_current_trace(trace.parent):
-        out, res, res_tree = fwd(*primals)
-        out_avals = tuple(ShapedArray(get_aval(o).shape, tangent_aval(get_aval(o)).dtype) for o in out)
+        return custom_vjp_jvp(list(primals), list(tangents), fun, fwd, bwd, symbolic_zeros)
 
-        def bwd_flat(res_leaves, cts):
-            cts_in = bwd(res_leaves, res_tree, cts)
-            return [
-                ct if ct is not None else Zero(tangent_aval(get_aval(p))) for ct, p in zip(cts_in, primals)
-            ]
 
-        tangents_in = [instantiate(t) for t in tangents]
-        out_t = custom_lin_p.bind(
-            *res,
-            *tangents_in,
-            num_res=len(res),
-            bwd=bwd_flat,
-            out_avals=out_avals,
-            symbolic_zeros=symbolic_zeros,
-        )
+def custom_vjp_jvp(primals, tangents, fun, fwd, bwd, symbolic_zeros):
+    """`jvp_of_custom_vjp` on the current trace (the one below the JVP)."""
+    if all(is_zero(t) for t in tangents):
+        return None, fun(*primals)
+    out, res, res_tree = fwd(*primals)
+    out_avals = tuple(ShapedArray(get_aval(o).shape, tangent_aval(get_aval(o)).dtype) for o in out)
+
+    def bwd_flat(res_leaves, cts):
+        cts_in = bwd(res_leaves, res_tree, cts)
+        return [ct if ct is not None else Zero(tangent_aval(get_aval(p))) for ct, p in zip(cts_in, primals)]
+
+    tangents_in = [instantiate(t) for t in tangents]
+    out_t = custom_lin_p.bind(
+        *res,
+        *tangents_in,
+        num_res=len(res),
+        bwd=bwd_flat,
+        out_avals=out_avals,
+        symbolic_zeros=symbolic_zeros,
+    )
     return out, out_t

@@ -199,6 +199,18 @@ class StagingTrace(_trace.Trace):
         self.eqns.append(JaxprEqn(prim, invars, [var], params))
         return tracer
 
+    # A custom_jvp / custom_vjp call becomes one equation that keeps its rule (custom_call.py,
+    # which imports this module, hence the local imports).
+    def process_custom_jvp_call(self, fun, jvp_rule, args, symbolic_zeros):
+        from morphax._src.transforms.custom_call import stage_custom_jvp_call
+
+        return stage_custom_jvp_call(fun, jvp_rule, args, symbolic_zeros)
+
+    def process_custom_vjp_call(self, fun, fwd, bwd, args, symbolic_zeros):
+        from morphax._src.transforms.custom_call import stage_custom_vjp_call
+
+        return stage_custom_vjp_call(fun, fwd, bwd, args, symbolic_zeros)
+
     def _progenitors(self, var: Var):
         """Positions of the invars `var` depends on, the constants it depends on, and the
         equations that compute it (walking the recorded equations backwards)."""
@@ -286,6 +298,24 @@ def trace_to_jaxpr(
             check_outputs(outs)
         closed = trace.to_closed_jaxpr(outs)
     return closed
+
+
+def closure_convert_tracers(closed: ClosedJaxpr):
+    """Turn constants that are tracers of enclosing transformations into leading inputs.
+    Returns the new closed jaxpr and those tracers (to pass as its first arguments)."""
+    idx = [i for i, c in enumerate(closed.consts) if isinstance(c, Tracer)]
+    if not idx:
+        return closed, []
+    jaxpr = closed.jaxpr
+    keep = [i for i in range(len(closed.consts)) if i not in idx]
+    new = Jaxpr(
+        [jaxpr.constvars[i] for i in keep],
+        [jaxpr.constvars[i] for i in idx] + list(jaxpr.invars),
+        jaxpr.outvars,
+        jaxpr.eqns,
+        jaxpr.debug_info,
+    )
+    return ClosedJaxpr(new, [closed.consts[i] for i in keep]), [closed.consts[i] for i in idx]
 
 
 def is_constant_value(x) -> bool:

@@ -1,0 +1,176 @@
+"""Staged custom-derivative calls: the `custom_jvp_call` and `custom_vjp_call` primitives.
+
+A custom_jvp / custom_vjp function traced into a jaxpr (by jit, make_jaxpr, a control-flow body)
+must keep its rule: `grad(jit(f))` differentiates the jaxpr after tracing has ended. So the
+staging trace records one equation whose `call_jaxpr` is the primal function and whose params
+hold the rule as a Python callable (JAX's thunks). Evaluating the equation runs the primal
+jaxpr; its JVP rule calls the user's rule (custom_vjp: `fwd`, and `bwd` through `custom_lin`);
+its batching rule batches function and rule as wholes. Values the function closes over that are
+tracers become leading operands (`num_consts`); differentiating with respect to them is an
+error, as in JAX, since the rule only covers the explicit arguments.
+"""
+
+from __future__ import annotations
+
+from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
+from morphax._src.core.avals import get_aval
+from morphax._src.core.jaxpr import eval_jaxpr
+from morphax._src.core.primitive import Primitive
+from morphax._src.core.values import make_array
+from morphax._src.prims._ad import instantiate
+from morphax._src.transforms.batching import batch_custom_jvp_call, batch_custom_vjp_call, batch_flat_fun
+from morphax._src.transforms.custom import custom_vjp_jvp
+from morphax._src.transforms.staging import closure_convert_tracers, trace_to_jaxpr
+
+custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+custom_jvp_call_p.higher_order = True
+custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+custom_vjp_call_p.higher_order = True
+
+
+def _stage(prim, fun, args, params):
+    """Trace `fun` at the avals of `args` and bind `prim` with the traced jaxpr as `call_jaxpr`."""
+    closed = trace_to_jaxpr(lambda *xs: list(fun(*xs)), [get_aval(x) for x in args])
+    closed, lifted = closure_convert_tracers(closed)
+    return prim.bind(*lifted, *args, call_jaxpr=closed, num_consts=len(lifted), **params)
+
+
+def stage_custom_jvp_call(fun, jvp_rule, args, symbolic_zeros):
+    """What a staging trace does with a custom_jvp call: one `custom_jvp_call` equation."""
+    name = getattr(fun, "__name__", "custom_jvp")
+    return _stage(
+        custom_jvp_call_p, fun, args, dict(name=name, jvp_jaxpr_fun=jvp_rule, symbolic_zeros=symbolic_zeros)
+    )
+
+
+def stage_custom_vjp_call(fun, fwd, bwd, args, symbolic_zeros):
+    """What a staging trace does with a custom_vjp call: one `custom_vjp_call` equation."""
+    name = getattr(fun, "__name__", "custom_vjp")
+    params = dict(name=name, fwd_jaxpr_thunk=fwd, bwd=bwd, symbolic_zeros=symbolic_zeros)
+    return _stage(custom_vjp_call_p, fun, args, params)
+
+
+def _impl(*args, call_jaxpr, **_):
+    outs = eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+    return [
+        o if hasattr(o, "_buf") else make_array(o, dtype=a.dtype, weak_type=a.weak_type)
+        for o, a in zip(outs, call_jaxpr.out_avals)
+    ]
+
+
+def _abstract_eval(*in_avals, call_jaxpr, name, **_):
+    expected = call_jaxpr.in_avals
+    if len(in_avals) != len(expected) or any(
+        a.shape != b.shape or a.dtype != b.dtype for a, b in zip(in_avals, expected)
+    ):
+        raise TypeError(
+            f"custom call {name}: called with argument types {[a.str_short() for a in in_avals]} but its "
+            f"jaxpr takes {[a.str_short() for a in expected]}"
+        )
+    return list(call_jaxpr.out_avals)
+
+
+def _split_consts(tangents, num_consts, name, kind):
+    if any(not is_zero(t) for t in tangents[:num_consts]):
+        raise TypeError(
+            f"Detected differentiation of the {kind} function {name} with respect to a closed-over "
+            f"value. The custom rule only says how to differentiate {name} with respect to its explicit "
+            f"arguments: pass the value as an argument instead (or use morphax.closure_convert)."
+        )
+    return tangents[num_consts:]
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp_jaxpr_fun, num_consts, symbolic_zeros, name):
+    tangents = _split_consts(tangents, num_consts, name, "custom_jvp")
+    if all(is_zero(t) for t in tangents):
+        outs = custom_jvp_call_p.bind(
+            *primals,
+            call_jaxpr=call_jaxpr,
+            jvp_jaxpr_fun=jvp_jaxpr_fun,
+            num_consts=num_consts,
+            symbolic_zeros=symbolic_zeros,
+            name=name,
+        )
+        return outs, [Zero(tangent_aval(get_aval(o))) for o in outs]
+    if not symbolic_zeros:
+        tangents = [instantiate(t) for t in tangents]
+    out, out_t = jvp_jaxpr_fun(list(primals[num_consts:]), list(tangents))
+    return list(out), list(out_t)
+
+
+def _custom_vjp_call_jvp(
+    primals, tangents, *, call_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, symbolic_zeros, name
+):
+    tangents = _split_consts(tangents, num_consts, name, "custom_vjp")
+    params = dict(
+        call_jaxpr=call_jaxpr,
+        fwd_jaxpr_thunk=fwd_jaxpr_thunk,
+        bwd=bwd,
+        num_consts=num_consts,
+        symbolic_zeros=symbolic_zeros,
+        name=name,
+    )
+    if all(is_zero(t) for t in tangents):
+        outs = custom_vjp_call_p.bind(*primals, **params)
+        return outs, [Zero(tangent_aval(get_aval(o))) for o in outs]
+    consts = primals[:num_consts]
+
+    def fun(*xs):
+        return custom_vjp_call_p.bind(*consts, *xs, **params)
+
+    out, out_t = custom_vjp_jvp(
+        list(primals[num_consts:]), tangents, fun, fwd_jaxpr_thunk, bwd, symbolic_zeros
+    )
+    return list(out), list(out_t)
+
+
+def _primal_fun(call_jaxpr):
+    return lambda *xs: eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *xs)
+
+
+def _custom_jvp_call_batch(
+    vals, dims, *, axis_data, call_jaxpr, jvp_jaxpr_fun, num_consts, symbolic_zeros, name
+):
+    # The rule sees the explicit arguments only; closed-over operands stay with the function.
+    consts, const_dims = vals[:num_consts], dims[:num_consts]
+    if any(d is not None for d in const_dims):
+        return _inline_batch(vals, dims, axis_data, call_jaxpr)
+    fun = _with_consts(_primal_fun(call_jaxpr), consts)
+    outs, out_dims = batch_custom_jvp_call(
+        axis_data, fun, jvp_jaxpr_fun, vals[num_consts:], dims[num_consts:], symbolic_zeros
+    )
+    return outs, out_dims
+
+
+def _custom_vjp_call_batch(
+    vals, dims, *, axis_data, call_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, symbolic_zeros, name
+):
+    consts, const_dims = vals[:num_consts], dims[:num_consts]
+    if any(d is not None for d in const_dims):
+        return _inline_batch(vals, dims, axis_data, call_jaxpr)
+    fun = _with_consts(_primal_fun(call_jaxpr), consts)
+    return batch_custom_vjp_call(
+        axis_data, fun, fwd_jaxpr_thunk, bwd, vals[num_consts:], dims[num_consts:], symbolic_zeros
+    )
+
+
+def _with_consts(fun, consts):
+    return lambda *xs: fun(*consts, *xs)
+
+
+def _inline_batch(vals, dims, axis_data, call_jaxpr):
+    """A batched closed-over value: the rule (which sees the value unbatched through its Python
+    closure) no longer applies, so the primal jaxpr is batched on its own."""
+    outs = batch_flat_fun(_primal_fun(call_jaxpr), axis_data, list(dims))(*vals)
+    return outs, [0] * len(outs)
+
+
+for _prim, _jvp, _batch in (
+    (custom_jvp_call_p, _custom_jvp_call_jvp, _custom_jvp_call_batch),
+    (custom_vjp_call_p, _custom_vjp_call_jvp, _custom_vjp_call_batch),
+):
+    _prim.impl = _impl
+    _prim.abstract_eval = _abstract_eval
+    _prim.jvp = _jvp
+    _prim.batch = _batch
+    _prim.test_spec = None
