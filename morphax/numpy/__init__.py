@@ -19,12 +19,12 @@ from morphax._src.numpy.construction import *  # noqa: F401,F403
 from morphax._src.numpy.creation import *  # noqa: F401,F403
 from morphax._src.numpy.indexing import *  # noqa: F401,F403
 from morphax._src.numpy.linalg_basic import *  # noqa: F401,F403
+from morphax._src.numpy.manipulation import *  # noqa: F401,F403
 from morphax._src.numpy.math_extra import *  # noqa: F401,F403
 from morphax._src.numpy.misc_api import *  # noqa: F401,F403
-from morphax._src.numpy.searching import *  # noqa: F401,F403
-from morphax._src.numpy.manipulation import *  # noqa: F401,F403
 from morphax._src.numpy.reductions import *  # noqa: F401,F403
 from morphax._src.numpy.scalar_types import *  # noqa: F401,F403
+from morphax._src.numpy.searching import *  # noqa: F401,F403
 from morphax._src.numpy.ufuncs import *  # noqa: F401,F403
 from morphax._src.runtime.array import Array as ndarray  # noqa: F401
 
@@ -35,5 +35,24 @@ inf = _np.inf
 nan = _np.nan
 euler_gamma = _np.euler_gamma
 newaxis = None
+
+# The jax.numpy ufunc objects (add, multiply, maximum...: callables with reduce/accumulate/at/
+# reduceat/outer) take the place of the plain functions of the same names.
+from morphax._src.numpy.misc_api import (  # noqa: E402,F401  (after ufuncs.*: these names win)
+    add,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    logaddexp,
+    logaddexp2,
+    logical_and,
+    logical_or,
+    logical_xor,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    subtract,
+)
 from morphax.numpy import fft as fft  # noqa: E402
 from morphax.numpy import linalg as linalg  # noqa: E402,F401

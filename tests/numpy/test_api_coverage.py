@@ -32,5 +32,7 @@ def test_coverage(list_name):
     names = [n.strip() for n in (API / list_name).read_text().splitlines() if n.strip()]
     missing = [n for n in names if not hasattr(module, n)]
     covered = 1 - len(missing) / len(names)
-    print(f"{list_name}: {len(names) - len(missing)}/{len(names)} ({covered:.1%}); missing: {' '.join(missing)}")
+    print(
+        f"{list_name}: {len(names) - len(missing)}/{len(names)} ({covered:.1%}); missing: {' '.join(missing)}"
+    )
     assert covered >= floor, f"{list_name}: coverage {covered:.1%} below {floor:.0%}; missing {missing}"

@@ -385,9 +385,11 @@ def test_compress(axis):
     x = rand(RNG, (3, 4), np.float32)
     cond = np.array([True, False, True])
     check(lambda a: C.compress(cond, a, axis), lambda a: np.compress(cond, a, axis), x)
-    got = C.compress(cond, x, axis=0, size=4, fill_value=9)
-    want = np.concatenate([x[[0, 2]], np.full((2, 4), 9, np.float32)])
+    got = C.compress(cond, x, axis=0, size=3, fill_value=9)
+    want = np.concatenate([x[[0, 2]], np.full((1, 4), 9, np.float32)])
     assert_matches(got, want)
+    with pytest.raises(ValueError, match="size must be"):  # as in JAX: size <= a.shape[axis]
+        C.compress(cond, x, axis=0, size=4)
 
 
 @pytest.mark.parametrize("mode", [None, "wrap", "clip"])

@@ -21,6 +21,7 @@ from morphax._src.numpy import (
     linalg_helpers,
     manipulation,
     reductions,
+    searching,
     ufuncs,
     util,
 )
@@ -566,6 +567,31 @@ def _pad_index(mode, n, before, after, reflect):
     return np.where(j >= n, period - j, j)
 
 
+def _pad_reflect_odd(x, ax, before, after, include_edge):
+    """NumPy's odd reflection: chunks of at most the original period, each reflected through the
+    current edge (2 * edge - mirror), repeated until the pad widths are filled."""
+    n = x.shape[ax]
+    eo = 1 if include_edge else 0
+    while before > 0 or after > 0:
+        length = x.shape[ax]
+        if include_edge:
+            old = length // n * n
+        else:
+            old = (length - 1) // (n - 1) * (n - 1)
+        if before > 0:
+            chunk = min(old, before)
+            mirror = _slice_axis(x, ax, np.arange(chunk - eo, -eo, -1))
+            x = manipulation.concatenate([2 * _slice_axis(x, ax, [0]) - mirror, x], axis=ax)
+            before -= chunk
+        if after > 0:
+            chunk = min(old, after)
+            last = x.shape[ax] - 1
+            mirror = _slice_axis(x, ax, np.arange(last - 1 + eo, last - 1 + eo - chunk, -1))
+            x = manipulation.concatenate([x, 2 * _slice_axis(x, ax, [last]) - mirror], axis=ax)
+            after -= chunk
+    return x
+
+
 def _const_block(x, axis, width, value):
     shape = list(x.shape)
     shape[axis] = width
@@ -639,16 +665,11 @@ def pad(array, pad_width, mode="constant", **kwargs):
             continue
         if n == 0:
             raise ValueError(f"can't extend empty axis {ax} using modes other than 'constant' or 'empty'")
+        if reflect_type == "odd" and mode in ("reflect", "symmetric") and n > 1:
+            x = _pad_reflect_odd(x, ax, b, a, mode == "symmetric")
+            continue
         if mode in ("edge", "wrap", "reflect", "symmetric"):
-            y = _slice_axis(x, ax, _pad_index(mode, n, b, a, reflect_type))
-            if reflect_type == "odd" and mode in ("reflect", "symmetric"):
-                first = _slice_axis(x, ax, [0])
-                last = _slice_axis(x, ax, [n - 1])
-                i = np.arange(-b, n + a)
-                lo = creation.asarray((i < 0).reshape([-1 if k == ax else 1 for k in range(nd)]))
-                hi = creation.asarray((i >= n).reshape([-1 if k == ax else 1 for k in range(nd)]))
-                y = ufuncs.where(lo, 2 * first - y, ufuncs.where(hi, 2 * last - y, y))
-            x = y
+            x = _slice_axis(x, ax, _pad_index(mode, n, b, a, reflect_type))
             continue
         if mode == "linear_ramp":
             ev = _pad_pairs(np.asarray(kwargs.get("end_values", 0)), nd, "end_values", False)
@@ -757,31 +778,38 @@ def trim_zeros(filt, trim="fb"):
 
 
 def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
-    """Slices of `a` along `axis` where 1-D `condition` is true (concrete condition)."""
+    """Slices of `a` along `axis` where 1-D `condition` is true (concrete condition, or any with size=)."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
     a = _arr("compress", a)
-    cond = _concrete(_arr("compress", condition), "compress", "condition")
-    if cond.ndim != 1:
+    condition = _arr("compress", condition)
+    if len(condition.shape) != 1:
         raise ValueError("condition must be a 1D array")
     if axis is None:
         a = manipulation.ravel(a)
         axis = 0
     axis = util.canonicalize_axis(axis, len(a.shape), "compress")
+    if size is not None:
+        # JAX's traceable form: the selected slices first (stable), the rest replaced by fill_value.
+        size = operator.index(size)
+        cond = ufuncs.not_equal(condition, False)[: a.shape[axis]]
+        m = cond.shape[0]
+        if not 0 <= size <= m:
+            raise ValueError(
+                "size must be positive and not greater than the size of the array axis;"
+                f" got {size=} for a.shape[axis]={m}"
+            )
+        x = manipulation.moveaxis(a, axis, 0)[:m]
+        mask = manipulation.reshape(cond, (m,) + (1,) * (len(x.shape) - 1))
+        x = ufuncs.where(mask, x, creation.asarray(fill_value).astype(x.dtype))
+        order = searching.argsort(cond, stable=True, descending=True)[:size]
+        return manipulation.moveaxis(indexing.take(x, order, axis=0), 0, axis)
+    cond = _concrete(condition, "compress", "condition")
     n = a.shape[axis]
     if np.count_nonzero(cond[n:]):
         raise ValueError("condition contains entries that are out of bounds")
     idx = np.flatnonzero(cond[:n])
-    res = indexing.take(a, creation.asarray(idx.astype(np.int32)), axis=axis)
-    if size is not None:
-        size = operator.index(size)
-        if size <= len(idx):
-            res = _slice_axis(res, axis, np.arange(size))
-        else:
-            res = manipulation.concatenate(
-                [res, _const_block(res, axis, size - len(idx), fill_value)], axis=axis
-            )
-    return res
+    return indexing.take(a, creation.asarray(idx.astype(np.int32)), axis=axis)
 
 
 def put(a, ind, v, mode=None, *, inplace=True):

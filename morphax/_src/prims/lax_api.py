@@ -14,8 +14,8 @@ from morphax._src.prims.dot_algorithm import *  # noqa: F401,F403
 from morphax._src.prims.fft import *  # noqa: F401,F403
 from morphax._src.prims.indexing import *  # noqa: F401,F403
 from morphax._src.prims.lax_extras import *  # noqa: F401,F403
-from morphax._src.prims.lax_rng import *  # noqa: F401,F403
 from morphax._src.prims.lax_misc import *  # noqa: F401,F403
+from morphax._src.prims.lax_rng import *  # noqa: F401,F403
 from morphax._src.prims.linalg import *  # noqa: F401,F403
 from morphax._src.prims.prng import *  # noqa: F401,F403
 from morphax._src.prims.ragged_dot import *  # noqa: F401,F403
