@@ -19,6 +19,7 @@ from morphax._src.prims import (  # noqa: F401
     linalg,
     prng,
     ragged_dot,
+    scaled_dot,
     reductions,
     scatter,
     selection,

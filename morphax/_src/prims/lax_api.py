@@ -20,6 +20,7 @@ from morphax._src.prims.linalg import *  # noqa: F401,F403
 from morphax._src.prims.prng import *  # noqa: F401,F403
 from morphax._src.prims.ragged_dot import *  # noqa: F401,F403
 from morphax._src.prims.reductions import *  # noqa: F401,F403
+from morphax._src.prims.scaled_dot import *  # noqa: F401,F403
 from morphax._src.prims.scatter import *  # noqa: F401,F403
 from morphax._src.prims.selection import *  # noqa: F401,F403
 from morphax._src.prims.shape import *  # noqa: F401,F403
