@@ -17,14 +17,19 @@ from morphax._src.core.dtypes import (  # noqa: F401
 from morphax._src.numpy import array_methods as _array_methods  # noqa: F401  (installs methods last)
 from morphax._src.numpy.construction import *  # noqa: F401,F403
 from morphax._src.numpy.creation import *  # noqa: F401,F403
+from morphax._src.numpy.index_tricks import *  # noqa: F401,F403
 from morphax._src.numpy.indexing import *  # noqa: F401,F403
 from morphax._src.numpy.linalg_basic import *  # noqa: F401,F403
 from morphax._src.numpy.manipulation import *  # noqa: F401,F403
 from morphax._src.numpy.math_extra import *  # noqa: F401,F403
 from morphax._src.numpy.misc_api import *  # noqa: F401,F403
+from morphax._src.numpy.padding import *  # noqa: F401,F403
 from morphax._src.numpy.reductions import *  # noqa: F401,F403
+from morphax._src.numpy.rounding import *  # noqa: F401,F403
 from morphax._src.numpy.scalar_types import *  # noqa: F401,F403
 from morphax._src.numpy.searching import *  # noqa: F401,F403
+from morphax._src.numpy.statistics import *  # noqa: F401,F403
+from morphax._src.numpy.ufunc_objects import *  # noqa: F401,F403
 from morphax._src.numpy.ufuncs import *  # noqa: F401,F403
 from morphax._src.runtime.array import Array as ndarray  # noqa: F401
 
@@ -38,7 +43,7 @@ newaxis = None
 
 # The jax.numpy ufunc objects (add, multiply, maximum...: callables with reduce/accumulate/at/
 # reduceat/outer) take the place of the plain functions of the same names.
-from morphax._src.numpy.misc_api import (  # noqa: E402,F401  (after ufuncs.*: these names win)
+from morphax._src.numpy.ufunc_objects import (  # noqa: E402,F401  (after ufuncs.*: these names win)
     add,
     bitwise_and,
     bitwise_or,

@@ -12,6 +12,8 @@ import pytest
 import morphax
 import morphax.numpy as jnp  # noqa: F401 - registers array methods
 from morphax._src.numpy import construction as C
+from morphax._src.numpy import index_tricks as IT
+from morphax._src.numpy import padding as P
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from basic_api_check import assert_matches, check, rand  # noqa: E402
@@ -209,10 +211,10 @@ def test_delete(obj, axis):
 
 
 def test_index_tricks():
-    assert C.s_[1:2, ::3] == np.s_[1:2, ::3]
-    assert C.s_[3] == np.s_[3]
-    assert C.index_exp[3] == np.index_exp[3]
-    assert C.index_exp[1:, None] == np.index_exp[1:, None]
+    assert IT.s_[1:2, ::3] == np.s_[1:2, ::3]
+    assert IT.s_[3] == np.s_[3]
+    assert IT.index_exp[3] == np.index_exp[3]
+    assert IT.index_exp[1:, None] == np.index_exp[1:, None]
 
 
 @pytest.mark.parametrize("shape", [(3, 4), 7, (2, 0), (1,)])
@@ -299,15 +301,15 @@ PAD_WIDTHS = [2, (1, 2), ((1, 0),), ((0, 2), (3, 1)), ((1, 1), (0, 0))]
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
 def test_pad_modes(pw, mode, dtype):
     x = rand(RNG, (3, 4), dtype)
-    check(lambda a: C.pad(a, pw, mode), lambda a: np.pad(a, pw, mode), x)
+    check(lambda a: P.pad(a, pw, mode), lambda a: np.pad(a, pw, mode), x)
 
 
 @pytest.mark.parametrize("mode", ["reflect", "symmetric", "wrap"])
 def test_pad_large_widths(mode):
     x = rand(RNG, (3,), np.float32)
-    check(lambda a: C.pad(a, (7, 5), mode), lambda a: np.pad(a, (7, 5), mode), x)
+    check(lambda a: P.pad(a, (7, 5), mode), lambda a: np.pad(a, (7, 5), mode), x)
     check(
-        lambda a: C.pad(a, (1, 2), mode, reflect_type="odd") if mode != "wrap" else C.pad(a, 1, mode),
+        lambda a: P.pad(a, (1, 2), mode, reflect_type="odd") if mode != "wrap" else P.pad(a, 1, mode),
         lambda a: np.pad(a, (1, 2), mode, reflect_type="odd") if mode != "wrap" else np.pad(a, 1, mode),
         x,
     )
@@ -316,50 +318,50 @@ def test_pad_large_widths(mode):
 def test_pad_kwargs():
     x = rand(RNG, (3, 4), np.float32)
     check(
-        lambda a: C.pad(a, 2, constant_values=(1.5, -2)), lambda a: np.pad(a, 2, constant_values=(1.5, -2)), x
+        lambda a: P.pad(a, 2, constant_values=(1.5, -2)), lambda a: np.pad(a, 2, constant_values=(1.5, -2)), x
     )
     check(
-        lambda a: C.pad(a, ((1, 2), (2, 1)), constant_values=((1, 2), (3, 4))),
+        lambda a: P.pad(a, ((1, 2), (2, 1)), constant_values=((1, 2), (3, 4))),
         lambda a: np.pad(a, ((1, 2), (2, 1)), constant_values=((1, 2), (3, 4))),
         x,
     )
     check(
-        lambda a: C.pad(a, ((2, 3), (1, 2)), "linear_ramp", end_values=(5, -3)),
+        lambda a: P.pad(a, ((2, 3), (1, 2)), "linear_ramp", end_values=(5, -3)),
         lambda a: np.pad(a, ((2, 3), (1, 2)), "linear_ramp", end_values=(5, -3)),
         x,
     )
     for mode in ["maximum", "minimum", "mean", "median"]:
         check(
-            lambda a, mode=mode: C.pad(a, 2, mode, stat_length=((1, 2), (2, 3))),
+            lambda a, mode=mode: P.pad(a, 2, mode, stat_length=((1, 2), (2, 3))),
             lambda a, mode=mode: np.pad(a, 2, mode, stat_length=((1, 2), (2, 3))),
             x,
         )
-    assert C.pad(x, ((1, 2), (0, 3)), "empty").shape == (6, 7)
-    assert_matches(C.pad(rand(RNG, (0, 2), np.float32), 1), np.pad(np.zeros((0, 2), np.float32), 1))
+    assert P.pad(x, ((1, 2), (0, 3)), "empty").shape == (6, 7)
+    assert_matches(P.pad(rand(RNG, (0, 2), np.float32), 1), np.pad(np.zeros((0, 2), np.float32), 1))
     with pytest.raises(ValueError):
-        C.pad(x, -1)
+        P.pad(x, -1)
     with pytest.raises(ValueError):
-        C.pad(x, 1, "edge", constant_values=1)
+        P.pad(x, 1, "edge", constant_values=1)
 
 
 def test_pad_jit():
     x = rand(RNG, (3, 4), np.float32)
     assert_matches(
-        morphax.jit(lambda a: C.pad(a, ((1, 2), (3, 0)), "reflect"))(x),
+        morphax.jit(lambda a: P.pad(a, ((1, 2), (3, 0)), "reflect"))(x),
         np.pad(x, ((1, 2), (3, 0)), "reflect"),
     )
     assert_matches(
-        morphax.jit(lambda a, c: C.pad(a, 1, constant_values=c))(x, np.float32(3)),
+        morphax.jit(lambda a, c: P.pad(a, 1, constant_values=c))(x, np.float32(3)),
         np.pad(x, 1, constant_values=3),
     )
-    assert_matches(morphax.jit(lambda a: C.pad(a, 2, "mean"))(x), np.pad(x, 2, "mean"))
+    assert_matches(morphax.jit(lambda a: P.pad(a, 2, "mean"))(x), np.pad(x, 2, "mean"))
 
 
 @pytest.mark.parametrize("key", [np.s_[0:5], np.s_[0:4, 1:3], np.s_[0:1:5j, 2:4], np.s_[-1:1:0.5, 0:3:2]])
 def test_mgrid_ogrid(key):
     want = np.mgrid[key]
-    assert_matches(C.mgrid[key], want.astype(np.float32 if want.dtype.kind == "f" else np.int32))
-    got, want = C.ogrid[key], np.ogrid[key]
+    assert_matches(IT.mgrid[key], want.astype(np.float32 if want.dtype.kind == "f" else np.int32))
+    got, want = IT.ogrid[key], np.ogrid[key]
     if isinstance(want, np.ndarray):
         got, want = [got], [want]
     for g, w in zip(got, want):
@@ -430,7 +432,7 @@ def test_insert(obj, vals, axis, dtype):
 def test_pad_linear_ramp(dtype):
     x = rand(RNG, (5,), dtype) * 3
     check(
-        lambda a: C.pad(a, (4, 3), "linear_ramp", end_values=(7, -4)),
+        lambda a: P.pad(a, (4, 3), "linear_ramp", end_values=(7, -4)),
         lambda a: np.pad(a, (4, 3), "linear_ramp", end_values=(7, -4)),
         x,
     )
@@ -439,13 +441,13 @@ def test_pad_linear_ramp(dtype):
 def test_r_c_():
     a = np.array([1.0, 2.0], np.float32)
     b = np.array([[1, 2], [3, 4]], np.int32)
-    assert_matches(C.r_[a, 0.5, a], np.r_[a, 0.5, a].astype(np.float32))
-    assert_matches(C.r_[1:4, 7], np.r_[1:4, 7].astype(np.int32))
-    assert_matches(C.r_[0:1:3j, a], np.r_[0:1:3j, a].astype(np.float32))
-    assert_matches(C.r_["-1", b, b], np.r_["-1", b, b])
-    assert_matches(C.r_["0,2", a, a], np.r_["0,2", a, a].astype(np.float32))
-    assert_matches(C.r_["0,2,0", a, a], np.r_["0,2,0", a, a].astype(np.float32))
-    assert_matches(C.r_["1,3,1", a, a], np.r_["1,3,1", a, a].astype(np.float32))
-    assert_matches(C.c_[a, a], np.c_[a, a].astype(np.float32))
-    assert_matches(C.c_[b, b], np.c_[b, b])
-    assert_matches(C.c_[a, 1:3], np.c_[a, 1:3].astype(np.float32))
+    assert_matches(IT.r_[a, 0.5, a], np.r_[a, 0.5, a].astype(np.float32))
+    assert_matches(IT.r_[1:4, 7], np.r_[1:4, 7].astype(np.int32))
+    assert_matches(IT.r_[0:1:3j, a], np.r_[0:1:3j, a].astype(np.float32))
+    assert_matches(IT.r_["-1", b, b], np.r_["-1", b, b])
+    assert_matches(IT.r_["0,2", a, a], np.r_["0,2", a, a].astype(np.float32))
+    assert_matches(IT.r_["0,2,0", a, a], np.r_["0,2,0", a, a].astype(np.float32))
+    assert_matches(IT.r_["1,3,1", a, a], np.r_["1,3,1", a, a].astype(np.float32))
+    assert_matches(IT.c_[a, a], np.c_[a, a].astype(np.float32))
+    assert_matches(IT.c_[b, b], np.c_[b, b])
+    assert_matches(IT.c_[a, 1:3], np.c_[a, 1:3].astype(np.float32))

@@ -12,6 +12,7 @@ import pytest
 import morphax
 import morphax.numpy as jnp
 from morphax._src.numpy import math_extra as me
+from morphax._src.numpy import statistics as st
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from basic_api_check import assert_matches, rand  # noqa: E402
@@ -147,16 +148,16 @@ def test_average(shape, axis, dtype):
     r = _rng()
     a = rand(r, shape, dtype)
     w = r.random(shape).astype(np.float32) + 0.1
-    assert_matches(me.average(jnp.asarray(a), axis=axis), np.average(a, axis=axis), dtype=np.float32)
-    got, gs = me.average(jnp.asarray(a), axis=axis, weights=jnp.asarray(w), returned=True)
+    assert_matches(st.average(jnp.asarray(a), axis=axis), np.average(a, axis=axis), dtype=np.float32)
+    got, gs = st.average(jnp.asarray(a), axis=axis, weights=jnp.asarray(w), returned=True)
     want, ws = np.average(a, axis=axis, weights=w, returned=True)
     assert_matches(got, want, dtype=np.float32)
     assert_matches(gs, ws, dtype=np.float32)
     if axis is not None:
         w1 = r.random(shape[axis]).astype(np.float32) + 0.1
-        assert_matches(me.average(jnp.asarray(a), axis=axis, weights=jnp.asarray(w1)),
+        assert_matches(st.average(jnp.asarray(a), axis=axis, weights=jnp.asarray(w1)),
                        np.average(a, axis=axis, weights=w1), dtype=np.float32)  # fmt: skip
-    f = morphax.jit(lambda v, ww: me.average(v, axis=axis, weights=ww))
+    f = morphax.jit(lambda v, ww: st.average(v, axis=axis, weights=ww))
     assert_matches(f(jnp.asarray(a), jnp.asarray(w)), np.average(a, axis=axis, weights=w), dtype=np.float32)
 
 
@@ -170,32 +171,32 @@ def test_quantile(shape, axis, method, keepdims):
     a = rand(_rng(), shape, np.float32)
     q = np.array([0.0, 0.3, 0.5, 1.0], np.float32)
     kw = dict(axis=axis, method=method, keepdims=keepdims)
-    assert_matches(me.quantile(jnp.asarray(a), jnp.asarray(q), **kw), np.quantile(a, q, **kw))
-    assert_matches(me.quantile(jnp.asarray(a), 0.25, **kw), np.quantile(a, 0.25, **kw).astype(np.float32))
-    assert_matches(me.percentile(jnp.asarray(a), jnp.asarray(q * 100), **kw), np.percentile(a, q * 100, **kw),
+    assert_matches(st.quantile(jnp.asarray(a), jnp.asarray(q), **kw), np.quantile(a, q, **kw))
+    assert_matches(st.quantile(jnp.asarray(a), 0.25, **kw), np.quantile(a, 0.25, **kw).astype(np.float32))
+    assert_matches(st.percentile(jnp.asarray(a), jnp.asarray(q * 100), **kw), np.percentile(a, q * 100, **kw),
                    rtol=1e-5, atol=1e-5)  # fmt: skip
     an = a.copy()
     an.flat[::7] = np.nan
-    assert_matches(me.nanquantile(jnp.asarray(an), jnp.asarray(q), **kw), np.nanquantile(an, q, **kw))
-    assert_matches(me.nanpercentile(jnp.asarray(an), jnp.asarray(q * 100), **kw),
+    assert_matches(st.nanquantile(jnp.asarray(an), jnp.asarray(q), **kw), np.nanquantile(an, q, **kw))
+    assert_matches(st.nanpercentile(jnp.asarray(an), jnp.asarray(q * 100), **kw),
                    np.nanpercentile(an, q * 100, **kw), rtol=1e-5, atol=1e-5)  # fmt: skip
-    assert_matches(me.quantile(jnp.asarray(an), jnp.asarray(q), **kw), np.quantile(an, q, **kw))
+    assert_matches(st.quantile(jnp.asarray(an), jnp.asarray(q), **kw), np.quantile(an, q, **kw))
 
 
 @pytest.mark.parametrize("shape,axis", QSHAPES)
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
 def test_median(shape, axis, dtype):
     a = rand(_rng(), shape, dtype)
-    assert_matches(me.median(jnp.asarray(a), axis=axis), np.median(a, axis=axis), dtype=np.float32)
-    assert_matches(me.median(jnp.asarray(a), axis=axis, keepdims=True),
+    assert_matches(st.median(jnp.asarray(a), axis=axis), np.median(a, axis=axis), dtype=np.float32)
+    assert_matches(st.median(jnp.asarray(a), axis=axis, keepdims=True),
                    np.median(a, axis=axis, keepdims=True), dtype=np.float32)  # fmt: skip
     an = a.astype(np.float32)
     an.flat[::4] = np.nan
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want = np.nanmedian(an, axis=axis)
-    assert_matches(me.nanmedian(jnp.asarray(an), axis=axis), want)
-    assert_matches(morphax.jit(lambda v: me.median(v, axis=axis))(jnp.asarray(a)),
+    assert_matches(st.nanmedian(jnp.asarray(an), axis=axis), want)
+    assert_matches(morphax.jit(lambda v: st.median(v, axis=axis))(jnp.asarray(a)),
                    np.median(a, axis=axis), dtype=np.float32)  # fmt: skip
 
 
@@ -204,10 +205,10 @@ def test_median(shape, axis, dtype):
 def test_nanvar_nanstd(shape, axis, ddof):
     a = rand(_rng(), shape, np.float32)
     a.flat[::3] = np.nan
-    assert_matches(me.nanvar(jnp.asarray(a), axis=axis, ddof=ddof), np.nanvar(a, axis=axis, ddof=ddof))
-    assert_matches(me.nanstd(jnp.asarray(a), axis=axis, ddof=ddof, keepdims=True),
+    assert_matches(st.nanvar(jnp.asarray(a), axis=axis, ddof=ddof), np.nanvar(a, axis=axis, ddof=ddof))
+    assert_matches(st.nanstd(jnp.asarray(a), axis=axis, ddof=ddof, keepdims=True),
                    np.nanstd(a, axis=axis, ddof=ddof, keepdims=True))  # fmt: skip
-    assert_matches(morphax.jit(lambda v: me.nanvar(v, axis=axis))(jnp.asarray(a)), np.nanvar(a, axis=axis))
+    assert_matches(morphax.jit(lambda v: st.nanvar(v, axis=axis))(jnp.asarray(a)), np.nanvar(a, axis=axis))
 
 
 @pytest.mark.parametrize("shape,axis", [((6,), None), ((3, 5), 1), ((3, 5, 2), 0)])
@@ -216,10 +217,10 @@ def test_nancum(shape, axis, dtype):
     a = rand(_rng(), shape, dtype)
     if dtype == np.float32:
         a.flat[::3] = np.nan
-    assert_matches(me.nancumsum(jnp.asarray(a), axis=axis), np.nancumsum(a, axis=axis))
-    assert_matches(me.nancumprod(jnp.asarray(a), axis=axis), np.nancumprod(a, axis=axis))
+    assert_matches(st.nancumsum(jnp.asarray(a), axis=axis), np.nancumsum(a, axis=axis))
+    assert_matches(st.nancumprod(jnp.asarray(a), axis=axis), np.nancumprod(a, axis=axis))
     assert_matches(
-        morphax.jit(lambda v: me.nancumsum(v, axis=axis))(jnp.asarray(a)), np.nancumsum(a, axis=axis)
+        morphax.jit(lambda v: st.nancumsum(v, axis=axis))(jnp.asarray(a)), np.nancumsum(a, axis=axis)
     )
 
 
@@ -229,19 +230,19 @@ def test_nancum(shape, axis, dtype):
 def test_cov_corrcoef(shape, rowvar, dtype):
     r = _rng()
     m = rand(r, shape, dtype)
-    assert_matches(me.cov(jnp.asarray(m), rowvar=rowvar), np.cov(m, rowvar=rowvar), dtype=np.float32,
+    assert_matches(st.cov(jnp.asarray(m), rowvar=rowvar), np.cov(m, rowvar=rowvar), dtype=np.float32,
                    rtol=1e-4, atol=1e-5)  # fmt: skip
-    assert_matches(me.cov(jnp.asarray(m), rowvar=rowvar, bias=True), np.cov(m, rowvar=rowvar, bias=True),
+    assert_matches(st.cov(jnp.asarray(m), rowvar=rowvar, bias=True), np.cov(m, rowvar=rowvar, bias=True),
                    dtype=np.float32, rtol=1e-4, atol=1e-5)  # fmt: skip
-    assert_matches(me.corrcoef(jnp.asarray(m), rowvar=rowvar), np.corrcoef(m, rowvar=rowvar),
+    assert_matches(st.corrcoef(jnp.asarray(m), rowvar=rowvar), np.corrcoef(m, rowvar=rowvar),
                    dtype=np.float32, rtol=1e-4, atol=1e-5)  # fmt: skip
     n = shape[-1] if rowvar or len(shape) == 1 else shape[0]
     fw = r.integers(1, 4, size=n).astype(np.int32)
     aw = r.random(n).astype(np.float32) + 0.1
-    assert_matches(me.cov(jnp.asarray(m), rowvar=rowvar, fweights=jnp.asarray(fw), aweights=jnp.asarray(aw)),
+    assert_matches(st.cov(jnp.asarray(m), rowvar=rowvar, fweights=jnp.asarray(fw), aweights=jnp.asarray(aw)),
                    np.cov(m, rowvar=rowvar, fweights=fw, aweights=aw), dtype=np.float32,
                    rtol=1e-4, atol=1e-5)  # fmt: skip
-    assert_matches(morphax.jit(me.cov)(jnp.asarray(m)), np.cov(m), dtype=np.float32, rtol=1e-4, atol=1e-5)
+    assert_matches(morphax.jit(st.cov)(jnp.asarray(m)), np.cov(m), dtype=np.float32, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("shape", [(3,), (4, 3), (2, 4, 3)])

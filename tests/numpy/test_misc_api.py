@@ -11,6 +11,7 @@ import pytest
 import morphax
 import morphax.numpy
 from morphax._src.numpy import misc_api as m
+from morphax._src.numpy import ufunc_objects as uo
 
 RNG = np.random.default_rng(0)
 
@@ -141,8 +142,8 @@ def test_vectorize():
 
 
 def test_frompyfunc_ufunc():
-    u = m.frompyfunc(lambda x, y: x * y, 2, 1, identity=1)
-    assert u.nin == 2 and u.nout == 1 and isinstance(u, m.ufunc)
+    u = uo.frompyfunc(lambda x, y: x * y, 2, 1, identity=1)
+    assert u.nin == 2 and u.nout == 1 and isinstance(u, uo.ufunc)
     a = f32(3, 4)
     close(u(a, a), a * a)
     close(u.reduce(a, axis=1), np.prod(a, axis=1))
@@ -151,10 +152,10 @@ def test_frompyfunc_ufunc():
     close(u.accumulate(a, axis=1), np.cumprod(a, axis=1))
     close(u.outer(a[0], a[1, :2]), np.multiply.outer(a[0], a[1, :2]))
     close(morphax.jit(lambda x: u.reduce(x, axis=0))(a), np.prod(a, axis=0))
-    add = m.ufunc(lambda x, y: x + y, 2, 1, name="add2", identity=0)
+    add = uo.ufunc(lambda x, y: x + y, 2, 1, name="add2", identity=0)
     close(add.reduce(np.zeros((0, 2), np.float32)), np.zeros(2))
     with pytest.raises(ValueError):
-        m.frompyfunc(lambda x: x, 1, 1).reduce(a)
+        uo.frompyfunc(lambda x: x, 1, 1).reduce(a)
 
 
 @pytest.mark.parametrize("shape,axis", [((10,), None), ((3, 9), 1), ((2, 5, 3), 0)])

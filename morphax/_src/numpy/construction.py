@@ -1,5 +1,5 @@
 """Diagonals, triangles, index grids and small array constructions (diag, tri, tril, meshgrid,
-indices, ix_, append...).
+indices, ix_, append...). pad lives in padding.py, s_/mgrid/r_... in index_tricks.py.
 
 Shapes, offsets and axes are static (read on the host); data flows through jnp/lax functions, so
 everything here works under jit, grad and vmap.
@@ -25,15 +25,14 @@ from morphax._src.numpy import (
     ufuncs,
     util,
 )
-from morphax._src.prims import lax_api as L
 
 __all__ = [
     "diag", "diagflat", "diagonal", "trace", "tri", "tril", "triu", "tril_indices", "triu_indices",
     "tril_indices_from", "triu_indices_from", "diag_indices", "diag_indices_from", "fill_diagonal",
     "meshgrid", "indices", "ix_", "append", "rollaxis", "unstack", "vander", "matvec", "vecmat",
-    "unravel_index", "ravel_multi_index", "delete", "s_", "index_exp", "resize", "choose",
-    "fromfunction", "apply_over_axes", "apply_along_axis", "block", "pad", "mgrid", "ogrid", "mask_indices", "trim_zeros", "compress",
-    "put", "place", "insert", "r_", "c_",
+    "unravel_index", "ravel_multi_index", "delete", "resize", "choose", "fromfunction",
+    "apply_over_axes", "apply_along_axis", "block", "mask_indices", "trim_zeros", "compress", "put",
+    "place", "insert",
 ]  # fmt: skip
 
 
@@ -396,20 +395,6 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     return indexing.take(arr, creation.asarray(keep.astype(np.int32)), axis=axis)
 
 
-class _IndexExpression:
-    def __init__(self, maketuple):
-        self.maketuple = maketuple
-
-    def __getitem__(self, item):
-        if self.maketuple and not isinstance(item, tuple):
-            return (item,)
-        return item
-
-
-s_ = _IndexExpression(False)
-index_exp = _IndexExpression(True)
-
-
 def resize(a, new_shape):
     """`a` flattened, repeated cyclically and reshaped to `new_shape`."""
     a = _arr("resize", a)
@@ -534,214 +519,6 @@ def block(arrays):
     return rec(arrays, 0)
 
 
-def _pad_pairs(value, nd, name, as_int=True):
-    v = np.asarray(value)
-    if as_int:
-        if v.dtype.kind not in "iub":
-            raise TypeError(f"`{name}` must be of integral type.")
-        v = v.astype(np.int64)
-    try:
-        return np.broadcast_to(v, (nd, 2)) if v.ndim < 2 or v.shape != (nd, 2) else v
-    except ValueError:
-        raise ValueError(f"jnp.pad: `{name}` of shape {v.shape} cannot broadcast to ({nd}, 2)") from None
-
-
-def _slice_axis(x, axis, idx):
-    return indexing.take(x, creation.asarray(np.asarray(idx, np.int32)), axis=axis)
-
-
-def _pad_index(mode, n, before, after, reflect):
-    i = np.arange(-before, n + after)
-    if mode == "wrap":
-        return i % n
-    if mode == "edge":
-        return np.clip(i, 0, n - 1)
-    if mode == "symmetric":
-        j = i % (2 * n)
-        return np.where(j >= n, 2 * n - 1 - j, j)
-    # reflect
-    if n == 1:
-        return np.zeros_like(i)
-    period = 2 * (n - 1)
-    j = i % period
-    return np.where(j >= n, period - j, j)
-
-
-def _pad_reflect_odd(x, ax, before, after, include_edge):
-    """NumPy's odd reflection: chunks of at most the original period, each reflected through the
-    current edge (2 * edge - mirror), repeated until the pad widths are filled."""
-    n = x.shape[ax]
-    eo = 1 if include_edge else 0
-    while before > 0 or after > 0:
-        length = x.shape[ax]
-        if include_edge:
-            old = length // n * n
-        else:
-            old = (length - 1) // (n - 1) * (n - 1)
-        if before > 0:
-            chunk = min(old, before)
-            mirror = _slice_axis(x, ax, np.arange(chunk - eo, -eo, -1))
-            x = manipulation.concatenate([2 * _slice_axis(x, ax, [0]) - mirror, x], axis=ax)
-            before -= chunk
-        if after > 0:
-            chunk = min(old, after)
-            last = x.shape[ax] - 1
-            mirror = _slice_axis(x, ax, np.arange(last - 1 + eo, last - 1 + eo - chunk, -1))
-            x = manipulation.concatenate([x, 2 * _slice_axis(x, ax, [last]) - mirror], axis=ax)
-            after -= chunk
-    return x
-
-
-def _const_block(x, axis, width, value):
-    shape = list(x.shape)
-    shape[axis] = width
-    return manipulation.broadcast_to(creation.asarray(value).astype(x.dtype), tuple(shape))
-
-
-def _median_keepdims(part, axis, keepdims=True):
-    m = part.shape[axis]
-    srt = L.sort(part, dimension=axis)
-    lo = _slice_axis(srt, axis, [(m - 1) // 2])
-    hi = _slice_axis(srt, axis, [m // 2])
-    (lo, hi) = util.promote_dtypes_inexact(lo, hi)
-    return (lo + hi) / 2
-
-
-def _pad_stat(fn, part, ax, mode, dtype):
-    r = fn(part, axis=ax, keepdims=True)
-    if mode in ("mean", "median") and not _dtypes.issubdtype(dtype, np.inexact):
-        r = manipulation.round(r)
-    return r.astype(dtype)
-
-
-def pad(array, pad_width, mode="constant", **kwargs):
-    """`array` padded by `pad_width` along each axis (NumPy's modes and pad_width forms)."""
-    x = _arr("pad", array)
-    nd = len(x.shape)
-    if callable(mode):
-        raise NotImplementedError("jnp.pad with a callable mode is not supported")
-    modes = ("constant", "edge", "reflect", "symmetric", "wrap", "linear_ramp", "maximum", "minimum",
-             "mean", "median", "empty")  # fmt: skip
-    if mode not in modes:
-        raise ValueError(f"Unimplemented padding mode '{mode}' for np.pad.")
-    allowed = {
-        "constant": {"constant_values"}, "linear_ramp": {"end_values"}, "maximum": {"stat_length"},
-        "minimum": {"stat_length"}, "mean": {"stat_length"}, "median": {"stat_length"},
-        "reflect": {"reflect_type"}, "symmetric": {"reflect_type"},
-    }.get(mode, set())  # fmt: skip
-    bad = set(kwargs) - allowed
-    if bad:
-        raise ValueError(f"unsupported keyword arguments for mode '{mode}': {sorted(bad)}")
-    if isinstance(pad_width, Tracer):
-        raise ValueError("jnp.pad: pad_width must be static (concrete)")
-    widths = _pad_pairs(np.asarray(pad_width), nd, "pad_width")
-    if np.any(widths < 0):
-        raise ValueError("index can't contain negative values")
-    if nd == 0:
-        return x
-    reflect_type = kwargs.get("reflect_type", "even")
-    if reflect_type not in ("even", "odd"):
-        raise ValueError(f"reflect_type must be 'even' or 'odd', got {reflect_type}")
-    cv = None
-    if mode == "constant":
-        cv = kwargs.get("constant_values", 0)
-        if not isinstance(cv, Tracer):
-            cv = _pad_pairs(np.asarray(cv), nd, "constant_values", False)
-        elif cv.ndim:
-            raise ValueError("jnp.pad: traced constant_values must be a scalar")
-    for ax in range(nd):
-        b, a = int(widths[ax, 0]), int(widths[ax, 1])
-        if b == 0 and a == 0:
-            continue
-        n = x.shape[ax]
-        if mode in ("constant", "empty"):
-            if mode == "empty":
-                vb = va = 0
-            elif isinstance(cv, Tracer):
-                vb = va = cv
-            else:
-                vb, va = cv[ax, 0], cv[ax, 1]
-            x = manipulation.concatenate([_const_block(x, ax, b, vb), x, _const_block(x, ax, a, va)], axis=ax)
-            continue
-        if n == 0:
-            raise ValueError(f"can't extend empty axis {ax} using modes other than 'constant' or 'empty'")
-        if reflect_type == "odd" and mode in ("reflect", "symmetric") and n > 1:
-            x = _pad_reflect_odd(x, ax, b, a, mode == "symmetric")
-            continue
-        if mode in ("edge", "wrap", "reflect", "symmetric"):
-            x = _slice_axis(x, ax, _pad_index(mode, n, b, a, reflect_type))
-            continue
-        if mode == "linear_ramp":
-            ev = _pad_pairs(np.asarray(kwargs.get("end_values", 0)), nd, "end_values", False)
-            shape_b = [1] * nd
-            shape_b[ax] = b
-            shape_a = [1] * nd
-            shape_a[ax] = a
-            first = _slice_axis(x, ax, [0])
-            last = _slice_axis(x, ax, [n - 1])
-            wdt = x.dtype if _dtypes.issubdtype(x.dtype, np.inexact) else np.float32
-            tb = creation.asarray((np.arange(b) / max(b, 1)).reshape(shape_b).astype(wdt))
-            ta = creation.asarray((np.arange(a - 1, -1, -1) / max(a, 1)).reshape(shape_a).astype(wdt))
-            e0 = creation.asarray(ev[ax, 0]).astype(wdt)
-            e1 = creation.asarray(ev[ax, 1]).astype(wdt)
-            left = e0 + (first.astype(wdt) - e0) * tb
-            right = e1 + (last.astype(wdt) - e1) * ta
-            if not _dtypes.issubdtype(x.dtype, np.inexact):
-                left, right = ufuncs.floor(left), ufuncs.floor(right)
-            x = manipulation.concatenate([left.astype(x.dtype), x, right.astype(x.dtype)], axis=ax)
-            continue
-        # statistic modes
-        sl = kwargs.get("stat_length", None)
-        sl = np.full((nd, 2), n) if sl is None else _pad_pairs(np.asarray(sl), nd, "stat_length")
-        if np.any(sl < 0):
-            raise ValueError("index can't contain negative values")
-        lb, la = max(1, min(int(sl[ax, 0]), n)), max(1, min(int(sl[ax, 1]), n))
-        fn = {"maximum": reductions.max, "minimum": reductions.min, "mean": reductions.mean}.get(
-            mode, _median_keepdims
-        )
-
-        sb = _pad_stat(fn, _slice_axis(x, ax, np.arange(lb)), ax, mode, x.dtype)
-        sa = _pad_stat(fn, _slice_axis(x, ax, np.arange(n - la, n)), ax, mode, x.dtype)
-        x = manipulation.concatenate([_const_block(x, ax, b, sb), x, _const_block(x, ax, a, sa)], axis=ax)
-    return x
-
-
-def _grid_axis(sl):
-    if not isinstance(sl, slice):
-        raise TypeError("mgrid/ogrid indices must be slices")
-    start = 0 if sl.start is None else sl.start
-    step = 1 if sl.step is None else sl.step
-    stop = sl.stop
-    if isinstance(step, complex):
-        num = int(abs(step))
-        return np.linspace(start, stop, num, dtype=float), True
-    arr = np.arange(start, stop, step)
-    return arr, arr.dtype.kind == "f"
-
-
-class _Grid:
-    def __init__(self, sparse):
-        self.sparse = sparse
-
-    def __getitem__(self, key):
-        single = isinstance(key, slice)
-        keys = (key,) if single else tuple(key)
-        axes = [_grid_axis(k) for k in keys]
-        is_float = any(f for _, f in axes)
-        dt = np.float32 if is_float else _int_dtype()
-        vecs = [creation.asarray(v.astype(dt)) for v, _ in axes]
-        if single:
-            return vecs[0]
-        if not vecs:
-            return creation.zeros((0,), dt) if not self.sparse else []
-        outs = meshgrid(*vecs, indexing="ij", sparse=self.sparse)
-        return outs if self.sparse else manipulation.stack(outs, 0)
-
-
-mgrid = _Grid(False)
-ogrid = _Grid(True)
-
-
 def _concrete(x, fun_name, what):
     if isinstance(x, Tracer):
         raise ValueError(
@@ -859,6 +636,10 @@ def place(arr, mask, vals, *, inplace=True):
     return manipulation.reshape(flat, arr.shape)
 
 
+def _slice_axis(x, axis, idx):
+    return indexing.take(x, creation.asarray(np.asarray(idx, np.int32)), axis=axis)
+
+
 def insert(arr, obj, values, axis=None):
     """Copy of `arr` with `values` inserted before the static indices `obj` along `axis`."""
     a = _arr("insert", arr)
@@ -909,51 +690,3 @@ def insert(arr, obj, values, axis=None):
     src[~is_new] = np.arange(n)
     both = manipulation.concatenate([a, vals], axis=axis)
     return _slice_axis(both, axis, src)
-
-
-class _AxisConcatenator:
-    """NumPy's r_/c_: concatenate slices, scalars and arrays along an axis (string directives
-    'axis[,ndmin[,trans1d]]' supported; matrix directives 'r'/'c' are not)."""
-
-    def __init__(self, axis, ndmin, trans1d):
-        self.axis, self.ndmin, self.trans1d = axis, ndmin, trans1d
-
-    def __getitem__(self, key):
-        items = key if isinstance(key, tuple) else (key,)
-        axis, ndmin, trans1d = self.axis, self.ndmin, self.trans1d
-        if items and isinstance(items[0], str):
-            directive, items = items[0], items[1:]
-            if directive in ("r", "c"):
-                raise NotImplementedError("r_/c_ matrix directives ('r', 'c') are not supported")
-            try:
-                vec = [int(v) for v in directive.split(",")]
-            except ValueError:
-                raise ValueError(f"could not understand directive {directive!r}") from None
-            axis = vec[0]
-            if len(vec) > 1:
-                ndmin = vec[1]
-            if len(vec) > 2:
-                trans1d = vec[2]
-            if len(vec) > 3:
-                raise ValueError("r_/c_ directives take at most three integers")
-        outs = []
-        for item in items:
-            if isinstance(item, str):
-                raise ValueError("string directives must be the first entry of r_/c_")
-            x = _Grid(False)[item] if isinstance(item, slice) else creation.asarray(item)
-            item_nd = len(x.shape)
-            while len(x.shape) < ndmin:
-                x = x[None]
-            if trans1d != -1 and item_nd < ndmin:
-                k2 = ndmin - item_nd
-                k1 = trans1d if trans1d >= 0 else trans1d + k2 + 1
-                d = list(range(ndmin))
-                x = manipulation.transpose(x, d[:k1] + d[k2:] + d[k1:k2])
-            outs.append(x)
-        if not outs:
-            return creation.zeros((0,), np.float32)
-        return manipulation.concatenate(outs, axis=axis)
-
-
-r_ = _AxisConcatenator(0, 1, -1)
-c_ = _AxisConcatenator(-1, 2, 0)
