@@ -29,7 +29,13 @@ from morphax._src.prims.dot import dot_general_p
 from morphax._src.transforms import ad
 from morphax._src.transforms.jit import batch_jaxpr, jvp_jaxpr
 from morphax._src.transforms.partial_eval import partial_eval_jaxpr
-from morphax._src.transforms.staging import StagingTrace, make_debug_info, trace_to_jaxpr
+from morphax._src.transforms.staging import (
+    StagingTrace,
+    call_out_avals,
+    eval_call_jaxpr,
+    make_debug_info,
+    trace_to_jaxpr,
+)
 
 __all__ = [
     "checkpoint",
@@ -191,26 +197,11 @@ _CACHE: dict = {}  # (kind, id(jaxpr), ...) -> derived jaxprs; bounded (passes' 
 
 
 def _remat_impl(*args, jaxpr, prevent_cse, differentiated, policy):
-    outs = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
-    # Literal or constant outputs still come back as arrays of the declared type.
-    return [
-        o
-        if hasattr(o, "_buf") or isinstance(o, Tracer)
-        else make_array(o, dtype=a.dtype, weak_type=a.weak_type)
-        for o, a in zip(outs, jaxpr.out_avals)
-    ]
+    return eval_call_jaxpr(jaxpr, args)
 
 
 def _remat_abstract_eval(*in_avals, jaxpr, prevent_cse, differentiated, policy):
-    expected = jaxpr.in_avals
-    if len(in_avals) != len(expected) or any(
-        a.shape != b.shape or a.dtype != b.dtype for a, b in zip(in_avals, expected)
-    ):
-        raise TypeError(
-            f"checkpoint: called with argument types {[a.str_short() for a in in_avals]} but its jaxpr "
-            f"takes {[a.str_short() for a in expected]}"
-        )
-    return list(jaxpr.out_avals)
+    return call_out_avals("checkpoint", in_avals, jaxpr)
 
 
 def _remat_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy):

@@ -16,7 +16,7 @@ from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.dtypes import float0
-from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr, split_list
 from morphax._src.core.primitive import Primitive
 from morphax._src.core.values import make_array
 from morphax._src.prims._ad import add_tangents, aval_of, instantiate, zeros_like_aval
@@ -30,15 +30,6 @@ __all__ = ["scan_p"]
 scan_p = Primitive("scan", multiple_results=True)
 scan_p.higher_order = True
 scan_p.test_spec = None
-
-
-def _split(xs, *sizes):
-    out, i = [], 0
-    for n in sizes:
-        out.append(list(xs[i : i + n]))
-        i += n
-    out.append(list(xs[i:]))
-    return out
 
 
 def _stacked(aval: ShapedArray, length: int) -> ShapedArray:
@@ -67,7 +58,7 @@ def _cached(kind, closed, key, build):
 
 def _scan_host(args, *, jaxpr, length, reverse, num_consts, num_carry, unroll):
     """The loop on NumPy values: one host evaluation of the body per iteration."""
-    consts, carry, xs = _split(args, num_consts, num_carry)
+    consts, carry, xs = split_list(args, num_consts, num_carry)
     ys = [np.empty((length, *a.shape), dtype=a.dtype) for a in jaxpr.out_avals[num_carry:]]
     for i in range(length - 1, -1, -1) if reverse else range(length):
         outs = run_closed_jaxpr(jaxpr, [*consts, *carry, *(x[i] for x in xs)])
@@ -183,8 +174,8 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carr
         if grown == carry_nz:
             break
         carry_nz = grown
-    consts, init, xs = _split(primals, nc, nk)
-    ct, it, xt = _split(tangents, nc, nk)
+    consts, init, xs = split_list(primals, nc, nk)
+    ct, it, xt = split_list(tangents, nc, nk)
     const_t = [t for t, n in zip(ct, nz[:nc]) if n]
     init_t = [
         instantiate(t) if _nonzero(t) else zeros_like_aval(tangent_aval(get_aval(p)))
@@ -199,7 +190,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carr
     )  # fmt: skip
     ys_nz = raw[nk:]
     ny = len(ys_nz)
-    carry_p, carry_t, ys_p, ys_t = _split(outs, nk, len(init_t), ny)
+    carry_p, carry_t, ys_p, ys_t = split_list(outs, nk, len(init_t), ny)
     out_avals = _out_avals(jaxpr, length, nk)
     carry_t, ys_t = iter(carry_t), iter(ys_t)
     out_t = [next(carry_t) if n else Zero(tangent_aval(a)) for n, a in zip(carry_nz, out_avals[:nk])]
@@ -265,7 +256,7 @@ def _scan_partial_eval(trace, args, params):
     nc, nk, unroll = params["num_consts"], params["num_carry"], params["unroll"]
     ny = len(jaxpr.out_avals) - nk
     unknowns = [trace._owns(x) for x in args]
-    const_uk, carry_uk, xs_uk = _split(unknowns, nc, nk)
+    const_uk, carry_uk, xs_uk = split_list(unknowns, nc, nk)
     # Fixed point: a carry is unknown if its initial value is or the body makes it so.
     for _ in range(nk + 1):
         known, unknown, raw, out_uk = _partial_eval_body(
@@ -275,7 +266,7 @@ def _scan_partial_eval(trace, args, params):
         if grown == carry_uk:
             break
         carry_uk = grown
-    consts, init, xs = _split(args, nc, nk)
+    consts, init, xs = split_list(args, nc, nk)
     known_consts = [x for x, u in zip(consts, const_uk) if not u]
     known_init = [x for x, u in zip(init, carry_uk) if not u]
     known_xs = [x for x, u in zip(xs, xs_uk) if not u]
@@ -388,13 +379,13 @@ def _transpose_body(closed: ClosedJaxpr, nc, nk, const_lin, xs_lin, ys_nz):
         )
 
         def fun(*args):
-            res_cv, acc, ct_carry, res_xv, ct_y = _split(args, len(res_c), len(lin_c), nk, len(res_x))
+            res_cv, acc, ct_carry, res_xv, ct_y = split_list(args, len(res_c), len(lin_c), nk, len(res_x))
             ct_y = iter(ct_y)
             cts_out = list(ct_carry) + [
                 next(ct_y) if nz else Zero(tangent_aval(a)) for nz, a in zip(ys_nz, y_avals)
             ]
             cts_in = ad.backward_pass(ClosedJaxpr(linear, list(closed.consts) + res_cv + res_xv), cts_out)
-            ct_c, ct_k, ct_x = _split(cts_in, len(lin_c), nk)
+            ct_c, ct_k, ct_x = split_list(cts_in, len(lin_c), nk)
             return (
                 [instantiate(add_tangents(a, c)) for a, c in zip(acc, ct_c)]
                 + [instantiate(c) for c in ct_k]
@@ -414,7 +405,7 @@ def _transpose_body(closed: ClosedJaxpr, nc, nk, const_lin, xs_lin, ys_nz):
 
 def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, unroll):
     nc, nk = num_consts, num_carry
-    consts, init, xs = _split(args, nc, nk)
+    consts, init, xs = split_list(args, nc, nk)
     ct_carry, ct_ys = cts[:nk], cts[nk:]
     const_lin = [is_undefined_primal(a) for a in consts]
     xs_lin = [is_undefined_primal(a) for a in xs]
@@ -434,7 +425,7 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
         jaxpr=body, length=length, reverse=not reverse, num_consts=nc - len(acc0),
         num_carry=len(acc0) + nk, unroll=unroll,
     )  # fmt: skip
-    ct_consts, ct_init, ct_xs = _split(outs, len(acc0), nk)
+    ct_consts, ct_init, ct_xs = split_list(outs, len(acc0), nk)
     ct_consts, ct_xs = iter(ct_consts), iter(ct_xs)
     return (
         [next(ct_consts) if lin else None for lin in const_lin]
@@ -478,8 +469,8 @@ def _batch_body(closed: ClosedJaxpr, axis_data, batched, force_out):
 def _scan_batch(vals, dims, *, axis_data, jaxpr, length, reverse, num_consts, num_carry, unroll):
     nc, nk = num_consts, num_carry
     ny = len(jaxpr.out_avals) - nk
-    consts, init, xs = _split(vals, nc, nk)
-    cd, kd, xd = _split(dims, nc, nk)
+    consts, init, xs = split_list(vals, nc, nk)
+    cd, kd, xd = split_list(dims, nc, nk)
     consts = [c if d is None else moveaxis(c, d, 0) for c, d in zip(consts, cd)]
     # xs keep the scanned axis first: their batch axis goes second, so each slice has it first.
     xs = [x if d is None else moveaxis(x, d, 1) for x, d in zip(xs, xd)]

@@ -10,7 +10,7 @@ from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangent_aval
 from morphax._src.core.avals import get_aval
-from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr, split_list
 from morphax._src.core.primitive import Primitive
 from morphax._src.core.values import make_array
 from morphax._src.prims import lax_api as lax
@@ -46,15 +46,6 @@ def _trace_tree(fun, in_tree, avals):
     j = closed.jaxpr
     hoisted = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), [])
     return hoisted, list(closed.consts), box["tree"]
-
-
-def _split(xs, sizes):
-    out, i = [], 0
-    for n in sizes:
-        out.append(list(xs[i : i + n]))
-        i += n
-    out.append(list(xs[i:]))
-    return out
 
 
 def _same_types(got, want) -> bool:
@@ -202,7 +193,7 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
 
 
 def _lin_impl(*args, const_lengths, jaxprs):
-    _, _, solve_c, _, b = _split(args, const_lengths)
+    _, _, solve_c, _, b = split_list(args, *const_lengths)
     solve = jaxprs[2]
     return _as_outputs(_run(solve, solve_c + b), solve.out_avals)
 
@@ -210,7 +201,7 @@ def _lin_impl(*args, const_lengths, jaxprs):
 def _lin_abstract_eval(*avals, const_lengths, jaxprs):
     if len(const_lengths) != 4 or len(jaxprs) != 4:
         raise TypeError("custom_linear_solve: expects four const lengths and four jaxprs.")
-    parts = _split(avals, const_lengths)
+    parts = split_list(avals, *const_lengths)
     b = parts[4]
     names = ("matvec", "vecmat", "solve", "transpose_solve")
     for name, j, consts in zip(names, jaxprs, parts[:4]):
@@ -276,7 +267,7 @@ def _lin_transpose(cts, *args, const_lengths, jaxprs):
     ct_x = cts[: len(b)]
     if all(is_zero(c) for c in ct_x):
         return [None] * n_consts + [Zero(a.aval) if is_undefined_primal(a) else None for a in b]
-    mc, vc, sc, tc, _ = _split(consts, const_lengths)
+    mc, vc, sc, tc, _ = split_list(consts, *const_lengths)
     matvec, vecmat, solve, tsolve = jaxprs
     ct_b = custom_linear_solve_p.bind(
         *vc,
@@ -293,7 +284,7 @@ def _lin_transpose(cts, *args, const_lengths, jaxprs):
 def _lin_batch(vals, dims, *, axis_data, const_lengths, jaxprs):
     n_consts = sum(const_lengths)
     consts, b, const_b = _batch_operands(vals, dims, n_consts, axis_data.size)
-    parts = _split(const_b, const_lengths)
+    parts = split_list(const_b, *const_lengths)
     nb = len(b)
     batched = tuple(
         None if j is None else _batch_jaxpr(j, axis_data, flags + [True] * nb)
@@ -375,7 +366,7 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
 
 
 def _root_impl(*args, const_lengths, jaxprs):
-    _, solve_c, _, guess = _split(args, const_lengths)
+    _, solve_c, _, guess = split_list(args, *const_lengths)
     solve = jaxprs[1]
     return _as_outputs(_run(solve, solve_c + guess), solve.out_avals)
 
@@ -383,7 +374,7 @@ def _root_impl(*args, const_lengths, jaxprs):
 def _root_abstract_eval(*avals, const_lengths, jaxprs):
     if len(const_lengths) != 3 or len(jaxprs) != 3:
         raise TypeError("custom_root: expects three const lengths and three jaxprs.")
-    f_c, solve_c, ls_c, x = _split(avals, const_lengths)
+    f_c, solve_c, ls_c, x = split_list(avals, *const_lengths)
     for name, j, ins in (
         ("f", jaxprs[0], f_c + x),
         ("solve", jaxprs[1], solve_c + x),
@@ -426,7 +417,7 @@ def _root_jvp(primals, tangents, *, const_lengths, jaxprs):
 def _root_batch(vals, dims, *, axis_data, const_lengths, jaxprs):
     n_consts = sum(const_lengths)
     consts, x, const_b = _batch_operands(vals, dims, n_consts, axis_data.size)
-    f_b, s_b, l_b, _ = _split(const_b, const_lengths)
+    f_b, s_b, l_b, _ = split_list(const_b, *const_lengths)
     nx = len(x)
     f, solve, l_and_s = jaxprs
     batched = (

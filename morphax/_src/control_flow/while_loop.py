@@ -15,7 +15,7 @@ from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, split_list
 from morphax._src.core.primitive import Primitive
 from morphax._src.core.values import make_array
 from morphax._src.errors import ConcretizationTypeError
@@ -39,15 +39,6 @@ REVERSE_MODE_ERROR = (
     "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic "
     "start/stop values. Try using lax.scan, or using fori_loop with static start/stop."
 )
-
-
-def _split(xs, *sizes):
-    out, i = [], 0
-    for n in sizes:
-        out.append(list(xs[i : i + n]))
-        i += n
-    out.append(list(xs[i:]))
-    return out
 
 
 # ------------------------------------------------------------------------------------ tracing
@@ -275,7 +266,7 @@ body_runner = [_interpret]
 
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
+    cc, bc, carry = split_list(args, cond_nconsts, body_nconsts)
     run = body_runner[0]
     while bool(run(cond_jaxpr, cc + carry)[0]):
         carry = run(body_jaxpr, bc + carry)
@@ -293,7 +284,7 @@ def _types(avals):
 
 
 def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cc, bc, carry = _split(avals, cond_nconsts, body_nconsts)
+    cc, bc, carry = split_list(avals, cond_nconsts, body_nconsts)
     checks = [
         ("cond_jaxpr inputs", cond_jaxpr.in_avals, cc + carry),
         ("body_jaxpr inputs", body_jaxpr.in_avals, bc + carry),
@@ -328,7 +319,7 @@ def _jvp_body(body, nb, bc_nz, carry_nz):
     """(body consts, their nonzero tangents, carry, its nonzero tangents) -> (carry, tangents of the
     carries in `carry_nz`, zeros where the body gives none). Also returns which outputs had
     nonzero tangents, for the fixed point."""
-    bc_avals, carry_avals = _split(body.in_avals, nb)
+    bc_avals, carry_avals = split_list(body.in_avals, nb)
     bct_avals = [_tan(a) for a, nz in zip(bc_avals, bc_nz) if nz]
     ct_avals = [_tan(a) for a, nz in zip(carry_avals, carry_nz) if nz]
     box = {}
@@ -338,7 +329,7 @@ def _jvp_body(body, nb, bc_nz, carry_nz):
         return [next(it) if nz else Zero(tangent_aval(a)) for nz, a in zip(nzs, avals)]
 
     def fun(*args):
-        bc, bct, carry, ct = _split(args, nb, len(bct_avals), len(carry_avals))
+        bc, bct, carry, ct = split_list(args, nb, len(bct_avals), len(carry_avals))
         tangents = fill(bc_nz, bct, bc_avals) + fill(carry_nz, ct, carry_avals)
         out_p, out_t = ad.jvp_flat(lambda *xs: eval_jaxpr(body.jaxpr, body.consts, *xs), bc + carry, tangents)
         box["out_nz"] = [_nonzero(t) for t in out_t]
@@ -363,8 +354,8 @@ def _with_ignored_inputs(closed: ClosedJaxpr, avals):
 
 def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     nc, nb = cond_nconsts, body_nconsts
-    cc, bc, carry = _split(primals, nc, nb)
-    _, bct, ct = _split(tangents, nc, nb)  # the predicate has no tangent: cond consts' are dropped
+    cc, bc, carry = split_list(primals, nc, nb)
+    _, bct, ct = split_list(tangents, nc, nb)  # the predicate has no tangent: cond consts' are dropped
     bc_nz = [_nonzero(t) for t in bct]
     carry_nz = [_nonzero(t) for t in ct]
     # Fixed point: a carry whose tangent becomes nonzero after one iteration carries one throughout.
@@ -396,7 +387,7 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
         cond_nconsts=nc,
         body_nconsts=nb + len(bct_nz),
     )
-    out_p, out_t = _split(outs, len(carry))
+    out_p, out_t = split_list(outs, len(carry))
     it = iter(out_t)
     return out_p, [next(it) if nz else Zero(tangent_aval(a)) for nz, a in zip(carry_nz, body_jaxpr.out_avals)]
 
@@ -419,7 +410,7 @@ def _while_partial_eval(trace, args, params):
     transposition is the reverse-mode error."""
     nc, nb = params["cond_nconsts"], params["body_nconsts"]
     cond, body = params["cond_jaxpr"], params["body_jaxpr"]
-    cc_uk, bc_uk, carry_uk = _split([trace._owns(x) for x in args], nc, nb)
+    cc_uk, bc_uk, carry_uk = split_list([trace._owns(x) for x in args], nc, nb)
     while True:
         body_known, _, out_uk, _ = partial_eval_jaxpr(body, bc_uk + carry_uk)
         grown = [a or b for a, b in zip(carry_uk, out_uk)]
@@ -438,7 +429,7 @@ def _while_partial_eval(trace, args, params):
         [not uk for uk in known_out_carry] + [False] * (len(body_known.out_avals) - len(known_out_carry)),
     )
     cond_known = _keep_outputs(cond_known, [True] + [False] * (len(cond_known.out_avals) - 1))
-    cc, bc, carry = _split(args, nc, nb)
+    cc, bc, carry = split_list(args, nc, nb)
     known_cc = [x for x, u in zip(cc, cc_uk) if not u]
     known_bc = [x for x, u in zip(bc, bc_uk) if not u]
     with _trace.set_current_trace(trace.parent):
@@ -499,7 +490,7 @@ def _frozen_lanes_jaxprs(cond_jaxpr, body_jaxpr, axis_data, nc, nb, cc_b, bc_b):
     carry_avals = [batched(a) for a in body_jaxpr.in_avals[nb:]]
 
     def any_lane(*vals):
-        cc, carry = _split(vals, nc)
+        cc, carry = split_list(vals, nc)
         with _trace.new_trace(BatchTrace(axis_data)) as t:
             ins = [BatchTracer(t, v, 0) if b else v for v, b in zip(cc, cc_b)]
             ins += [BatchTracer(t, v, 0) for v in carry]
@@ -508,7 +499,7 @@ def _frozen_lanes_jaxprs(cond_jaxpr, body_jaxpr, axis_data, nc, nb, cc_b, bc_b):
         return [lax.reduce_or(bdim_to_front(pred, d, size), axes=(0,))]
 
     def step_live_lanes(*vals):
-        cc, bc, carry = _split(vals, nc, nb)
+        cc, bc, carry = split_list(vals, nc, nb)
         with _trace.new_trace(BatchTrace(axis_data)) as t:
             cc = [BatchTracer(t, v, 0) if b else v for v, b in zip(cc, cc_b)]
             bc = [BatchTracer(t, v, 0) if b else v for v, b in zip(bc, bc_b)]
@@ -529,8 +520,8 @@ def _while_batch(vals, dims, *, axis_data, cond_jaxpr, body_jaxpr, cond_nconsts,
     nc, nb = cond_nconsts, body_nconsts
     size = axis_data.size
     vals = [v if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
-    cc, bc, carry = _split(vals, nc, nb)
-    cc_b, bc_b, carry_b = _split([d is not None for d in dims], nc, nb)
+    cc, bc, carry = split_list(vals, nc, nb)
+    cc_b, bc_b, carry_b = split_list([d is not None for d in dims], nc, nb)
     # Fixed point: a carry the body makes batched is batched from the start.
     while True:
         body, out_b = _batch_closed(body_jaxpr, axis_data, bc_b + carry_b, carry_b)
@@ -581,11 +572,11 @@ def _while_dce_rule(used_outputs, eqn):
     nc, nb = p["cond_nconsts"], p["body_nconsts"]
     cond, body = p["cond_jaxpr"], p["body_jaxpr"]
     _, cond_reads = dce_closed_jaxpr(cond, [True], prune_invars=True)
-    cc_used, cond_carry = _split(cond_reads, nc)
+    cc_used, cond_carry = split_list(cond_reads, nc)
     used = [a or b for a, b in zip(used_outputs, cond_carry)]
     while True:
         _, body_reads = dce_closed_jaxpr(body, used, prune_invars=True)
-        bc_used, body_carry = _split(body_reads, nb)
+        bc_used, body_carry = split_list(body_reads, nb)
         grown = [a or b for a, b in zip(used, body_carry)]
         if grown == used:
             break
@@ -594,7 +585,7 @@ def _while_dce_rule(used_outputs, eqn):
         return [True] * len(eqn.invars), eqn
     new_cond = _restrict(cond, [True], cc_used + used)
     new_body = _restrict(body, used, bc_used + used)
-    cc_v, bc_v, carry_v = _split(eqn.invars, nc, nb)
+    cc_v, bc_v, carry_v = split_list(eqn.invars, nc, nb)
     new_eqn = eqn.replace(
         invars=[v for v, u in zip(cc_v + bc_v + carry_v, cc_used + bc_used + used) if u],
         outvars=[v for v, u in zip(eqn.outvars, used) if u],

@@ -329,3 +329,14 @@ def jaxpr_as_fun(closed: ClosedJaxpr):
 def literal_from_value(x, aval: ShapedArray) -> Literal:
     """Keep the original value (an Array keeps its weak type when the jaxpr is evaluated)."""
     return Literal(x, aval)
+
+
+def split_list(xs, *sizes) -> list:
+    """Split `xs` into consecutive groups of the given sizes plus the rest (len(sizes) + 1 lists):
+    how call-like equations lay out their operand groups."""
+    out, i = [], 0
+    for n in sizes:
+        out.append(list(xs[i : i + n]))
+        i += n
+    out.append(list(xs[i:]))
+    return out

@@ -16,11 +16,15 @@ from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
 from morphax._src.core.avals import get_aval
 from morphax._src.core.jaxpr import eval_jaxpr
 from morphax._src.core.primitive import Primitive
-from morphax._src.core.values import make_array
 from morphax._src.prims._ad import instantiate
 from morphax._src.transforms.batching import batch_custom_jvp_call, batch_custom_vjp_call, batch_flat_fun
 from morphax._src.transforms.custom import custom_vjp_jvp
-from morphax._src.transforms.staging import closure_convert_tracers, trace_to_jaxpr
+from morphax._src.transforms.staging import (
+    call_out_avals,
+    closure_convert_tracers,
+    eval_call_jaxpr,
+    trace_to_jaxpr,
+)
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
 custom_jvp_call_p.higher_order = True
@@ -51,23 +55,11 @@ def stage_custom_vjp_call(fun, fwd, bwd, args, symbolic_zeros):
 
 
 def _impl(*args, call_jaxpr, **_):
-    outs = eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
-    return [
-        o if hasattr(o, "_buf") else make_array(o, dtype=a.dtype, weak_type=a.weak_type)
-        for o, a in zip(outs, call_jaxpr.out_avals)
-    ]
+    return eval_call_jaxpr(call_jaxpr, args)
 
 
 def _abstract_eval(*in_avals, call_jaxpr, name, **_):
-    expected = call_jaxpr.in_avals
-    if len(in_avals) != len(expected) or any(
-        a.shape != b.shape or a.dtype != b.dtype for a, b in zip(in_avals, expected)
-    ):
-        raise TypeError(
-            f"custom call {name}: called with argument types {[a.str_short() for a in in_avals]} but its "
-            f"jaxpr takes {[a.str_short() for a in expected]}"
-        )
-    return list(call_jaxpr.out_avals)
+    return call_out_avals(f"custom call {name}", in_avals, call_jaxpr)
 
 
 def _split_consts(tangents, num_consts, name, kind):

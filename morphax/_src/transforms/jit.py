@@ -11,34 +11,20 @@ from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import UndefinedPrimal, Zero, is_undefined_primal, is_zero
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 from morphax._src.core.primitive import Primitive
-from morphax._src.core.values import make_array
 from morphax._src.transforms import ad
 from morphax._src.transforms.partial_eval import partial_eval_jaxpr
-from morphax._src.transforms.staging import StagingTrace, trace_to_jaxpr
+from morphax._src.transforms.staging import StagingTrace, call_out_avals, eval_call_jaxpr, trace_to_jaxpr
 
 pjit_p = Primitive("pjit", multiple_results=True)
 pjit_p.higher_order = True
 
 
 def _pjit_impl(*args, jaxpr, name):
-    outs = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
-    # Literal or constant outputs still come back as arrays of the declared type.
-    return [
-        o if hasattr(o, "_buf") else make_array(o, dtype=a.dtype, weak_type=a.weak_type)
-        for o, a in zip(outs, jaxpr.out_avals)
-    ]
+    return eval_call_jaxpr(jaxpr, args)
 
 
 def _pjit_abstract_eval(*in_avals, jaxpr, name):
-    expected = jaxpr.in_avals
-    if len(in_avals) != len(expected) or any(
-        a.shape != b.shape or a.dtype != b.dtype for a, b in zip(in_avals, expected)
-    ):
-        raise TypeError(
-            f"pjit {name}: called with argument types {[a.str_short() for a in in_avals]} but its jaxpr "
-            f"takes {[a.str_short() for a in expected]}"
-        )
-    return list(jaxpr.out_avals)
+    return call_out_avals(f"pjit {name}", in_avals, jaxpr)
 
 
 _jvp_cache: dict = {}

@@ -21,8 +21,9 @@ from morphax._src import errors
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr
 from morphax._src.core.trace import Tracer
+from morphax._src.core.values import make_array
 
 
 class StagingTracer(Tracer):
@@ -316,6 +317,32 @@ def closure_convert_tracers(closed: ClosedJaxpr):
         jaxpr.debug_info,
     )
     return ClosedJaxpr(new, [closed.consts[i] for i in keep]), [closed.consts[i] for i in idx]
+
+
+def call_out_avals(what: str, in_avals, closed: ClosedJaxpr) -> list:
+    """Abstract evaluation of a call-like primitive carrying `closed`: the arguments must have
+    the jaxpr's input types; the outputs are its output types."""
+    expected = closed.in_avals
+    if len(in_avals) != len(expected) or any(
+        a.shape != b.shape or a.dtype != b.dtype for a, b in zip(in_avals, expected)
+    ):
+        raise TypeError(
+            f"{what}: called with argument types {[a.str_short() for a in in_avals]} but its jaxpr "
+            f"takes {[a.str_short() for a in expected]}"
+        )
+    return list(closed.out_avals)
+
+
+def eval_call_jaxpr(closed: ClosedJaxpr, args) -> list:
+    """Evaluate a call-like primitive's jaxpr; literal or constant outputs still come back as
+    arrays of the declared type."""
+    outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    return [
+        o
+        if hasattr(o, "_buf") or isinstance(o, Tracer)
+        else make_array(o, dtype=a.dtype, weak_type=a.weak_type)
+        for o, a in zip(outs, closed.out_avals)
+    ]
 
 
 def is_constant_value(x) -> bool:
