@@ -164,3 +164,17 @@ def test_nn_functions_keep_their_rules_under_jit():
     np.testing.assert_array_equal(
         morphax.grad(lambda v: morphax.jit(morphax.nn.relu)(v).sum())(x), [0.0, 0.0, 1.0]
     )
+
+
+def test_jit_compiles_the_call_jaxpr_instead_of_interpreting_it(monkeypatch):
+    from morphax._src.transforms import custom_call
+
+    def interpreted(*args, **params):
+        raise AssertionError("the compiled function fell back to evaluating the custom call")
+
+    monkeypatch.setattr(custom_call.custom_jvp_call_p, "impl", interpreted)
+    monkeypatch.setattr(custom_call.custom_vjp_call_p, "impl", interpreted)
+    x = jnp.array([-1.0, 2.0])
+    f = morphax.jit(lambda v: double_jvp(v) + double_vjp(v) + morphax.nn.relu(v))
+    np.testing.assert_array_equal(f(x), [-4.0, 10.0])
+    np.testing.assert_array_equal(morphax.jit(morphax.grad(lambda v: double_vjp(v).sum()))(x), [100.0] * 2)

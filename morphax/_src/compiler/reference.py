@@ -2,7 +2,8 @@
 function calling each primitive's NumPy reference, so a compiled call pays no per-operation
 dispatch. Intermediates are deleted right after their last use, so their buffers are freed early.
 
-Higher-order equations (nested `pjit`) compile their bodies recursively and are called inline.
+Call-like equations (nested `pjit`, `checkpoint`, custom-rule calls: `Primitive.call_jaxpr_param`)
+compile their bodies recursively and are called inline.
 Other higher-order primitives run through `eval_jaxpr` on Arrays (a fallback that stays correct).
 """
 
@@ -124,8 +125,8 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, name: str = "jitted", compile_call
         prim = eqn.primitive
         ins = ", ".join(operand(v) for v in eqn.invars)
         outs = [var_name(v) for v in eqn.outvars]
-        if prim.name == "pjit" and compile_call is not None:
-            inner = compile_call(eqn.params["jaxpr"], eqn.params["name"])
+        if prim.call_jaxpr_param is not None and compile_call is not None:
+            inner = compile_call(eqn.params[prim.call_jaxpr_param], eqn.params.get("name", prim.name))
             fn = bind_global(inner, "call")
             lines.append(f"    {', '.join(outs)}, = {fn}({ins})" if outs else f"    {fn}({ins})")
         elif prim.higher_order:

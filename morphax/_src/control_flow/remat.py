@@ -191,6 +191,7 @@ def _policy_key(policy):
 
 remat_p = Primitive("checkpoint", multiple_results=True)
 remat_p.higher_order = True
+remat_p.call_jaxpr_param = "jaxpr"
 remat_p.test_spec = None
 
 _CACHE: dict = {}  # (kind, id(jaxpr), ...) -> derived jaxprs; bounded (passes' helpers)

@@ -39,6 +39,9 @@ class Primitive:
         self.test_spec = None
         # Higher-order primitives (jit calls, control flow) carry jaxprs in their params.
         self.higher_order = False
+        # Call-like primitives (jit, checkpoint, custom-rule calls) whose evaluation is exactly
+        # their jaxpr on their operands name the param holding it; compilers inline or call it.
+        self.call_jaxpr_param: str | None = None
         # Params left out of the printed jaxpr while they hold these values (JAX hides e.g.
         # ``accuracy=None`` on transcendental functions).
         self.print_hidden_defaults: dict = {}

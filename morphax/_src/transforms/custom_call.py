@@ -166,3 +166,4 @@ for _prim, _jvp, _batch in (
     _prim.jvp = _jvp
     _prim.batch = _batch
     _prim.test_spec = None
+    _prim.call_jaxpr_param = "call_jaxpr"
