@@ -166,8 +166,9 @@ def test_breakpoint_not_implemented():
 
 
 def _sin_callback(x):
-    assert isinstance(x, np.ndarray)
-    return np.sin(x)
+    # As in JAX, the callback receives Arrays (immutable, and cheap to view with np.asarray).
+    assert isinstance(x, mx.Array)
+    return np.sin(np.asarray(x))
 
 
 def test_pure_callback_eager_and_jit():
