@@ -7,12 +7,14 @@ bounds are concrete, so reverse-differentiable as in JAX; a while_loop otherwise
 from __future__ import annotations
 
 import inspect
+import weakref
 
 import numpy as np
 
 from morphax._src import errors
 from morphax._src.config import config
 from morphax._src.control_flow.scan import scan_p
+from morphax._src.control_flow.trace_cache import cached_trace
 from morphax._src.core import pytree
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.dtypes import is_python_scalar, result_type
@@ -252,10 +254,22 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     if config.disable_jit:
         return _python_scan(f, init, xs_flat, xs_tree, length, reverse)
     x_avals = [get_aval(x).update(shape=get_aval(x).shape[1:]) for x in xs_flat]
-    carry_avals = [get_aval(x) for x in init_flat]
-    closed, ys_tree = _trace_body(f, init_tree, xs_tree, carry_avals, x_avals)
     nk = len(init_flat)
-    out_avals = closed.out_avals[:nk]
+
+    def trace(carry_avals):
+        closed, ys_tree = _trace_body(f, init_tree, xs_tree, carry_avals, x_avals)
+        # Closed-over values (maybe tracers of enclosing transformations) become leading operands.
+        j = closed.jaxpr
+        body = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns, j.debug_info), [])
+        return body, list(closed.consts), ys_tree
+
+    def cached(carry_avals):
+        key = (init_tree, xs_tree, tuple(carry_avals), tuple(x_avals))
+        return cached_trace((f,), key, lambda: trace(carry_avals), lambda r: r[1])
+
+    carry_avals = [get_aval(x) for x in init_flat]
+    body, consts, ys_tree = cached(carry_avals)
+    out_avals = body.out_avals[:nk]
     # As in JAX, a weakly typed initial carry takes the type the body gives it.
     changed = False
     for i, (a, b) in enumerate(zip(carry_avals, out_avals)):
@@ -264,13 +278,10 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
             changed = True
     if changed:
         carry_avals = [get_aval(x) for x in init_flat]
-        closed, ys_tree = _trace_body(f, init_tree, xs_tree, carry_avals, x_avals)
-        out_avals = closed.out_avals[:nk]
+        body, consts, ys_tree = cached(carry_avals)
+        out_avals = body.out_avals[:nk]
     check_carry_types("scan body", f, init_tree, carry_avals, out_avals)
-    # Closed-over values (maybe tracers of enclosing transformations) become leading operands.
-    j = closed.jaxpr
-    body = ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns, j.debug_info), [])
-    consts = [_as_operand(c) for c in closed.consts]
+    consts = [_as_operand(c) for c in consts]
     outs = scan_p.bind(
         *consts, *init_flat, *xs_flat,
         jaxpr=body, length=length, reverse=bool(reverse), num_consts=len(consts), num_carry=nk, unroll=unroll,
@@ -371,6 +382,39 @@ def _bounds_dtype(lower, upper):
     )
 
 
+_FORI_WRAPPERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _fori_wrappers(body_fun):
+    """The scan body and while_loop functions fori_loop runs, one set per `body_fun`, so that
+    eager calls find their traced bodies in the trace cache."""
+    try:
+        hit = _FORI_WRAPPERS.get(body_fun)
+    except TypeError:
+        hit = None
+    if hit is not None:
+        return hit
+
+    def scanned_fun(loop_carry, _):
+        i, x = loop_carry
+        return (i + 1, body_fun(i, x)), None
+
+    def cond_fun(loop_carry):
+        i, stop, _ = loop_carry
+        return lax.lt(i, stop)
+
+    def while_body(loop_carry):
+        i, stop, x = loop_carry
+        return i + 1, stop, body_fun(i, x)
+
+    wrappers = (scanned_fun, cond_fun, while_body)
+    try:
+        _FORI_WRAPPERS[body_fun] = wrappers
+    except TypeError:
+        pass
+    return wrappers
+
+
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """``for i in range(lower, upper): val = body_fun(i, val)``. Concrete bounds make it a scan
     (reverse-differentiable); traced bounds make it a while_loop (forward-differentiable only)."""
@@ -378,12 +422,8 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         raise TypeError("lax.fori_loop: body_fun argument should be callable.")
     dtype = _bounds_dtype(lower, upper)
     lo, hi = _concrete_int(lower), _concrete_int(upper)
+    scanned_fun, cond_fun, while_body = _fori_wrappers(body_fun)
     if lo is not None and hi is not None:
-
-        def scanned_fun(loop_carry, _):
-            i, x = loop_carry
-            return (i + 1, body_fun(i, x)), None
-
         length = max(hi - lo, 0)
         if config.disable_jit and length == 0:
             return init_val
@@ -403,15 +443,6 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         lower = lax.convert_element_type(lower, dtype)
     if get_aval(upper).dtype != dtype:
         upper = lax.convert_element_type(upper, dtype)
-
-    def cond_fun(loop_carry):
-        i, stop, _ = loop_carry
-        return lax.lt(i, stop)
-
-    def while_body(loop_carry):
-        i, stop, x = loop_carry
-        return i + 1, stop, body_fun(i, x)
-
     _, _, result = while_loop(cond_fun, while_body, (lower, upper, init_val))
     return result
 

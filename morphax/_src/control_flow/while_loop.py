@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 
 from morphax._src.config import config
+from morphax._src.control_flow.trace_cache import cached_trace
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
@@ -234,11 +235,15 @@ def while_loop(cond_fun, body_fun, init_val):
         body, body_consts, body_tree = _trace_fun(body_fun, in_tree, avals)
         return avals, cond, cond_consts, body, body_consts, body_tree
 
-    avals, cond, cond_consts, body, body_consts, body_tree = trace_both(leaves)
+    def cached(leaves):
+        key = (in_tree, tuple(get_aval(x) for x in leaves))
+        return cached_trace((body_fun, cond_fun), key, lambda: trace_both(leaves), lambda r: r[2] + r[4])
+
+    avals, cond, cond_consts, body, body_consts, body_tree = cached(leaves)
     if body_tree == in_tree:
         leaves, changed = _promote_weak_inputs(leaves, avals, body.out_avals)
         if changed:
-            avals, cond, cond_consts, body, body_consts, body_tree = trace_both(leaves)
+            avals, cond, cond_consts, body, body_consts, body_tree = cached(leaves)
     check_carry_type("while_loop body", body_fun, in_tree, avals, body_tree, body.out_avals)
     outs = while_p.bind(
         *cond_consts,
