@@ -40,6 +40,19 @@ METHOD_CASES = [
     ("var", (), {"axis": 1}),
     ("astype", (np.int32,), {}),
     ("copy", (), {}),
+    ("diagonal", (), {}),
+    ("diagonal", (1,), {}),
+    ("trace", (), {}),
+    ("ptp", (), {"axis": 1}),
+    ("sort", (), {}),
+    ("argsort", (), {"axis": 0}),
+    ("argpartition", (1,), {}),
+    ("repeat", (2,), {"axis": 0}),
+    ("take", (np.array([2, 0]),), {"axis": 1}),
+    ("compress", (np.array([True, False, True]),), {"axis": 1}),
+    ("view", (np.int32,), {}),
+    ("view", (np.uint8,), {}),
+    ("view", (np.float16,), {}),
 ]
 
 
@@ -48,7 +61,12 @@ METHOD_CASES = [
 )
 def test_methods_match_numpy(name, args, kwargs):
     got = getattr(jnp.asarray(X), name)(*args, **kwargs)
-    want = getattr(X, name)(*args, **kwargs)
+    # NumPy's ndarray sorts in place and has no ptp method: use its functions for those.
+    want = (
+        getattr(np, name)(X, *args, **kwargs)
+        if name in ("sort", "ptp")
+        else getattr(X, name)(*args, **kwargs)
+    )
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
     traced = morphax.make_jaxpr(lambda x: getattr(x, name)(*args, **kwargs))(X)
     assert traced.out_avals[0].shape == np.shape(want)
@@ -119,3 +137,43 @@ def test_integer_power_broadcasts():
     got = jnp.power(jnp.asarray(a), jnp.asarray(b))
     np.testing.assert_array_equal(np.asarray(got), a**b)
     assert got.dtype == np.int32
+
+
+def test_searchsorted_choose_nonzero_flat_and_host_methods():
+    a = jnp.asarray(np.sort(X.ravel()))
+    np.testing.assert_array_equal(
+        a.searchsorted(np.float32([0.0, 3.5])), np.sort(X.ravel()).searchsorted([0.0, 3.5])
+    )
+    idx = jnp.asarray(np.array([0, 1, 1], np.int32))
+    np.testing.assert_array_equal(idx.choose([X[0], X[1]]), np.array([0, 1, 1]).choose([X[0], X[1]]))
+    rows, cols = jnp.asarray(I).nonzero(size=6)
+    np.testing.assert_array_equal(np.stack([rows, cols])[:, :5], np.stack(I.nonzero()))
+    x = jnp.asarray(X)
+    assert x.tobytes() == X.tobytes()
+    np.testing.assert_array_equal(x.clone(), X)
+    np.testing.assert_array_equal(
+        jnp.asarray(np.arange(8, dtype=np.uint8)).view(np.float32),
+        np.arange(8, dtype=np.uint8).view(np.float32),
+    )
+    with pytest.raises(NotImplementedError, match="flatten"):
+        x.flat  # noqa: B018
+    with pytest.raises(ValueError, match="cannot be viewed"):
+        jnp.ones(3, jnp.uint8).view(jnp.float32)
+
+
+# Every method and property of a concrete JAX 0.10.2 Array that is about values (the
+# device/sharding/buffer runtime API is separate), which morphax Arrays and tracers must have.
+JAX_VALUE_METHODS = (
+    "T all any argmax argmin argpartition argsort astype at choose clip compress conj conjugate copy cumprod "
+    "cumsum diagonal dot dtype flatten imag item itemsize mT max mean min nbytes ndim nonzero prod ptp ravel "
+    "real repeat reshape round searchsorted shape size sort squeeze std sum swapaxes take tolist trace "
+    "transpose var view weak_type"
+).split()
+
+
+def test_every_value_method_of_jax_arrays_exists_on_arrays_and_tracers():
+    x = jnp.asarray(X)
+    assert [n for n in JAX_VALUE_METHODS if not hasattr(x, n)] == []
+    seen = []
+    morphax.jit(lambda t: seen.append([n for n in JAX_VALUE_METHODS if not hasattr(t, n)]) or t)(x)
+    assert seen == [[]]

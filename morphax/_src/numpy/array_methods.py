@@ -119,9 +119,49 @@ _OPERATORS = {
 
 # Methods that are the jnp function of the same name applied to self.
 _METHODS = (
-    "all any argmax argmin clip conj conjugate cumprod cumsum dot max mean min prod ravel "
-    "round squeeze std sum swapaxes var"
+    "all any argmax argmin argpartition argsort choose clip conj conjugate cumprod cumsum diagonal "
+    "dot max mean min nonzero prod ptp ravel repeat round searchsorted sort squeeze std sum swapaxes "
+    "take trace var"
 ).split()
+
+
+def _compress(self, condition, axis=None, *, size=None, fill_value=0):
+    # NumPy's method takes the condition first; the function takes it before the array.
+    return _jnp().compress(condition, self, axis=axis, size=size, fill_value=fill_value)
+
+
+def _view(self, dtype=None, type=None):
+    """The same bits seen as `dtype` (NumPy's rule: the last axis is rescaled by the itemsize
+    ratio), via bitcast_convert_type."""
+    if type is not None:
+        raise NotImplementedError("`type` argument of array.view() is not supported.")
+    if dtype is None:
+        return self
+    new = np.dtype(dtype)
+    old = self.dtype
+    if new == old:
+        return self
+    if self.ndim == 0 and new.itemsize != old.itemsize:
+        raise ValueError("view() of a 0-d array needs a dtype of the same itemsize")
+    if new.itemsize == old.itemsize:
+        return L.bitcast_convert_type(self, new)
+    jnp = _jnp()
+    if new.itemsize < old.itemsize:
+        out = L.bitcast_convert_type(self, new)  # adds a trailing axis of old/new elements
+        return jnp.reshape(out, self.shape[:-1] + (self.shape[-1] * (old.itemsize // new.itemsize),))
+    ratio = new.itemsize // old.itemsize
+    if new.itemsize % old.itemsize or self.shape[-1] % ratio:
+        raise ValueError(
+            f"view: the last axis of size {self.shape[-1]} ({old.name}) cannot be viewed as {new.name}"
+        )
+    grouped = jnp.reshape(self, self.shape[:-1] + (self.shape[-1] // ratio, ratio))
+    return L.bitcast_convert_type(grouped, new)
+
+
+def _no_flat(self):
+    raise NotImplementedError(
+        "JAX Arrays do not implement the arr.flat property: consider arr.flatten() instead."
+    )
 
 
 def _transpose(self, *axes):
@@ -194,6 +234,9 @@ def install(cls) -> None:
     for name in _METHODS:
         setattr(cls, name, _method(name))
     cls.transpose = _transpose
+    cls.compress = _compress
+    cls.view = _view
+    cls.flat = property(_no_flat)
     cls.reshape = _reshape
     cls.astype = _astype
     cls.flatten = _flatten
@@ -209,6 +252,8 @@ def install(cls) -> None:
 def _install_all():
     install(Array)
     install(Tracer)
+    Array.clone = _copy
+    Array.tobytes = lambda self, order="C": np.asarray(self).tobytes(order=order)
     Tracer.item = _item_tracer
     Tracer.tolist = _tolist_tracer
     Tracer.itemsize = property(lambda self: self.aval.dtype.itemsize)
