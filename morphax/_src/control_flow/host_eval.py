@@ -13,7 +13,6 @@ import numpy as np
 
 from morphax._src.core.jaxpr import ClosedJaxpr, Literal
 from morphax._src.core.values import make_array
-from morphax._src.transforms.jit import pjit_p
 
 __all__ = ["host_rules", "run_closed_jaxpr"]
 
@@ -31,8 +30,8 @@ def _as_dtype(x, dt):
 
 def _step_fn(eqn):
     prim, params = eqn.primitive, eqn.params
-    if prim is pjit_p:
-        inner = params["jaxpr"]
+    if prim.call_jaxpr_param is not None:  # jit, checkpoint, custom-rule calls: run the body inline
+        inner = params[prim.call_jaxpr_param]
         return lambda *a: run_closed_jaxpr(inner, a)
     rule = host_rules.get(prim)
     if rule is not None:
