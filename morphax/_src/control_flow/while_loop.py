@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
+
 from morphax._src.config import config
+from morphax._src.control_flow.host_eval import host_rules, run_closed_jaxpr
 from morphax._src.control_flow.trace_cache import cached_trace
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
@@ -260,28 +263,32 @@ def while_loop(cond_fun, body_fun, init_val):
 # ------------------------------------------------------------------------- impl and abstract eval
 
 
-def _interpret(closed: ClosedJaxpr, args):
-    return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+def _while_host(args, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    """The loop on NumPy values, synchronously on the calling thread: it reads the predicate
+    every iteration, possibly from inside a compiled call on the device stream, so it must not
+    queue work behind itself (see host_eval.py)."""
+    cc, bc, carry = split_list(args, cond_nconsts, body_nconsts)
+    while bool(run_closed_jaxpr(cond_jaxpr, cc + carry)[0]):
+        carry = run_closed_jaxpr(body_jaxpr, bc + carry)
+    return carry
 
 
-# How the eager loop runs cond and body: `runner(closed_jaxpr, args) -> outputs`, synchronously
-# (the loop reads the predicate each iteration, possibly from inside a compiled call on the
-# device stream, so it must not queue work behind itself). The runtime may install a compiled one.
-body_runner = [_interpret]
+host_rules[while_p] = _while_host
 
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cc, bc, carry = split_list(args, cond_nconsts, body_nconsts)
-    run = body_runner[0]
-    while bool(run(cond_jaxpr, cc + carry)[0]):
-        carry = run(body_jaxpr, bc + carry)
-    # Init leaves (no iteration ran) and literal outputs come back as arrays of the loop's types.
-    return [
-        c
-        if hasattr(c, "_buf") and c.dtype == a.dtype and c.weak_type == a.weak_type
-        else make_array(c, dtype=a.dtype, weak_type=a.weak_type)
-        for c, a in zip(carry, body_jaxpr.out_avals)
-    ]
+    # The carry's types are the body's output types; consts take their jaxprs' input types.
+    in_avals = cond_jaxpr.in_avals[:cond_nconsts] + body_jaxpr.in_avals
+    vals = [np.asarray(x, dtype=a.dtype) for x, a in zip(args, in_avals)]
+    with np.errstate(all="ignore"):  # float edge cases are not errors (JAX is silent)
+        outs = _while_host(
+            vals,
+            cond_jaxpr=cond_jaxpr,
+            body_jaxpr=body_jaxpr,
+            cond_nconsts=cond_nconsts,
+            body_nconsts=body_nconsts,
+        )
+    return [make_array(o, dtype=a.dtype, weak_type=a.weak_type) for o, a in zip(outs, body_jaxpr.out_avals)]
 
 
 def _types(avals):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from morphax._src.compiler.compile import compile_jaxpr
 from morphax._src.runtime import dispatch, eager
-from morphax._src.runtime.array import Array
 from morphax._src.transforms.jit import pjit_p
 
 
@@ -26,21 +25,3 @@ def _pjit_compiled_impl(*args, jaxpr, name):
 
 
 pjit_p.impl = _pjit_compiled_impl
-
-
-def run_compiled_sync(closed, args):
-    """Compile `closed` once and run it now on the calling thread (loop bodies read results
-    every iteration, so they must not queue behind the work that runs them)."""
-    executable = compile_jaxpr(closed, "loop_body")
-    values = [dispatch._host_value(a, v) for a, v in zip(args, executable.in_avals)]
-    outs = executable(*values)
-    return [Array(o, w) for o, w in zip(outs, executable.out_weak_types)]
-
-
-def _install_loop_runner():
-    from morphax._src.control_flow import while_loop
-
-    while_loop.body_runner[0] = run_compiled_sync
-
-
-_install_loop_runner()
