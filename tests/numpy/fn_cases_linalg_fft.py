@@ -193,5 +193,110 @@ FFT = [
     _F("rfftfreq", lambda rng: (9, np.asarray(rng.uniform(0.5, 2.0), np.float32))),
 ]
 
-CASES = LINALG + FFT
+# A second operand shape (rank, batch dimensions, axis) for each function.
+LINALG_SHAPES = [
+    _L("cross", args(normal(2, 3, 3), normal(3, 3)), label="broadcast"),
+    _L("det", args(_well_conditioned(4, 4)), label="single"),
+    _L(
+        "eig",
+        args(_spd(n=4)),
+        fn=lambda a: jnp.linalg.eig(a)[0],
+        grad=False,
+        ref=lambda a: np.linalg.eig(a)[0].astype(np.complex64),
+        rtol=1e-4,
+        atol=1e-4,
+        label="single",
+    ),  # fmt: skip
+    # LAPACK leaves the order of eigenvalues unspecified: compare them sorted (real for SPD input).
+    _L(
+        "eigvals",
+        args(_spd(2, 2)),
+        fn=lambda a: jnp.sort(jnp.linalg.eigvals(a).real),
+        ref=lambda a: np.sort(np.linalg.eigvals(a).real),
+        rtol=1e-4,
+        atol=1e-4,
+        label="batch2",
+    ),  # fmt: skip
+    _L(
+        "eigh",
+        args(_spd(n=4)),
+        fn=lambda a: jnp.linalg.eigh(a)[0],
+        ref=lambda a: np.linalg.eigh(a)[0],
+        rtol=1e-4,
+        label="single",
+    ),  # fmt: skip
+    _L("eigvalsh", args(_spd(2, 2, n=2)), rtol=1e-4, label="batch2"),
+    _L("inv", args(_well_conditioned(4, 4)), rtol=1e-4, atol=1e-4, label="single"),
+    _L(
+        "lstsq",
+        args(_well_conditioned(6, 4), normal(6)),
+        fn=lambda a, b: jnp.linalg.lstsq(a, b)[0],
+        ref=lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0],
+        rtol=1e-4,
+        atol=1e-4,
+        label="vector-b",
+    ),  # fmt: skip
+    _L("matmul", args(normal(3, 4), normal(4)), label="matvec"),
+    _L("matrix_rank", args(normal(5, 2)), grad=False, label="single"),
+    _L("matrix_transpose", args(normal(2, 2, 3, 4)), label="4d"),
+    _L(
+        "multi_dot",
+        args(normal(3), normal(3, 4), normal(4)),
+        fn=lambda a, b, c: jnp.linalg.multi_dot([a, b, c]),
+        ref=lambda a, b, c: np.linalg.multi_dot([a, b, c]),
+        label="vector-ends",
+    ),  # fmt: skip
+    _L("outer", args(normal(2), normal(5)), label="2x5"),
+    _L("pinv", args(_well_conditioned(3, 5)), rtol=1e-4, atol=1e-4, label="wide"),
+    _L(
+        "slogdet",
+        args(_well_conditioned(4, 4)),
+        fn=lambda a: jnp.linalg.slogdet(a)[1],
+        ref=lambda a: np.linalg.slogdet(a)[1],
+        label="single",
+    ),  # fmt: skip
+    _L("solve", args(_well_conditioned(3, 3), normal(3)), rtol=1e-4, atol=1e-4, label="vector-b"),
+    _L("svdvals", args(_well_conditioned(3, 5)), rtol=1e-4, label="wide"),
+    _L("tensordot", args(normal(3, 4), normal(4, 5)), kwargs={"axes": 1}, label="axes1"),
+    _L(
+        "tensorinv",
+        lambda rng: (_well_conditioned(4, 4)(rng).reshape(4, 2, 2), 1),
+        rtol=1e-4,
+        atol=1e-4,
+        label="ind1",
+    ),  # fmt: skip
+    _L(
+        "tensorsolve",
+        lambda rng: (_well_conditioned(4, 4)(rng).reshape(4, 2, 2), normal(4)(rng)),
+        rtol=1e-4,
+        atol=1e-4,
+        label="2x2",
+    ),  # fmt: skip
+    _L("trace", args(normal(3, 4)), kwargs={"offset": 1}, label="offset"),
+    _L("vecdot", args(normal(3, 2, 4), normal(4)), label="broadcast"),
+    _L("vector_norm", args(normal(2, 3, 4)), kwargs={"axis": (1, 2)}, label="axes"),
+]
+
+FFT_SHAPES = [
+    _F("fft", args(complexes(8)), label="1d"),
+    _F("ifft", args(complexes(2, 3, 6)), label="3d"),
+    _F("fft2", args(complexes(4, 6)), kwargs={"s": (3, 4)}, label="2d-s"),
+    _F("ifft2", args(complexes(3, 4)), label="2d"),
+    _F("fftn", args(complexes(4, 6)), kwargs={"axes": (0,)}, label="axis0"),
+    _F("ifftn", args(complexes(3, 4)), label="2d"),
+    _F("rfft", args(normal(2, 3, 7)), kwargs={"axis": 1}, label="axis1"),
+    _F("irfft", args(complexes(5)), label="1d"),
+    _F("rfft2", args(normal(4, 6)), label="2d"),
+    _F("irfft2", args(complexes(4, 4)), label="2d"),
+    _F("rfftn", args(normal(4, 6)), label="2d"),
+    _F("irfftn", args(complexes(4, 3)), label="2d"),
+    _F("hfft", args(complexes(2, 3, 4)), kwargs={"axis": 1}, label="axis1"),
+    _F("ihfft", args(normal(7)), label="1d"),
+    _F("fftshift", args(normal(2, 3, 5)), kwargs={"axes": (0, 2)}, label="3d"),
+    _F("ifftshift", args(normal(7)), label="1d"),
+    _F("fftfreq", lambda rng: (5, np.asarray(rng.uniform(0.5, 2.0), np.float32)), label="odd"),
+    _F("rfftfreq", lambda rng: (8, np.asarray(rng.uniform(0.5, 2.0), np.float32)), label="even"),
+]
+
+CASES = LINALG + FFT + LINALG_SHAPES + FFT_SHAPES
 EXEMPT: dict[str, str] = {}
