@@ -384,6 +384,7 @@ add(
     Case("vsplit", args(integers(4, 3), const([1])), grad=False, label="int32"),
     Case("dsplit", args(normal(2, 3, 6), const(3)), label="sections"),
     Case("dsplit", args(normal(2, 3, 6), const([1, 4])), label="indices"),
+    Case("dsplit", args(normal(2, 2, 4, 3), const(2)), label="4d"),
 )
 
 for _name in ("atleast_1d", "atleast_2d", "atleast_3d"):
@@ -415,6 +416,7 @@ add(
     Case("matrix_transpose", args(integers(3, 4)), grad=False, label="int32"),
     Case("moveaxis", args(A, const(0), const(-1)), label="one"),
     Case("moveaxis", args(A, const((0, 1)), const((2, 0))), label="several"),
+    Case("moveaxis", args(normal(2, 3, 4, 5), const(-1), const(1)), label="4d"),
     Case("permute_dims", args(A, const((2, 0, 1))), label="3d"),
     Case(
         "permute_dims",

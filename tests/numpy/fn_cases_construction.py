@@ -79,6 +79,13 @@ CONSTRUCTION = [
         ref=lambda x: np.apply_over_axes(np.sum, x, [0, 2]),
     ),
     Case(
+        "apply_over_axes",
+        args(normal(4, 5)),
+        fn=lambda x: jnp.apply_over_axes(jnp.mean, x, 1),
+        ref=lambda x: np.apply_over_axes(np.mean, x, 1),
+        label="2d",
+    ),
+    Case(
         "block",
         args(normal(2, 3), normal(2, 1), normal(1, 3), normal(1, 1)),
         fn=lambda a, b, c, d: jnp.block([[a, b], [c, d]]),
@@ -119,6 +126,7 @@ CONSTRUCTION = [
     Case("delete", args(normal(3, 4), const(1), const(1))),
     Case("delete", args(normal(3, 4), const((0, 2)), const(0)), label="array-obj"),
     Case("delete", args(integers(3, 4), const(slice(None, None, 2))), grad=False, label="int-slice"),
+    Case("delete", args(normal(2, 3, 5), const((0, 3)), const(2)), label="3d-axis2"),
     Case("diag", args(normal(4)), kwargs={"k": 1}),
     Case("diag", args(normal(3, 5)), kwargs={"k": -1}, label="extract"),
     Case("diag", args(integers(3, 3)), grad=False, label="int"),
@@ -127,6 +135,13 @@ CONSTRUCTION = [
         args(normal(3, 3, 3)),
         ref=lambda a: tuple(i.astype(np.int32) for i in np.diag_indices_from(a)),
         grad=False,
+    ),
+    Case(
+        "diag_indices_from",
+        args(integers(4, 4)),
+        ref=lambda a: tuple(i.astype(np.int32) for i in np.diag_indices_from(a)),
+        grad=False,
+        label="2d",
     ),
     Case("diagflat", args(normal(2, 3)), kwargs={"k": 1}),
     Case("diagflat", args(complexes(2, 2)), kwargs={"k": -2}, label="complex"),
@@ -152,6 +167,13 @@ CONSTRUCTION = [
         fn=lambda x: jnp.fromfunction(lambda i, j: i * x + j, (3, 4), dtype=jnp.float32),
         ref=lambda x: np.fromfunction(lambda i, j: i * x + j, (3, 4), dtype=np.float32),
     ),
+    Case(
+        "fromfunction",
+        args(normal(4)),
+        fn=lambda x: jnp.fromfunction(lambda i, j, k: i * x + j - k, (2, 3, 4), dtype=jnp.float32),
+        ref=lambda x: np.fromfunction(lambda i, j, k: i * x + j - k, (2, 3, 4), dtype=np.float32),
+        label="3d",
+    ),
     Case("insert", args(normal(3, 4), const(1), normal(4), const(0))),
     Case("insert", args(normal(3, 4), const((0, 2, 2)), normal(3, 3), const(1)), label="multi-axis1"),
     Case("insert", args(integers(2, 3), const(4), integers(2)), grad=False, label="int-flat"),
@@ -171,6 +193,13 @@ CONSTRUCTION = [
         args(normal(3, 4), normal(3)),
         fn=lambda a, v: jnp.place(a, np.arange(12).reshape(3, 4) % 3 == 1, v, inplace=False),
         ref=_copy_then(lambda b, v: np.place(b, np.arange(12).reshape(3, 4) % 3 == 1, v)),
+    ),
+    Case(
+        "place",
+        args(normal(2, 3, 2), normal(2)),
+        fn=lambda a, v: jnp.place(a, np.arange(12).reshape(2, 3, 2) % 4 < 2, v, inplace=False),
+        ref=_copy_then(lambda b, v: np.place(b, np.arange(12).reshape(2, 3, 2) % 4 < 2, v)),
+        label="3d-cycled",
     ),
     Case(
         "put",
@@ -224,6 +253,13 @@ CONSTRUCTION = [
         ref=lambda a, k=1: tuple(i.astype(np.int32) for i in np.tril_indices_from(a, k)),
         grad=False,
     ),
+    Case(
+        "tril_indices_from",
+        args(integers(3, 3)),
+        ref=lambda a: tuple(i.astype(np.int32) for i in np.tril_indices_from(a)),
+        grad=False,
+        label="square",
+    ),
     Case("triu", args(normal(2, 4, 5)), kwargs={"k": 1}),
     Case("triu", args(complexes(3, 4)), label="complex"),
     Case(
@@ -232,6 +268,14 @@ CONSTRUCTION = [
         kwargs={"k": -1},
         ref=lambda a, k=-1: tuple(i.astype(np.int32) for i in np.triu_indices_from(a, k)),
         grad=False,
+    ),
+    Case(
+        "triu_indices_from",
+        args(integers(3, 6)),
+        kwargs={"k": 2},
+        ref=lambda a, k=2: tuple(i.astype(np.int32) for i in np.triu_indices_from(a, k)),
+        grad=False,
+        label="wide",
     ),
     Case("unravel_index", args(integers(3, 4, lo=0, hi=60), const((3, 4, 5))), grad=False),
     Case(
@@ -345,6 +389,12 @@ def _dot_last(a, b):
 
 MISC = [
     Case("kaiser", args(const(7), positive()), ref=lambda m, b: np.kaiser(m, b)),
+    Case(
+        "kaiser",
+        args(const(12), lambda rng: np.asarray(rng.uniform(3.0, 6.0), np.float32)),
+        ref=lambda m, b: np.kaiser(m, b),
+        label="long",
+    ),
     Case("packbits", args(booleans(3, 10)), kwargs={"axis": 1}, grad=False),
     Case(
         "packbits",
@@ -396,6 +446,14 @@ MISC = [
         atol=1e-4,
         rtol=1e-4,
     ),
+    Case(
+        "polydiv",
+        args(normal(7), lambda rng: np.array([-2.0, *rng.standard_normal(3)], np.float32)),
+        ref=_polydiv_ref,
+        atol=1e-4,
+        rtol=1e-4,
+        label="deg6-by-deg3",
+    ),
     Case("polyval", args(normal(4), normal(3, 5))),
     Case("polyval", args(integers(3), integers(2, 2)), grad=False, label="int"),
     Case(
@@ -422,6 +480,16 @@ MISC = [
         grad=False,
         rtol=1e-3,
         atol=1e-3,
+    ),
+    Case(
+        "roots",
+        args(lambda rng: np.array([2.0, *rng.uniform(-3, 3, 5)], np.float32)),
+        kwargs={"strip_zeros": False},
+        ref=lambda p: np.roots(p),
+        grad=False,
+        rtol=1e-3,
+        atol=1e-3,
+        label="deg5",
     ),
     Case(
         "vectorize",

@@ -230,9 +230,11 @@ MATH_CASES = [
     Case("deg2rad", args(normal(3, 4, 2))),
     Case("deg2rad", args(integers(3, 4, lo=-180, hi=180)), grad=False, label="int32"),
     Case("radians", args(normal(3, 4))),
+    Case("radians", args(normal(2, 3, 4)), label="3d"),
     Case("rad2deg", args(normal(3, 4, 2))),
     Case("rad2deg", args(integers(3, 4)), grad=False, label="int32"),
     Case("degrees", args(normal(3, 4))),
+    Case("degrees", args(normal(5)), label="1d"),
     Case("diff", args(normal(3, 4, 5), const(2), const(1))),
     Case(
         "diff",
@@ -263,10 +265,27 @@ MATH_CASES = [
             ).astype(F32)
         ),
     ),
+    Case(
+        "frexp",
+        args(
+            lambda rng: (
+                rng.choice([-1.0, 1.0], (2, 3, 2))
+                * rng.uniform(0.55, 0.95, (2, 3, 2))
+                * 2.0 ** rng.integers(-4, 4, (2, 3, 2))
+            ).astype(F32)
+        ),
+        label="3d",
+    ),
     Case("frexp", args(frexp_values(3, 4, special=True)), grad=False, label="special"),
     Case("frexp", args(integers(3, 4)), grad=False, label="int32"),
     Case("gcd", args(integers(3, 4, lo=-12, hi=13), integers(4, lo=-12, hi=13)), grad=False),
+    Case(
+        "gcd", args(integers(2, 1, 3, lo=0, hi=30), integers(4, 1, lo=0, hi=30)), grad=False, label="3d-outer"
+    ),
     Case("lcm", args(integers(3, 4, lo=-12, hi=13), integers(4, lo=-12, hi=13)), grad=False),
+    Case(
+        "lcm", args(integers(2, 1, 3, lo=0, hi=30), integers(4, 1, lo=0, hi=30)), grad=False, label="3d-outer"
+    ),
     Case("gradient", args(normal(4, 5))),
     Case("gradient", args(normal(3, 4, 5), const(0.5)), kwargs={"axis": (0, 2)}, label="spacing-axes"),
     Case(
@@ -298,8 +317,10 @@ MATH_CASES = [
     ),
     Case("iscomplex", args(mixed_complex(3, 4)), grad=False),
     Case("iscomplex", args(normal(3, 4)), grad=False, label="float32"),
+    Case("iscomplex", args(mixed_complex(2, 3, 2)), grad=False, label="3d"),
     Case("isreal", args(mixed_complex(3, 4)), grad=False),
     Case("isreal", args(integers(3, 4)), grad=False, label="int32"),
+    Case("isreal", args(mixed_complex(6)), grad=False, label="1d"),
     # The type predicates return Python bools (static facts about the operand's dtype/shape);
     # wrapped in an array so the driver can compare them, also under jit and vmap.
     Case(
@@ -318,11 +339,27 @@ MATH_CASES = [
         label="float32",
     ),
     Case(
+        "iscomplexobj",
+        args(complexes(5)),
+        fn=lambda x: jnp.asarray(jnp.iscomplexobj(x)),
+        ref=lambda x: np.asarray(np.iscomplexobj(x)),
+        grad=False,
+        label="1d",
+    ),
+    Case(
         "isrealobj",
         args(normal(3, 4)),
         fn=lambda x: jnp.asarray(jnp.isrealobj(x)),
         ref=lambda x: np.asarray(np.isrealobj(x)),
         grad=False,
+    ),
+    Case(
+        "isrealobj",
+        args(complexes(2, 3, 2)),
+        fn=lambda x: jnp.asarray(jnp.isrealobj(x)),
+        ref=lambda x: np.asarray(np.isrealobj(x)),
+        grad=False,
+        label="complex64-3d",
     ),
     Case(
         "isscalar",
@@ -346,12 +383,21 @@ MATH_CASES = [
         ref=lambda x: np.asarray(np.iterable(x)),
         grad=False,
     ),
+    Case(
+        "iterable",
+        args(normal(2, 3, 2)),
+        fn=lambda x: jnp.asarray(jnp.iterable(x)),
+        ref=lambda x: np.asarray(np.iterable(x)),
+        grad=False,
+        label="3d",
+    ),
     Case("ldexp", args(normal(3, 4), integers(3, 4, lo=-4, hi=5))),
     Case("ldexp", args(integers(3, 4), integers(4, lo=0, hi=4)), grad=False, label="int32"),
     Case("median", args(distinct(3, 4, 5)), kwargs={"axis": 1}),
     Case("median", args(distinct(4, 6)), label="all"),
     Case("median", args(distinct(3, 4, 5)), kwargs={"axis": (0, 2), "keepdims": True}, label="keepdims"),
     Case("modf", args(fractional(3, 4, 2))),
+    Case("modf", args(fractional(6)), label="1d"),
     Case("nan_to_num", args(special_floats(3, 4))),
     Case(
         "nan_to_num",
@@ -360,6 +406,7 @@ MATH_CASES = [
         label="kw",
     ),
     Case("nan_to_num", args(integers(3, 4)), grad=False, label="int32"),
+    Case("nan_to_num", args(special_floats(2, 3, 4)), kwargs={"nan": -1.0}, label="3d"),
     Case(
         "nan_to_num",
         args(lambda rng: special_floats(3, 4)(rng) + 1j * normal(3, 4)(rng)),
@@ -390,6 +437,12 @@ MATH_CASES = [
         fn=lambda a, q: jnp.nanpercentile(a, q, axis=(0, 2)),
         ref=lambda a, q: np.nanpercentile(a, q, axis=(0, 2)),
     ),
+    Case(
+        "nanpercentile",
+        args(with_nans(4, 6), const(40.0)),
+        kwargs={"axis": 1, "keepdims": True},
+        label="2d-axis1",
+    ),
     Case("nanstd", args(with_nans(3, 6, 4)), kwargs={"axis": 1}),
     Case("nanstd", args(with_nans(4, 6)), kwargs={"ddof": 1}, label="ddof"),
     Case("nanvar", args(with_nans(3, 6, 4)), kwargs={"axis": (0, 2), "keepdims": True}),
@@ -419,6 +472,7 @@ MATH_CASES = [
         "sinc", args(lambda rng: np.array([0.0, 1.0, -2.5, 0.3], F32) * rng.uniform(0.5, 1.5)), label="zero"
     ),
     Case("spacing", args(frexp_values(3, 4, special=True)), grad=False),  # nextafter: no derivative in JAX
+    Case("spacing", args(frexp_values(2, 3, 2)), grad=False, label="3d"),
     Case("trapezoid", args(normal(3, 6))),
     Case(
         "trapezoid",
@@ -570,6 +624,14 @@ SEARCH_CASES = [
         grad=False,
     ),
     Case(
+        "flatnonzero",
+        args(integers(2, 3, 2, lo=-1, hi=2)),
+        kwargs={"size": 9},
+        ref=lambda a: _pad(np.flatnonzero(a), 9, 0),
+        grad=False,
+        label="3d",
+    ),
+    Case(
         "argwhere",
         args(integers(3, 4, lo=-1, hi=2)),
         kwargs={"size": 6, "fill_value": -1},
@@ -589,6 +651,13 @@ SEARCH_CASES = [
         args(booleans(3, 4), normal(3, 4)),
         kwargs={"size": 7, "fill_value": -1.0},
         ref=lambda c, a: _pad(np.extract(c, a), 7, -1.0),
+    ),
+    Case(
+        "extract",
+        args(booleans(2, 3, 2), normal(2, 3, 2)),
+        kwargs={"size": 5},
+        ref=lambda c, a: _pad(np.extract(c, a), 5, 0.0),
+        label="3d",
     ),
     Case(
         "extract",
@@ -669,6 +738,7 @@ SEARCH_CASES = [
         label="edges-density",
     ),
     Case("histogram_bin_edges", args(normal(5, 6)), kwargs={"bins": 5}),
+    Case("histogram_bin_edges", args(normal(20)), kwargs={"bins": 3}, label="1d"),
     Case(
         "histogram_bin_edges",
         args(integers(5, 6)),
@@ -725,6 +795,14 @@ SEARCH_CASES = [
         label="truncated",
     ),
     Case(
+        "unique",
+        args(integers(10, lo=0, hi=6)),
+        fn=lambda x: jnp.unique(x, return_counts=True, size=7, fill_value=-1),
+        ref=lambda x: (_np_unique(x, 7, -1)[0], _np_unique(x, 7, -1)[3]),
+        grad=False,
+        label="1d-counts",
+    ),
+    Case(
         "unique_values",
         args(integers(3, 4, lo=0, hi=5)),
         kwargs={"size": 7},
@@ -740,11 +818,27 @@ SEARCH_CASES = [
         grad=False,
     ),
     Case(
+        "unique_counts",
+        args(integers(2, 3, 2, lo=0, hi=4)),
+        kwargs={"size": 5},
+        ref=lambda x: (_np_unique(x, 5)[0], _np_unique(x, 5)[3]),
+        grad=False,
+        label="3d",
+    ),
+    Case(
         "unique_inverse",
         args(integers(3, 4, lo=0, hi=5)),
         kwargs={"size": 6},
         ref=lambda x: (_np_unique(x, 6)[0], _np_unique(x, 6)[2]),
         grad=False,
+    ),
+    Case(
+        "unique_inverse",
+        args(integers(9, lo=0, hi=4)),
+        kwargs={"size": 5, "fill_value": -1},
+        ref=lambda x: (_np_unique(x, 5, -1)[0], _np_unique(x, 5, -1)[2]),
+        grad=False,
+        label="1d",
     ),
     Case(
         "unique_all",
@@ -754,11 +848,27 @@ SEARCH_CASES = [
         grad=False,
     ),
     Case(
+        "unique_all",
+        args(integers(10, lo=0, hi=6)),
+        kwargs={"size": 6},
+        ref=lambda x: _np_unique(x, 6),
+        grad=False,
+        label="1d",
+    ),
+    Case(
         "intersect1d",
         args(integers(2, 4, lo=0, hi=8), integers(6, lo=0, hi=8)),
         kwargs={"size": 6, "fill_value": -1},
         ref=lambda a, b: _pad(np.intersect1d(a, b), 6, -1),
         grad=False,
+    ),
+    Case(
+        "intersect1d",
+        args(integers(7, lo=0, hi=6), integers(2, 3, 2, lo=0, hi=6)),
+        kwargs={"size": 5, "fill_value": -1},
+        ref=lambda a, b: _pad(np.intersect1d(a, b), 5, -1),
+        grad=False,
+        label="1d-3d",
     ),
     Case(
         "union1d",
@@ -782,11 +892,27 @@ SEARCH_CASES = [
         grad=False,
     ),
     Case(
+        "setdiff1d",
+        args(integers(2, 3, 2, lo=0, hi=10), integers(3, lo=0, hi=10)),
+        kwargs={"size": 9, "fill_value": -1},
+        ref=lambda a, b: _pad(np.setdiff1d(a, b), 9, -1),
+        grad=False,
+        label="3d-1d",
+    ),
+    Case(
         "setxor1d",
         args(integers(2, 4, lo=0, hi=8), integers(6, lo=0, hi=8)),
         kwargs={"size": 9, "fill_value": -1},
         ref=lambda a, b: _pad(np.setxor1d(a, b), 9, -1),
         grad=False,
+    ),
+    Case(
+        "setxor1d",
+        args(integers(5, lo=0, hi=8), integers(2, 3, 2, lo=0, hi=8)),
+        kwargs={"size": 9, "fill_value": -1},
+        ref=lambda a, b: _pad(np.setxor1d(a, b), 9, -1),
+        grad=False,
+        label="1d-3d",
     ),
 ]
 

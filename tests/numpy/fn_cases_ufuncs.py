@@ -68,6 +68,8 @@ for _name in "sin exp log sqrt tanh square reciprocal negative".split():
 for _name in "conj conjugate real imag absolute abs".split():
     CASES.append(Case(_name, args(complexes(*M)), label="complex64"))
     CASES.append(Case(_name, args(normal(*M) if "abs" not in _name else _nonzero(*M)), label="float32"))
+for _name in "conj conjugate real imag".split():
+    CASES.append(Case(_name, args(complexes(2, 3, 2)), label="complex64-3d"))
 CASES.append(Case("abs", args(integers(*M)), grad=False, label="int32"))
 CASES.append(Case("sign", args(integers(*M)), grad=False, label="int32"))
 
@@ -117,8 +119,16 @@ def _remainder_args(rng):
     return ((q * y).astype(np.float32), y)
 
 
+def _remainder_args_broadcast(rng):
+    # A 3-D dividend against a row of divisors (broadcast), with x / y away from integers.
+    y = (rng.choice([-1.0, 1.0], 4) * rng.uniform(1.0, 2.0, 4)).astype(np.float32)
+    q = rng.integers(-3, 4, (2, 3, 4)) + rng.uniform(0.2, 0.8, (2, 3, 4))
+    return ((q * y).astype(np.float32), y)
+
+
 for _name in "remainder mod fmod floor_divide".split():
     CASES.append(Case(_name, _remainder_args))
+    CASES.append(Case(_name, _remainder_args_broadcast, label="3d-broadcast"))
     CASES.append(
         Case(_name, args(integers(*M, lo=-20, hi=20), integers(*M, lo=1, hi=6)), grad=False, label="int32")
     )
@@ -132,6 +142,15 @@ CASES.append(
 )
 CASES.append(
     Case("divmod", args(integers(*M, lo=-20, hi=20), integers(*M, lo=1, hi=6)), grad=False, label="int32")
+)
+CASES.append(
+    Case(
+        "divmod",
+        _remainder_args_broadcast,
+        fn=lambda x, y: __import__("morphax").numpy.divmod(x, y)[1],
+        ref=lambda x, y: np.divmod(x, y)[1],
+        label="3d-broadcast",
+    )
 )
 CASES += _binary("heaviside", _nonzero, normal)
 CASES += _binary("nextafter", normal, normal, grad=False)
