@@ -55,8 +55,7 @@ def test_jvp_of_jit_custom_jvp_and_forward_mode_error_for_custom_vjp():
     out, t = morphax.jvp(morphax.jit(double_jvp), (3.0,), (1.0,))
     assert float(out) == 6.0 and float(t) == 100.0
     with pytest.raises(TypeError, match="forward-mode"):
-        # Under jit the error surfaces when the result is read (asynchronous dispatch).
-        float(morphax.jvp(morphax.jit(double_vjp), (3.0,), (1.0,))[1])
+        morphax.jvp(morphax.jit(double_vjp), (3.0,), (1.0,))  # at the call, as in JAX
 
 
 def test_staged_equation_prints_and_keeps_the_primal_jaxpr():

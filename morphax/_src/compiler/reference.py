@@ -123,6 +123,8 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, name: str = "jitted", compile_call
         lines.append(f"    {var_name(v)} = {c}")
     for i, eqn in enumerate(jaxpr.eqns):
         prim = eqn.primitive
+        if getattr(prim, "compile_error", None):
+            raise TypeError(prim.compile_error)
         ins = ", ".join(operand(v) for v in eqn.invars)
         outs = [var_name(v) for v in eqn.outvars]
         if prim.call_jaxpr_param is not None and compile_call is not None:

@@ -184,11 +184,14 @@ def _custom_lin_abstract_eval(*args, num_res, bwd, out_avals, symbolic_zeros):
     return list(out_avals)
 
 
+_FORWARD_MODE_ERROR = (
+    "can't apply forward-mode autodiff (jvp) to a custom_vjp function: it defines only a "
+    "reverse-mode rule. Use vjp/grad, or define the derivative with custom_jvp instead."
+)
+
+
 def _custom_lin_impl(*args, num_res, bwd, out_avals, symbolic_zeros):
-    raise TypeError(
-        "can't apply forward-mode autodiff (jvp) to a custom_vjp function: it defines only a "
-        "reverse-mode rule. Use vjp/grad, or define the derivative with custom_jvp instead."
-    )
+    raise TypeError(_FORWARD_MODE_ERROR)
 
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, symbolic_zeros):
@@ -206,6 +209,9 @@ custom_lin_p.abstract_eval = _custom_lin_abstract_eval
 custom_lin_p.batch = _custom_lin_batch
 custom_lin_p.impl = _custom_lin_impl
 custom_lin_p.transpose = _custom_lin_transpose
+# Only ever transposed: a compiler asked to run it forward raises this at compile time, i.e. when
+# the jitted call is made (as JAX does), not when its asynchronous result is read.
+custom_lin_p.compile_error = _FORWARD_MODE_ERROR
 
 
 class custom_vjp:
