@@ -14,7 +14,7 @@ import numpy as np
 from morphax._src.core.jaxpr import ClosedJaxpr, Literal
 from morphax._src.core.values import make_array
 
-__all__ = ["host_rules", "run_closed_jaxpr"]
+__all__ = ["host_rules", "run_closed_jaxpr", "run_host_rule"]
 
 # Higher-order primitives that can run their loop on host values register
 # ``fn(np_args, **params) -> list of np arrays`` here (scan does); others are bound on Arrays.
@@ -87,3 +87,12 @@ def run_closed_jaxpr(closed: ClosedJaxpr, args) -> list:
         for (o, dt), r in zip(outs, res):
             env[o] = _as_dtype(r, dt)
     return [ref if lit else env[ref] for lit, ref in outvars]
+
+
+def run_host_rule(rule, args, in_avals, out_avals, params) -> list:
+    """A loop primitive's eager impl: its host rule on NumPy values of `in_avals`' dtypes, the
+    results returned as Arrays of `out_avals`' types."""
+    vals = [np.asarray(x, dtype=a.dtype) for x, a in zip(args, in_avals)]
+    with np.errstate(all="ignore"):  # float edge cases are not errors (JAX is silent)
+        outs = rule(vals, **params)
+    return [make_array(o, dtype=a.dtype, weak_type=a.weak_type) for o, a in zip(outs, out_avals)]

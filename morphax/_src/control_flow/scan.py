@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from morphax._src.control_flow.host_eval import host_rules, run_closed_jaxpr
+from morphax._src.control_flow.host_eval import host_rules, run_closed_jaxpr, run_host_rule
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.dtypes import float0
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr, split_list
 from morphax._src.core.primitive import Primitive
-from morphax._src.core.values import make_array
 from morphax._src.prims._ad import add_tangents, aval_of, instantiate, zeros_like_aval
 from morphax._src.prims._batching import bdim_to_front, moveaxis
 from morphax._src.transforms import ad
@@ -73,19 +72,10 @@ host_rules[scan_p] = _scan_host
 
 def _scan_impl(*args, jaxpr, length, reverse, num_consts, num_carry, unroll):
     # Stacked xs have their slices' dtype, so the body's input types give every operand's dtype.
-    vals = [np.asarray(x, dtype=a.dtype) for x, a in zip(args, jaxpr.in_avals)]
-    with np.errstate(all="ignore"):  # float edge cases are not errors (JAX is silent)
-        outs = _scan_host(
-            vals,
-            jaxpr=jaxpr,
-            length=length,
-            reverse=reverse,
-            num_consts=num_consts,
-            num_carry=num_carry,
-            unroll=unroll,
-        )
-    out_avals = _out_avals(jaxpr, length, num_carry)
-    return [make_array(o, dtype=a.dtype, weak_type=a.weak_type) for o, a in zip(outs, out_avals)]
+    params = dict(
+        jaxpr=jaxpr, length=length, reverse=reverse, num_consts=num_consts, num_carry=num_carry, unroll=unroll
+    )
+    return run_host_rule(_scan_host, args, jaxpr.in_avals, _out_avals(jaxpr, length, num_carry), params)
 
 
 def _out_avals(jaxpr, length, num_carry):

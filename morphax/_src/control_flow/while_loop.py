@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import inspect
 
-import numpy as np
-
 from morphax._src.config import config
-from morphax._src.control_flow.host_eval import host_rules, run_closed_jaxpr
+from morphax._src.control_flow.host_eval import host_rules, run_closed_jaxpr, run_host_rule
 from morphax._src.control_flow.trace_cache import cached_trace
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
@@ -279,16 +277,10 @@ host_rules[while_p] = _while_host
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     # The carry's types are the body's output types; consts take their jaxprs' input types.
     in_avals = cond_jaxpr.in_avals[:cond_nconsts] + body_jaxpr.in_avals
-    vals = [np.asarray(x, dtype=a.dtype) for x, a in zip(args, in_avals)]
-    with np.errstate(all="ignore"):  # float edge cases are not errors (JAX is silent)
-        outs = _while_host(
-            vals,
-            cond_jaxpr=cond_jaxpr,
-            body_jaxpr=body_jaxpr,
-            cond_nconsts=cond_nconsts,
-            body_nconsts=body_nconsts,
-        )
-    return [make_array(o, dtype=a.dtype, weak_type=a.weak_type) for o, a in zip(outs, body_jaxpr.out_avals)]
+    params = dict(
+        cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts, body_nconsts=body_nconsts
+    )
+    return run_host_rule(_while_host, args, in_avals, body_jaxpr.out_avals, params)
 
 
 def _types(avals):

@@ -118,29 +118,28 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     return reductions.sum(mask, axis=-1, dtype=_int_dtype())
 
 
-def partition(a, kth, axis=-1):
-    a = _arr("partition", a)
+def _partition_axis(name, a, kth, axis):
+    """Validate `kth` against the axis; returns (array, canonical axis). Sorting the whole axis
+    is a valid partition for any kth."""
+    a = _arr(name, a)
     shape = get_aval(a).shape
-    axis = util.canonicalize_axis(axis, len(shape), "partition")
+    axis = util.canonicalize_axis(axis, len(shape), name)
     kth = int(kth)
     n = shape[axis]
     if kth < 0:
         kth += n
     if not 0 <= kth < n:
         raise ValueError(f"kth={kth} out of bounds for axis of size {n}")
+    return a, axis
+
+
+def partition(a, kth, axis=-1):
+    a, axis = _partition_axis("partition", a, kth, axis)
     return sort(a, axis=axis)
 
 
 def argpartition(a, kth, axis=-1):
-    a = _arr("argpartition", a)
-    shape = get_aval(a).shape
-    axis = util.canonicalize_axis(axis, len(shape), "argpartition")
-    kth = int(kth)
-    n = shape[axis]
-    if kth < 0:
-        kth += n
-    if not 0 <= kth < n:
-        raise ValueError(f"kth={kth} out of bounds for axis of size {n}")
+    a, axis = _partition_axis("argpartition", a, kth, axis)
     return argsort(a, axis=axis)
 
 

@@ -116,45 +116,35 @@ def _custom_vjp_call_jvp(
     return list(out), list(out_t)
 
 
-def _primal_fun(call_jaxpr):
-    return lambda *xs: eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *xs)
+def _batch_call(vals, dims, axis_data, call_jaxpr, num_consts, batch_with_rule):
+    """Batch a custom call keeping its rule: `batch_with_rule(fun, explicit vals, their dims)`.
+    The rule sees the explicit arguments only; closed-over operands stay with the function. A
+    batched closed-over value (which the rule sees unbatched, through its Python closure) leaves
+    the rule out: then the primal jaxpr is batched on its own."""
+    primal = lambda *xs: eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *xs)  # noqa: E731
+    if any(d is not None for d in dims[:num_consts]):
+        outs = batch_flat_fun(primal, axis_data, list(dims))(*vals)
+        return outs, [0] * len(outs)
+    consts = vals[:num_consts]
+    return batch_with_rule(lambda *xs: primal(*consts, *xs), vals[num_consts:], dims[num_consts:])
 
 
 def _custom_jvp_call_batch(
     vals, dims, *, axis_data, call_jaxpr, jvp_jaxpr_fun, num_consts, symbolic_zeros, name
 ):
-    # The rule sees the explicit arguments only; closed-over operands stay with the function.
-    consts, const_dims = vals[:num_consts], dims[:num_consts]
-    if any(d is not None for d in const_dims):
-        return _inline_batch(vals, dims, axis_data, call_jaxpr)
-    fun = _with_consts(_primal_fun(call_jaxpr), consts)
-    outs, out_dims = batch_custom_jvp_call(
-        axis_data, fun, jvp_jaxpr_fun, vals[num_consts:], dims[num_consts:], symbolic_zeros
-    )
-    return outs, out_dims
+    def with_rule(fun, xs, xs_dims):
+        return batch_custom_jvp_call(axis_data, fun, jvp_jaxpr_fun, xs, xs_dims, symbolic_zeros)
+
+    return _batch_call(vals, dims, axis_data, call_jaxpr, num_consts, with_rule)
 
 
 def _custom_vjp_call_batch(
     vals, dims, *, axis_data, call_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, symbolic_zeros, name
 ):
-    consts, const_dims = vals[:num_consts], dims[:num_consts]
-    if any(d is not None for d in const_dims):
-        return _inline_batch(vals, dims, axis_data, call_jaxpr)
-    fun = _with_consts(_primal_fun(call_jaxpr), consts)
-    return batch_custom_vjp_call(
-        axis_data, fun, fwd_jaxpr_thunk, bwd, vals[num_consts:], dims[num_consts:], symbolic_zeros
-    )
+    def with_rule(fun, xs, xs_dims):
+        return batch_custom_vjp_call(axis_data, fun, fwd_jaxpr_thunk, bwd, xs, xs_dims, symbolic_zeros)
 
-
-def _with_consts(fun, consts):
-    return lambda *xs: fun(*consts, *xs)
-
-
-def _inline_batch(vals, dims, axis_data, call_jaxpr):
-    """A batched closed-over value: the rule (which sees the value unbatched through its Python
-    closure) no longer applies, so the primal jaxpr is batched on its own."""
-    outs = batch_flat_fun(_primal_fun(call_jaxpr), axis_data, list(dims))(*vals)
-    return outs, [0] * len(outs)
+    return _batch_call(vals, dims, axis_data, call_jaxpr, num_consts, with_rule)
 
 
 for _prim, _jvp, _batch in (
