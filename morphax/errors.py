@@ -6,6 +6,7 @@ value came from), and what to do about it.
 
 from morphax._src.errors import (
     ConcretizationTypeError,
+    JaxRuntimeError,
     NonConcreteBooleanIndexError,
     TracerArrayConversionError,
     TracerBoolConversionError,
@@ -15,6 +16,7 @@ from morphax._src.errors import (
 
 __all__ = [
     "ConcretizationTypeError",
+    "JaxRuntimeError",
     "NonConcreteBooleanIndexError",
     "TracerArrayConversionError",
     "TracerBoolConversionError",

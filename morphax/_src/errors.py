@@ -16,6 +16,13 @@ class MorphaxTypeError(TypeError):
     pass
 
 
+class JaxRuntimeError(RuntimeError):
+    """A failure while a computation ran (JAX's name, so `except jax.errors.JaxRuntimeError`
+    works). NB: an ordinary exception raised by a host callback propagates as itself (JAX wraps
+    it); only exceptions that would otherwise end the process or unwind past it (SystemExit,
+    GeneratorExit) are wrapped in this."""
+
+
 def immutable_message(typename: str) -> str:
     return (
         f"{typename!r} object does not support item assignment. morphax arrays are immutable. "

@@ -1,8 +1,8 @@
 """`jit`: trace once per argument signature, then run the compiled jaxpr through `pjit`.
 
 The trace cache is keyed by the function (held weakly, so a function that goes away takes its
-entries with it), the argument tree, each leaf's (shape, dtype, weak type), static arguments and
-the tracing config (x64). Counters of traces are exposed for tests; with
+entries with it), the argument tree, each leaf's (shape, dtype, weak type), static arguments
+(by type and value) and the tracing config (x64). Counters of traces are exposed for tests; with
 ``config.update("jax_log_compiles", True)`` each retrace logs why the cache missed.
 """
 
@@ -12,6 +12,9 @@ import contextlib
 import functools
 import inspect
 import logging
+import struct
+import threading
+import warnings
 import weakref
 
 import numpy as np
@@ -20,6 +23,8 @@ from morphax._src.api import ShapeDtypeStruct, _abstractify, _has_signature, fla
 from morphax._src.config import config
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
+from morphax._src.errors import JaxRuntimeError
+from morphax._src.jit_options import check_backend, int_tuple, resolve_argnums, str_tuple
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.call import call_compiled
 from morphax._src.traceback_util import api_boundary
@@ -43,22 +48,27 @@ trace_counters = TraceCounters()
 
 # function -> {signature key: (closed jaxpr, out tree)}; weak so dead functions free their entries.
 _caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_unweakrefable_caches: dict = {}
+# Wrappers of callables that cannot be weakly referenced (or hashed) keep their cache themselves:
+# the wrapper holds the callable strongly, so the cache cannot outlive it or be found by a new
+# object that happens to reuse a freed id(). Listed (weakly) only so `clear_caches` reaches them.
+_own_caches: weakref.WeakSet = weakref.WeakSet()
 
 
-def _cache_for(fun) -> dict:
+def _cache_for(fun) -> dict | None:
+    """The trace cache shared by every `jit` of `fun`, or None when `fun` cannot key one."""
     try:
         cache = _caches.get(fun)
         if cache is None:
             cache = _caches[fun] = {}
         return cache
-    except TypeError:  # not weak-referenceable (some builtins): keep by identity
-        return _unweakrefable_caches.setdefault(id(fun), {})
+    except TypeError:  # not weak-referenceable (__slots__ classes, method-wrappers) or unhashable
+        return None
 
 
 def clear_caches():
     _caches.clear()
-    _unweakrefable_caches.clear()
+    for wrapped in list(_own_caches):
+        wrapped._cache.clear()
     from morphax._src.compiler.compile import clear_cache
 
     clear_cache()
@@ -96,18 +106,66 @@ def _hashable_static(value, where):
             f"{type(value).__name__}. Static arguments key the compilation cache, so they must be "
             "hashable: pass a tuple instead of a list, or make the argument non-static (an array)."
         ) from None
-    return value
+    return _Static(value)
+
+
+def _typed_key(value):
+    """`value` with its type attached at every level of tuples and frozensets.
+
+    Python calls 1, 1.0 and True equal (with equal hashes), yet a function traced with each sees a
+    different value and can build a different program, so the cache must tell them apart. JAX
+    keys the top-level type only, so `(1,)` then `(True,)` reuses the first trace there; keying
+    nested types too only costs a retrace. Floats key on their bits: -0.0 is not 0.0, and a NaN
+    matches itself (JAX retraces for every NaN).
+    """
+    t = type(value)
+    if isinstance(value, tuple):  # namedtuples too
+        return (t, tuple([_typed_key(v) for v in value]))
+    if t is frozenset:
+        return (t, frozenset([_typed_key(v) for v in value]))
+    if t is float:
+        return (t, struct.pack("<d", value))
+    if t is complex:
+        return (t, struct.pack("<dd", value.real, value.imag))
+    return (t, value)
+
+
+class _Static:
+    """A static argument in a cache key: equal only to the same type and value (see `_typed_key`);
+    prints as the value, for the retrace log."""
+
+    __slots__ = ("value", "_key", "_hash")
+
+    def __init__(self, value):
+        self.value = value
+        self._key = _typed_key(value)
+        self._hash = hash(self._key)
+
+    def __eq__(self, other):
+        return type(other) is _Static and self._hash == other._hash and self._key == other._key
+
+    def __hash__(self):
+        return self._hash
+
+    def __repr__(self):
+        return repr(self.value)
+
+
+def _short(aval) -> str:
+    return f"{np.dtype(aval.dtype).name}[{','.join(str(d) for d in aval.shape)}]"
 
 
 class Traced:
     """The result of `jit(f).trace(*args)`: the jaxpr, tree structures and argument leaves."""
 
-    def __init__(self, closed, in_tree, out_tree, leaves, fun_name):
+    def __init__(self, closed, in_tree, out_tree, leaves, fun_name, arg_names=None):
         self.jaxpr = closed
         self.in_tree = in_tree
         self.out_tree = out_tree
         self._leaves = leaves
         self.fun_name = fun_name
+        # One name per flat argument ("x", "params['w']"), for the errors of `Compiled`.
+        self.arg_names = arg_names
 
     @property
     def out_info(self):
@@ -146,14 +204,40 @@ class Compiled:
         return self._executable.source
 
     def __call__(self, *args, **kwargs):
+        traced = self._traced
         leaves, in_tree = pytree.tree_flatten((args, kwargs))
-        if in_tree != self._traced.in_tree:
+        if in_tree != traced.in_tree:
             raise TypeError(
-                f"Compiled function {self._traced.fun_name} called with argument structure {in_tree}, but it "
-                f"was compiled for {self._traced.in_tree}."
+                f"Compiled function {traced.fun_name} called with argument structure {in_tree}, but it "
+                f"was compiled for {traced.in_tree}."
             )
-        outs = pjit_p.bind(*leaves, jaxpr=self._traced.jaxpr, name=self._traced.fun_name)
-        return pytree.tree_unflatten(self._traced.out_tree, outs)
+        self._check_types(leaves)
+        outs = pjit_p.bind(*leaves, jaxpr=traced.jaxpr, name=traced.fun_name)
+        return pytree.tree_unflatten(traced.out_tree, outs)
+
+    def _check_types(self, leaves):
+        # The executable was generated for these exact shapes and dtypes: any other would give
+        # wrong-shaped or silently converted results. Weak types may differ (a Python float
+        # where f32[] was compiled is fine), as in JAX.
+        names = self._traced.arg_names
+        mismatches = []
+        for i, (x, want) in enumerate(zip(leaves, self._traced.jaxpr.in_avals)):
+            got = _abstractify(x)
+            if got.shape != want.shape or got.dtype != want.dtype:
+                name = names[i] if names is not None and i < len(names) else f"args[{i}]"
+                mismatches.append(
+                    f"Argument '{name}' compiled with {_short(want)} and called with {_short(got)}"
+                )
+        if mismatches:
+            fname = self._traced.fun_name
+            raise TypeError(
+                f"Argument types differ from the types for which this computation was compiled "
+                f"(jit({fname}).lower(...).compile()). The mismatches are:\n"
+                + "\n".join(mismatches)
+                + f"\nLower and compile again for the new types, or call jit({fname}) directly, which "
+                "compiles once per argument type. (A different enable_x64 setting than at compile "
+                "time also changes the types.)"
+            )
 
 
 def _explain_miss(cache: dict, key, name: str) -> str:
@@ -174,36 +258,76 @@ def _explain_miss(cache: dict, key, name: str) -> str:
     return "the argument structure changed: " + str(tree)
 
 
+class JitRecursionError(RecursionError):
+    """A jitted function calls itself under jit without a static bound."""
+
+
+_tracing = threading.local()
+
+
+def _active_traces() -> list:
+    """[cache id, key, re-entered] of each jit trace in progress on this thread, outermost first."""
+    active = getattr(_tracing, "active", None)
+    if active is None:
+        active = _tracing.active = []
+    return active
+
+
+def _describe_key(key) -> str:
+    """The argument types of a cache key, e.g. ``float32[3], float; static ((1, 2),)``."""
+    _, leaves, static, _ = key
+
+    def leaf(k):
+        if isinstance(k, type):  # a Python scalar
+            return k.__name__
+        if isinstance(k, tuple):  # an Array: (shape, dtype, weak type)
+            return f"{np.dtype(k[1]).name}[{','.join(map(str, k[0]))}]"
+        return _short(k)
+
+    text = ", ".join(leaf(k) for k in leaves) or "no array arguments"
+    return text + (f"; static {static}" if any(static) else "")
+
+
 class JitWrapped:
     """What `jit(f)` returns: traces once per argument signature and runs the compiled jaxpr."""
 
-    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, donate_argnames):
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, donate_argnames, backend=None):
         if not callable(fun):
             raise TypeError(f"jit: expected a callable, got {fun!r} of type {type(fun).__name__}")
         functools.update_wrapper(self, fun)
         self._fun = fun
-        self._name = getattr(fun, "__name__", type(fun).__name__)
+        self._name = name = getattr(fun, "__name__", type(fun).__name__)
         sig = inspect.signature(fun) if _has_signature(fun) else None
-        params = list(sig.parameters) if sig is not None else []
-
-        def as_tuple(v, kind):
-            if v is None:
-                return ()
-            return (v,) if isinstance(v, kind) else tuple(v)
-
-        nums, names = as_tuple(static_argnums, int), as_tuple(static_argnames, str)
-        for i in nums:
-            if 0 <= i < len(params) and params[i] not in names:
-                names += (params[i],)
-        for n in names:
-            if n in params and params.index(n) not in nums:
-                nums += (params.index(n),)
-        self._static_argnums = tuple(sorted(set(nums)))
-        self._static_argnames = tuple(names)
-        dnums, dnames = as_tuple(donate_argnums, int), as_tuple(donate_argnames, str)
-        dnums += tuple(params.index(n) for n in dnames if n in params)
-        self._donate_argnums = tuple(sorted(set(dnums)))
-        self._cache = _cache_for(fun)
+        nums, names = resolve_argnums(
+            name, sig, int_tuple(name, "static_argnums", static_argnums),
+            str_tuple(name, "static_argnames", static_argnames), "static",
+        )  # fmt: skip
+        dnums, dnames = resolve_argnums(
+            name, sig, int_tuple(name, "donate_argnums", donate_argnums),
+            str_tuple(name, "donate_argnames", donate_argnames), "donate",
+        )  # fmt: skip
+        both = sorted(set(names) & set(dnames))
+        if both:
+            raise ValueError(
+                f"jit({name}): static_argnames and donate_argnames cannot intersect: {both} appear in "
+                "both (static_argnums and donate_argnums count too). A static argument is a Python "
+                "value baked into the program, with no buffer to donate: remove it from one of them."
+            )
+        both = sorted(set(nums) & set(dnums))
+        if both:
+            raise ValueError(
+                f"jit({name}): static_argnums and donate_argnums cannot intersect: {both} appear in "
+                "both. A static argument is a Python value baked into the program, with no buffer to "
+                "donate: remove it from one of them."
+            )
+        self._static_argnums, self._static_argnames = nums, names
+        self._donate_argnums, self._donate_argnames = dnums, dnames
+        self._backend_error = check_backend(name, backend)
+        cache = _cache_for(fun)
+        if cache is None:
+            cache = {}
+            _own_caches.add(self)
+        self._cache = cache
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
@@ -270,23 +394,60 @@ class JitWrapped:
         return hit, leaves, in_tree
 
     def _trace_and_store(self, key, args, kwargs, static_pos, static_kw):
+        # A function that calls itself under jit traces itself again before its first trace ends:
+        # with the same key it would never end (traced values cannot stop the recursion).
+        active = _active_traces()
+        cache_id = id(self._cache)
+        outer = None
+        for entry in active:
+            if entry[0] == cache_id:
+                if entry[1] == key:
+                    raise JitRecursionError(
+                        f"jit({self._name}) calls itself recursively with the same argument types "
+                        f"({_describe_key(key)}), so its tracing would never end: a traced value "
+                        "cannot stop a recursion under jit. End the recursion with a static argument "
+                        "(static_argnums) that changes at each level, or write the loop with "
+                        "lax.while_loop, lax.fori_loop or lax.scan."
+                    )
+                outer = outer or entry
+        if outer is not None:
+            outer[2] = True  # the outermost trace of this function has been re-entered
+        entry = [cache_id, key, False]
+        active.append(entry)
+        try:
+            return self._trace(key, args, kwargs, static_pos, static_kw)
+        except RecursionError as e:
+            if isinstance(e, JitRecursionError) or outer is not None or not entry[2]:
+                raise  # ours, not the outermost trace of the recursion, or not a jit recursion
+            raise JitRecursionError(
+                f"maximum recursion depth exceeded while tracing jit({self._name}), which calls "
+                "itself recursively under jit with ever-changing argument types or static values. "
+                "Bound the recursion with a static argument (static_argnums) that reaches a base "
+                "case in a few levels, or write the loop with lax.while_loop, lax.fori_loop or "
+                "lax.scan."
+            ) from None
+        finally:
+            active.pop()
+
+    def _trace(self, key, args, kwargs, static_pos, static_kw):
         dyn_args, dyn_kwargs, _, _ = self._split(args, kwargs)
         leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
         if config.log_compiles:
             logger.warning("Tracing %s because %s", self._name, _explain_miss(self._cache, key, self._name))
-        static_pos_d = dict(static_pos)
+        static_pos_d = {i: s.value for i, s in static_pos}
+        static_kw_d = {k: s.value for k, s in static_kw}
         nargs = len(args)
         fun = self._fun
 
         def target(*dyn, **kw):
             it = iter(dyn)
             full = [static_pos_d[i] if i in static_pos_d else next(it) for i in range(nargs)]
-            return fun(*full, **kw, **dict(static_kw))
+            return fun(*full, **kw, **static_kw_d)
 
         out_store: list = []
         trace_counters.traces += 1
         dbg = make_debug_info(
-            "jit", fun, args, kwargs, static_argnums=static_pos_d, static_argnames=dict(static_kw)
+            "jit", fun, args, kwargs, static_argnums=static_pos_d, static_argnames=static_kw_d
         )
         closed = trace_to_jaxpr(
             flatten_fun(target, in_tree, out_store), [_abstractify(x) for x in leaves], debug_info=dbg
@@ -304,6 +465,8 @@ class JitWrapped:
 
     @api_boundary
     def trace(self, *args, **kwargs) -> Traced:
+        if self._backend_error is not None:
+            raise RuntimeError(self._backend_error)
         (closed, out_tree, _, lifted), leaves, in_tree = self._lookup(args, kwargs)
         if lifted:
             raise NotImplementedError(
@@ -312,12 +475,21 @@ class JitWrapped:
             )
         if in_tree is None:
             in_tree = pytree.tree_structure((args, {}))
-        return Traced(closed, in_tree, out_tree, list(leaves), self._name)
+        _, _, static_pos, static_kw = self._split(args, kwargs)
+        dbg = make_debug_info(
+            "jit", self._fun, args, kwargs, static_argnums=dict(static_pos), static_argnames=dict(static_kw)
+        )
+        return Traced(closed, in_tree, out_tree, list(leaves), self._name, dbg.arg_names)
 
     @api_boundary
     def __call__(self, *args, **kwargs):
+        if self._backend_error is not None:
+            raise RuntimeError(self._backend_error)
         if config.disable_jit:
             return self._fun(*args, **kwargs)
+        donated = None
+        if self._donate_argnums or self._donate_argnames:
+            donated = self._donated_arrays(args, kwargs)
         (closed, out_tree, single, lifted), leaves, _ = self._lookup(args, kwargs)
         if lifted:
             leaves = list(lifted) + list(leaves)
@@ -326,11 +498,44 @@ class JitWrapped:
             outs = call_compiled(leaves, closed, self._name)
         else:
             outs = pjit_p.bind(*leaves, jaxpr=closed, name=self._name)
-        if self._donate_argnums:
-            _delete_donated(args, self._donate_argnums)
+        if donated:
+            for leaf in donated:
+                leaf.delete()
         if single:
             return outs[0]
         return pytree.tree_unflatten(out_tree, outs)
+
+    def _donated_arrays(self, args, kwargs) -> list:
+        """The arrays this call donates. A donated buffer is consumed by the call, so it may not
+        also be passed a second time in the same call (JAX refuses this when it runs)."""
+        nargs = len(args)
+        donated_pos = {i % nargs if i < 0 else i for i in self._donate_argnums if -nargs <= i < nargs}
+        donated, others = [], []
+        for i, a in enumerate(args):
+            (donated if i in donated_pos else others).append((f"argument {i}", a))
+        for k, v in kwargs.items():
+            (donated if k in self._donate_argnames else others).append((f"argument {k!r}", v))
+        seen: dict[int, str] = {}
+        out = []
+        for label, value in donated:
+            for leaf in pytree.tree_leaves(value):
+                if type(leaf) is Array:
+                    if id(leaf) in seen:
+                        self._raise_donated_twice(seen[id(leaf)], label)
+                    seen[id(leaf)] = label
+                    out.append(leaf)
+        for label, value in others:
+            for leaf in pytree.tree_leaves(value):
+                if type(leaf) is Array and id(leaf) in seen:
+                    self._raise_donated_twice(seen[id(leaf)], label)
+        return out
+
+    def _raise_donated_twice(self, first, second):
+        raise JaxRuntimeError(
+            f"jit({self._name}): the same array is passed as donated {first} and again as {second}. "
+            "A donated buffer is consumed by the call and can be used only once in it: pass a copy "
+            "(jnp.array(x, copy=True)) for one of them, or do not donate it."
+        )
 
     @api_boundary
     def lower(self, *args, **kwargs) -> Lowered:
@@ -339,14 +544,6 @@ class JitWrapped:
     @api_boundary
     def eval_shape(self, *args, **kwargs):
         return self.trace(*args, **kwargs).out_info
-
-
-def _delete_donated(args, nums):
-    for i in nums:
-        if i < len(args):
-            for leaf in pytree.tree_leaves(args[i]):
-                if type(leaf) is Array:
-                    leaf.delete()
 
 
 def jit(
@@ -375,8 +572,17 @@ def jit(
             donate_argnames=donate_argnames,
             keep_unused=keep_unused,
             inline=inline,
+            device=device,
+            backend=backend,
         )
-    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+    if backend is not None or device is not None:
+        warnings.warn(
+            "jit: the backend and device arguments are deprecated (as in JAX). Place the inputs "
+            'instead: morphax.device_put(x, morphax.local_devices(backend="cpu")[0]).',
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames, backend)
 
 
 @contextlib.contextmanager
@@ -409,6 +615,12 @@ def device_put(x, device=None, *, donate=False, may_alias=None):
         if isinstance(v, (bool, int, float, complex)):
             return make_array(v, _dtypes.python_scalar_dtype(v), weak_type=type(v) is not bool)
         arr = np.asarray(v)
+        if arr.dtype.kind in "OSUVMm":  # objects, strings, records, datetimes: no morphax dtype
+            raise TypeError(
+                f"device_put: argument {v!r} of type {type(v)} is not a valid JAX type: only "
+                "numbers, NumPy arrays and arrays (or pytrees of them) can be put on a device. Keep "
+                "other Python values on the host, e.g. as static arguments of jit (static_argnums)."
+            )
         return make_array(arr, _dtypes.canonicalize_dtype(arr.dtype))
 
     return pytree.tree_map(put, x)

@@ -34,7 +34,10 @@ def test_known_answers(fn, vectors):
     x = _bits([a for a, _ in vectors])
     want = np.array([b for _, b in vectors], np.uint32)
     np.testing.assert_array_equal(fn(x).view(np.uint32), want)
-    assert (getattr(np, fn.__name__[:-4])(x).view(np.uint32) != want).all()  # NumPy differs here
+    # The vectors were chosen where NumPy's result differs, so they test XLA's order of operations;
+    # NumPy's float32 loops vary by CPU, so require most of them (not all) to differ here.
+    differs = getattr(np, fn.__name__[:-4])(x).view(np.uint32) != want
+    assert differs.mean() > 0.5
 
 
 @pytest.mark.parametrize("fn,domain", [(log_f32, (1e-30, 1e30)), (log1p_f32, (-0.999, 1e6))])

@@ -12,6 +12,7 @@ import logging
 from morphax._src.compiler import reference
 from morphax._src.config import config
 from morphax._src.core.jaxpr import ClosedJaxpr
+from morphax._src.core.memo import MISSING, memo_get, memo_put
 
 logger = logging.getLogger("morphax")
 
@@ -27,8 +28,10 @@ class Counters:
 
 
 counters = Counters()
-_cache: dict[int, tuple] = {}
-_CACHE_LIMIT = 4096
+# Executables are memoized on the jaxpr they compile (core/memo.py), so they and the constants
+# they hold live exactly as long as the traced program. Clearing bumps the generation: older
+# entries stop matching and age out of their jaxpr's bounded memo.
+_generation = 0
 
 
 def _optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -45,21 +48,19 @@ def _optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
 
 def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted"):
     """The executable for `closed`, compiled once per jaxpr object."""
-    hit = _cache.get(id(closed))
-    if hit is not None and hit[0] is closed:
-        return hit[1]
+    key = ("compiled", _generation)
+    hit = memo_get(closed, key)
+    if hit is not MISSING:
+        return hit
     counters.lowerings += 1
     optimized = _optimize(closed)
     counters.compiles += 1
     if config.log_compiles:
         logger.warning("Compiling %s for args %s", name, [a.str_short() for a in closed.in_avals])
     executable = reference.compile_closed_jaxpr(optimized, name, compile_call=compile_jaxpr)
-    executable.unoptimized = closed
-    if len(_cache) > _CACHE_LIMIT:
-        _cache.clear()
-    _cache[id(closed)] = (closed, executable)
-    return executable
+    return memo_put(closed, key, executable)
 
 
 def clear_cache():
-    _cache.clear()
+    global _generation
+    _generation += 1

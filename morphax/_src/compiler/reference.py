@@ -10,11 +10,12 @@ Other higher-order primitives run through `eval_jaxpr` on Arrays (a fallback tha
 from __future__ import annotations
 
 import itertools
+import unicodedata
 import warnings
 
 import numpy as np
 
-from morphax._src.core.jaxpr import ClosedJaxpr, Literal
+from morphax._src.core.jaxpr import ClosedJaxpr, Literal, any_eqn
 
 _MODULE = "morphax._src.compiler.generated"
 # NumPy's float warnings (log(-1), inf - inf) are attributed to the generated module: silence them
@@ -30,13 +31,15 @@ class Executable:
     def __init__(self, fn, source: str, closed: ClosedJaxpr, name: str):
         self.fn = fn
         self.source = source
-        self.closed = closed
+        # Not the jaxpr itself: the executable is memoized on it, and a reference back would
+        # make a cycle that only the cyclic GC frees (with the constants inside).
         self.name = name
         self.out_avals = closed.out_avals
         self.in_avals = closed.in_avals
         self.out_weak_types = [a.weak_type for a in self.out_avals]
-        # Host callbacks inside: run in program order and raise where they are called.
-        self.has_side_effects = _has_side_effects(closed.jaxpr)
+        # Host callbacks anywhere inside (cond branches, loop bodies, nested calls): the runtime
+        # runs the program on the calling thread and raises their errors at the call.
+        self.calls_host = any_eqn(closed, lambda e: e.primitive.calls_host or e.primitive.has_side_effects)
         self.total_elements = sum(a.size for a in self.out_avals) + sum(a.size for a in self.in_avals)
 
     def __call__(self, *args):
@@ -49,17 +52,6 @@ class Executable:
 
     def as_text(self) -> str:
         return self.source
-
-
-def _has_side_effects(jaxpr) -> bool:
-    for eqn in jaxpr.eqns:
-        if getattr(eqn.primitive, "has_side_effects", False):
-            return True
-        for v in eqn.params.values():
-            inner = getattr(v, "jaxpr", None)
-            if inner is not None and hasattr(inner, "eqns") and _has_side_effects(inner):
-                return True
-    return False
 
 
 def _as_array(dtype):
@@ -135,7 +127,7 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, name: str = "jitted", compile_call
             fn = bind_global(_fallback_call(prim, eqn.params, len(outs)), "ho")
             lines.append(f"    {', '.join(outs)}, = {fn}({ins})" if outs else f"    {fn}({ins})")
         else:
-            impl = bind_global(prim.impl, f"{prim.name.replace('-', '_')}_")
+            impl = bind_global(prim.impl, f"{_safe(prim.name)}_")
             call = f"{impl}({ins}"
             if eqn.params:
                 params = bind_global(eqn.params, "p")
@@ -173,9 +165,16 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, name: str = "jitted", compile_call
     source = f"def {fn_name}({', '.join(args)}):\n" + "\n".join(lines) + "\n"
     code = compile(source, f"<morphax generated {fn_name}>", "exec")
     exec(code, env)
-    return Executable(env[fn_name], source, closed, name)
+    # Popped from its own globals: env -> function -> env would be a reference cycle holding the
+    # constants until the cyclic GC runs.
+    return Executable(env.pop(fn_name), source, closed, name)
 
 
 def _safe(name: str) -> str:
-    out = "".join(c if c.isalnum() else "_" for c in name)
+    """An ASCII identifier for `name` in generated source. Only ASCII letters, digits and "_"
+    are kept: Python rejects some other "alphanumeric" characters in identifiers ("f²") and
+    NFKC-normalises others ("ℌ" is read as "H", so the name bound by exec would differ from the
+    one looked up). Callers append a numeric suffix, so the result is never a keyword."""
+    name = unicodedata.normalize("NFKC", name)  # "ℌ" -> "H", "f²" -> "f2": readable where possible
+    out = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in name)
     return out if out and not out[0].isdigit() else f"f_{out}"

@@ -17,6 +17,7 @@ from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, jaxpr_as_fun
+from morphax._src.core.memo import MISSING, memo_get, memo_put
 from morphax._src.core.primitive import Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
@@ -38,21 +39,18 @@ cond_p.test_spec = None  # the generated matrix skips higher-order primitives; t
 
 # ------------------------------------------------------------------------------ small shared helpers
 
-# Rule results keyed by the ids of the branch jaxprs (and the pattern); the branches themselves are
-# kept in the entry so a recycled id never hits. Cleared when full.
-_CACHE_LIMIT = 256
+# Rule results are memoized on the first branch jaxpr (core/memo.py), so they are freed with the
+# cond that carries it; the other branches are part of the key by identity and held by the entry,
+# so a recycled id never hits.
 
 
-def _cached(cache, branches, key, build):
-    full_key = (tuple(id(b) for b in branches), key)
-    hit = cache.get(full_key)
-    if hit is not None and all(a is b for a, b in zip(hit[0], branches)):
-        return hit[1]
-    if len(cache) >= _CACHE_LIMIT:
-        cache.clear()
-    value = build()
-    cache[full_key] = (tuple(branches), value)
-    return value
+def _cached(kind, branches, key, build):
+    first, rest = branches[0], tuple(branches[1:])
+    full_key = (kind, tuple(id(b) for b in rest), key)
+    hit = memo_get(first, full_key)
+    if hit is MISSING or not all(a is b for a, b in zip(hit[0], rest)):
+        hit = memo_put(first, full_key, (rest, build()))
+    return hit[1]
 
 
 def _join_avals(branches):
@@ -320,8 +318,6 @@ def switch(index, branches, *operands, operand=_no_operand):
 
 # ---------------------------------------------------------------------------------------------- JVP
 
-_jvp_cache: dict = {}
-
 
 def _jvp_branch(closed: ClosedJaxpr, nonzeros, instantiate_out):
     """(primals, nonzero tangents) -> (primal outs, tangents of the outputs marked in
@@ -344,7 +340,7 @@ def _jvp_branch(closed: ClosedJaxpr, nonzeros, instantiate_out):
         return trace_to_jaxpr(fun, list(avals) + t_avals), box["nz"]
 
     key = (tuple(nonzeros), None if instantiate_out is None else tuple(instantiate_out))
-    return _cached(_jvp_cache, (closed,), key, build)
+    return _cached("cond_jvp", (closed,), key, build)
 
 
 def _cond_jvp(primals, tangents, *, branches):
@@ -366,8 +362,6 @@ cond_p.jvp = _cond_jvp
 
 
 # ------------------------------------------------------------------------------- partial evaluation
-
-_pe_cache: dict = {}
 
 
 def _partial_eval_branch(closed: ClosedJaxpr, unknowns, instantiate_out):
@@ -395,7 +389,7 @@ def _partial_eval_branch(closed: ClosedJaxpr, unknowns, instantiate_out):
         unknown = ClosedJaxpr(Jaxpr([], uj.constvars + uj.invars, uj.outvars, uj.eqns), [])
         return known, unknown, box["out_uk"], [v.aval for v in uj.constvars]
 
-    return _cached(_pe_cache, (closed,), (tuple(unknowns), tuple(instantiate_out)), build)
+    return _cached("cond_pe", (closed,), (tuple(unknowns), tuple(instantiate_out)), build)
 
 
 def _join_residuals(branches, unknowns):
@@ -435,7 +429,7 @@ def _cond_partial_eval(trace, args, params):
         return StagingTrace.process_primitive(trace, cond_p, args, params)
     index, ops, op_uk = args[0], args[1:], unknowns[1:]
     known_b, unknown_b, out_uk, n_res = _cached(
-        _pe_cache, branches, ("join", tuple(op_uk)), lambda: _join_residuals(branches, op_uk)
+        "cond_pe", branches, ("join", tuple(op_uk)), lambda: _join_residuals(branches, op_uk)
     )
     n_known = out_uk.count(False)
     known_outs = []
@@ -458,8 +452,6 @@ cond_p.partial_eval = _cond_partial_eval
 
 # ------------------------------------------------------------------------------------- transposition
 
-_transpose_cache: dict = {}
-
 
 def _transpose_branch(closed: ClosedJaxpr, linear, ct_avals):
     """(non-linear operands, nonzero output cotangents) -> dense cotangents of the linear operands.
@@ -481,7 +473,7 @@ def _transpose_branch(closed: ClosedJaxpr, linear, ct_avals):
 
         return trace_to_jaxpr(fun, [v.aval for v in known] + [a for a in ct_avals if a is not None])
 
-    return _cached(_transpose_cache, (closed,), (tuple(linear), tuple(ct_avals)), build)
+    return _cached("cond_transpose", (closed,), (tuple(linear), tuple(ct_avals)), build)
 
 
 def _cond_transpose(cts, index, *args, branches):
@@ -502,8 +494,6 @@ cond_p.transpose = _cond_transpose
 
 
 # -------------------------------------------------------------------------------------------- batching
-
-_batch_cache: dict = {}
 
 
 def _batch_branch(closed: ClosedJaxpr, axis_data, dims, force_out):
@@ -528,7 +518,7 @@ def _batch_branch(closed: ClosedJaxpr, axis_data, dims, force_out):
         return trace_to_jaxpr(fun, in_avals), box["batched"]
 
     key = (tuple(dims), axis_data.size, axis_data.name, None if force_out is None else tuple(force_out))
-    return _cached(_batch_cache, (closed,), key, build)
+    return _cached("cond_batch", (closed,), key, build)
 
 
 def _cond_batch(vals, dims, *, axis_data, branches):

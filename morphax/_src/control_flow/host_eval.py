@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.core.jaxpr import ClosedJaxpr, Literal
+from morphax._src.core.memo import MISSING, memo_get, memo_put
 from morphax._src.core.values import make_array
 
 __all__ = ["host_rules", "run_closed_jaxpr", "run_host_rule"]
@@ -19,9 +20,6 @@ __all__ = ["host_rules", "run_closed_jaxpr", "run_host_rule"]
 # Higher-order primitives that can run their loop on host values register
 # ``fn(np_args, **params) -> list of np arrays`` here (scan does); others are bound on Arrays.
 host_rules: dict = {}
-
-_plans: dict = {}
-_PLAN_LIMIT = 512
 
 
 def _as_dtype(x, dt):
@@ -52,9 +50,9 @@ def _step_fn(eqn):
 
 
 def _plan(closed: ClosedJaxpr):
-    hit = _plans.get(id(closed))
-    if hit is not None and hit[0] is closed:
-        return hit[1]
+    hit = memo_get(closed, "host_plan")
+    if hit is not MISSING:
+        return hit
     jaxpr = closed.jaxpr
     consts = [(id(v), _as_dtype(c, v.aval.dtype)) for v, c in zip(jaxpr.constvars, closed.consts)]
     steps = []
@@ -70,10 +68,7 @@ def _plan(closed: ClosedJaxpr):
         for v in jaxpr.outvars
     ]
     plan = (consts, [id(v) for v in jaxpr.invars], steps, outvars)
-    if len(_plans) >= _PLAN_LIMIT:
-        _plans.clear()
-    _plans[id(closed)] = (closed, plan)
-    return plan
+    return memo_put(closed, "host_plan", plan)
 
 
 def run_closed_jaxpr(closed: ClosedJaxpr, args) -> list:

@@ -16,6 +16,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, jaxpr_as_fun
+from morphax._src.core.memo import memoized
 from morphax._src.core.primitive import Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.prims import lax_api as lax
@@ -121,21 +122,17 @@ def _reduce_abstract_eval(*avals, computation, jaxpr, dimensions):
     return [ShapedArray(out_shape, a.dtype, a.weak_type and i.weak_type) for a, i in zip(ops, inits)]
 
 
-_plans: dict = {}
-
-
 def _reduce_impl(*args, computation, jaxpr, dimensions):
     # The tree, staged once per (computation, dimensions, operand types) and run on host values.
     args = [np.asarray(a) for a in args]
-    key = (id(jaxpr), dimensions, tuple((a.shape, a.dtype) for a in args))
-    hit = _plans.get(key)
-    if hit is None or hit[0] is not jaxpr:
+    key = ("reduce_plan", dimensions, tuple((a.shape, a.dtype) for a in args))
+
+    def build():
         avals = [ShapedArray(a.shape, a.dtype, False) for a in args]
-        plan = trace_to_jaxpr(lambda *a: _tree_reduce(jaxpr, dimensions, *a), avals)
-        if len(_plans) > 256:
-            _plans.clear()
-        hit = _plans[key] = (jaxpr, plan)
-    return run_closed_jaxpr(hit[1], args)
+        return trace_to_jaxpr(lambda *a: _tree_reduce(jaxpr, dimensions, *a), avals)
+
+    # Memoized on the computation's jaxpr (core/memo.py), so the plan is freed with it.
+    return run_closed_jaxpr(memoized(jaxpr, key, build), args)
 
 
 def _reduce_jvp(primals, tangents, *, computation, jaxpr, dimensions):

@@ -194,8 +194,6 @@ remat_p.higher_order = True
 remat_p.call_jaxpr_param = "jaxpr"
 remat_p.test_spec = None
 
-_CACHE: dict = {}  # (kind, id(jaxpr), ...) -> derived jaxprs; bounded (passes' helpers)
-
 
 def _remat_impl(*args, jaxpr, prevent_cse, differentiated, policy):
     return eval_call_jaxpr(jaxpr, args)
@@ -315,10 +313,10 @@ def _remat_partial_eval(trace, args, params):
     jaxpr = params["jaxpr"]
     policy = params["policy"] or nothing_saveable
     unknowns = tuple(trace._owns(x) for x in args)
-    key = ("pe", id(jaxpr), unknowns, _policy_key(policy))
-    plan = cache_get(_CACHE, key, jaxpr)
+    key = (unknowns, _policy_key(policy))
+    plan = cache_get("remat_pe", key, jaxpr)
     if plan is None:
-        plan = cache_put(_CACHE, key, jaxpr, _make_plan(jaxpr, unknowns, policy))
+        plan = cache_put("remat_pe", key, jaxpr, _make_plan(jaxpr, unknowns, policy))
     known_args = [x for x, u in zip(args, unknowns) if not u]
     with _trace.set_current_trace(trace.parent):
         known_outs = eval_jaxpr(plan.known.jaxpr, plan.known.consts, *known_args)
@@ -362,8 +360,8 @@ def _forward_then_backward(closed: ClosedJaxpr, args, cts):
 def _transposed_jaxpr(closed: ClosedJaxpr, linear, ct_nonzero):
     """(known args, nonzero cotangents) -> nonzero input cotangents, as a jaxpr; and which of the
     linear inputs get a nonzero cotangent."""
-    key = ("t", id(closed), linear, ct_nonzero)
-    hit = cache_get(_CACHE, key, closed)
+    key = (linear, ct_nonzero)
+    hit = cache_get("remat_transpose", key, closed)
     if hit is not None:
         return hit
     in_avals, out_avals = closed.in_avals, closed.out_avals
@@ -381,7 +379,7 @@ def _transposed_jaxpr(closed: ClosedJaxpr, linear, ct_nonzero):
 
     ct_avals = [a for a, nz in zip(out_avals, ct_nonzero) if nz]
     out = trace_to_jaxpr(fun, known_avals + ct_avals)
-    return cache_put(_CACHE, key, closed, (out, box["nonzero"]))
+    return cache_put("remat_transpose", key, closed, (out, box["nonzero"]))
 
 
 def _remat_transpose(cts, *args, jaxpr, prevent_cse, differentiated, policy):

@@ -17,6 +17,7 @@ from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangen
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.dtypes import float0
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr, split_list
+from morphax._src.core.memo import memoized
 from morphax._src.core.primitive import Primitive
 from morphax._src.prims._ad import add_tangents, aval_of, instantiate, zeros_like_aval
 from morphax._src.prims._batching import bdim_to_front, moveaxis
@@ -35,21 +36,9 @@ def _stacked(aval: ShapedArray, length: int) -> ShapedArray:
     return aval.update(shape=(length, *aval.shape))
 
 
-_caches: dict = {}
-
-
 def _cached(kind, closed, key, build):
-    """Memoize a transformed body per (jaxpr object, key); the entry keeps the jaxpr alive, so a
-    recycled id never hits."""
-    cache = _caches.setdefault(kind, {})
-    hit = cache.get((id(closed), key))
-    if hit is not None and hit[0] is closed:
-        return hit[1]
-    if len(cache) > 256:
-        cache.clear()
-    value = build()
-    cache[(id(closed), key)] = (closed, value)
-    return value
+    """Memoize a transformed body per (jaxpr object, key), on the jaxpr (core/memo.py)."""
+    return memoized(closed, ("scan_" + kind, key), build)
 
 
 # ------------------------------------------------------------------------ impl and abstract eval

@@ -81,7 +81,8 @@ class JaxprEqn:
 class Jaxpr:
     """constvars and invars in, outvars out, a list of equations in between."""
 
-    __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info")
+    # _memo: results derived from this jaxpr (core/memo.py), freed with it.
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info", "_memo")
 
     def __init__(self, constvars, invars, outvars, eqns, debug_info=None):
         self.constvars = list(constvars)
@@ -89,6 +90,7 @@ class Jaxpr:
         self.outvars = list(outvars)
         self.eqns = list(eqns)
         self.debug_info = debug_info
+        self._memo = None
 
     @property
     def in_avals(self):
@@ -110,12 +112,15 @@ class Jaxpr:
 class ClosedJaxpr:
     """A jaxpr together with the values of its constvars."""
 
-    __slots__ = ("jaxpr", "consts")
+    # _memo: results derived from this closed jaxpr (core/memo.py: compiled executables, JVP and
+    # batched forms), freed with it together with the constants.
+    __slots__ = ("jaxpr", "consts", "_memo", "__weakref__")
 
     def __init__(self, jaxpr: Jaxpr, consts):
         assert len(consts) == len(jaxpr.constvars)
         self.jaxpr = jaxpr
         self.consts = list(consts)
+        self._memo = None
 
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
@@ -329,6 +334,30 @@ def jaxpr_as_fun(closed: ClosedJaxpr):
 def literal_from_value(x, aval: ShapedArray) -> Literal:
     """Keep the original value (an Array keeps its weak type when the jaxpr is evaluated)."""
     return Literal(x, aval)
+
+
+def sub_jaxprs(params) -> list:
+    """Every Jaxpr / ClosedJaxpr held in an equation's `params`, directly or in a tuple/list
+    (cond's branches): the one place that knows where higher-order primitives keep jaxprs."""
+    out = []
+    for v in params.values():
+        if isinstance(v, (Jaxpr, ClosedJaxpr)):
+            out.append(v)
+        elif isinstance(v, (tuple, list)):
+            out.extend(x for x in v if isinstance(x, (Jaxpr, ClosedJaxpr)))
+    return out
+
+
+def any_eqn(jaxpr, predicate) -> bool:
+    """Whether `predicate(eqn)` holds for an equation of `jaxpr` or of any jaxpr nested in it
+    (control flow bodies and branches, nested jit calls, custom-rule calls, remat, ...)."""
+    j = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
+    for eqn in j.eqns:
+        if predicate(eqn):
+            return True
+        if eqn.primitive.higher_order and any(any_eqn(sub, predicate) for sub in sub_jaxprs(eqn.params)):
+            return True
+    return False
 
 
 def split_list(xs, *sizes) -> list:

@@ -42,6 +42,12 @@ class Primitive:
         # Call-like primitives (jit, checkpoint, custom-rule calls) whose evaluation is exactly
         # their jaxpr on their operands name the param holding it; compilers inline or call it.
         self.call_jaxpr_param: str | None = None
+        # Must run even when its outputs are unused, and never be merged with an identical call.
+        self.has_side_effects = False
+        # Runs user Python on the host (callbacks): the runtime runs a program containing it on
+        # the calling thread, never on a device stream, so a blocking callback stalls only its
+        # own computation, and its exceptions are raised at the call as in JAX.
+        self.calls_host = False
         # Params left out of the printed jaxpr while they hold these values (JAX hides e.g.
         # ``accuracy=None`` on transcendental functions).
         self.print_hidden_defaults: dict = {}

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, sub_jaxprs
+from morphax._src.core.memo import MISSING, memo_get, memo_put
 
 
 class PassResult(NamedTuple):
@@ -20,22 +21,36 @@ class PassResult(NamedTuple):
     changed: bool
 
 
-# Caches keyed by object id keep the object itself too, so a recycled id never hits; they are
-# cleared when full rather than made LRU, which is plenty for compile-time memoization.
-_CACHE_LIMIT = 512
+# Pass results are memoized on the jaxpr they were computed from (core/memo.py), under the pass's
+# name and the rest of its key, so they are freed with it. A result that is the input itself
+# (an unchanged PassResult) is stored without that self-reference, so no cycle keeps the
+# jaxpr's constants alive until the cyclic GC runs.
 
 
-def cache_get(cache: dict, key, obj):
-    hit = cache.get(key)
-    if hit is not None and hit[0] is obj:
-        return hit[1]
-    return None
+def _detach(value, obj):
+    if type(value) is PassResult:
+        return value._replace(closed=None) if value.closed is obj else value
+    if type(value) is tuple:
+        return tuple(_detach(v, obj) for v in value)
+    return value
 
 
-def cache_put(cache: dict, key, obj, value):
-    if len(cache) >= _CACHE_LIMIT:
-        cache.clear()
-    cache[key] = (obj, value)
+def _attach(value, obj):
+    if type(value) is PassResult:
+        return value._replace(closed=obj) if value.closed is None else value
+    if type(value) is tuple:
+        return tuple(_attach(v, obj) for v in value)
+    return value
+
+
+def cache_get(kind: str, key, obj):
+    """What pass `kind` memoized on `obj` for `key`; None when absent."""
+    hit = memo_get(obj, (kind, key))
+    return None if hit is MISSING else _attach(hit, obj)
+
+
+def cache_put(kind: str, key, obj, value):
+    memo_put(obj, (kind, key), _detach(value, obj))
     return value
 
 
@@ -60,17 +75,6 @@ def with_invars(eqn, env: dict):
     return eqn.replace(invars=new)
 
 
-def sub_jaxprs(params) -> list:
-    """Every Jaxpr / ClosedJaxpr held in `params`, directly or in a tuple/list."""
-    out = []
-    for v in params.values():
-        if isinstance(v, (Jaxpr, ClosedJaxpr)):
-            out.append(v)
-        elif isinstance(v, (tuple, list)):
-            out.extend(x for x in v if isinstance(x, (Jaxpr, ClosedJaxpr)))
-    return out
-
-
 def _open(j) -> Jaxpr:
     return j.jaxpr if isinstance(j, ClosedJaxpr) else j
 
@@ -87,22 +91,19 @@ def eqn_weight(eqn) -> int:
     return 1 + sum(count_eqns(j) for j in sub_jaxprs(eqn.params))
 
 
-_effects_cache: dict = {}
-
-
 def jaxpr_has_effects(jaxpr) -> bool:
     j = _open(jaxpr)
-    hit = cache_get(_effects_cache, id(j), j)
+    hit = cache_get("effects", None, j)
     if hit is not None:
         return hit
-    return cache_put(_effects_cache, id(j), j, any(eqn_has_effects(e) for e in j.eqns))
+    return cache_put("effects", None, j, any(eqn_has_effects(e) for e in j.eqns))
 
 
 def eqn_has_effects(eqn) -> bool:
     """Whether the equation must run even if nobody reads its outputs, and may not be merged with
     an identical one: its primitive says so (`has_side_effects`), or a jaxpr it carries does."""
     prim = eqn.primitive
-    if getattr(prim, "has_side_effects", False):
+    if prim.has_side_effects:
         return True
     return prim.higher_order and any(jaxpr_has_effects(j) for j in sub_jaxprs(eqn.params))
 
@@ -119,9 +120,10 @@ def map_closed_params(eqn, fn, memo: dict):
 
     def run(closed):
         nonlocal removed
-        res = cache_get(memo, id(closed), closed)
+        # `memo` lives for one pass over one jaxpr, which keeps every key alive: ids are safe.
+        res = memo.get(id(closed))
         if res is None:
-            res = cache_put(memo, id(closed), closed, fn(closed))
+            res = memo[id(closed)] = fn(closed)
         removed += res.removed
         return res.closed
 

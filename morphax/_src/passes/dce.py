@@ -59,18 +59,15 @@ def _dce_closed(closed: ClosedJaxpr, used_outputs, prune_invars: bool) -> tuple[
     return finish(closed, constvars, consts, eqns, outvars, removed, invars), used_inputs
 
 
-_dce_cache: dict = {}
-
-
 def dce_closed_jaxpr(closed: ClosedJaxpr, used_outputs, prune_invars: bool = False):
     """DCE `closed` keeping only the outputs marked in `used_outputs`; with `prune_invars` also
     drop the inputs nothing reads. Returns (PassResult, used_inputs). Memoized per (jaxpr, used
     outputs), so calls sharing a jaxpr keep sharing the reduced one."""
-    key = (id(closed), tuple(bool(u) for u in used_outputs), prune_invars)
-    hit = cache_get(_dce_cache, key, closed)
+    key = (tuple(bool(u) for u in used_outputs), prune_invars)
+    hit = cache_get("dce", key, closed)
     if hit is not None:
         return hit
-    return cache_put(_dce_cache, key, closed, _dce_closed(closed, used_outputs, prune_invars))
+    return cache_put("dce", key, closed, _dce_closed(closed, used_outputs, prune_invars))
 
 
 def run_dce(closed: ClosedJaxpr) -> PassResult:

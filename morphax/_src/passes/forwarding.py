@@ -48,7 +48,7 @@ def identity_source(eqn):
     if rule is None or len(eqn.invars) != 1 or len(eqn.outvars) != 1:
         return None
     src, out = eqn.invars[0], eqn.outvars[0]
-    if src.aval != out.aval or getattr(eqn.primitive, "has_side_effects", False):
+    if src.aval != out.aval or eqn.primitive.has_side_effects:
         return None
     try:
         return src if rule(src.aval, eqn.params) else None
@@ -56,12 +56,9 @@ def identity_source(eqn):
         return None
 
 
-_inner_cache: dict = {}
-
-
 def _inner_sources(closed: ClosedJaxpr) -> list:
     """For each output of `closed`: ("in", i) if it is invar i, ("lit", literal), or None."""
-    hit = cache_get(_inner_cache, id(closed), closed)
+    hit = cache_get("forwarding", None, closed)
     if hit is not None:
         return hit
     jaxpr = closed.jaxpr
@@ -76,7 +73,7 @@ def _inner_sources(closed: ClosedJaxpr) -> list:
             out.append(("in", index[id(r)]))
         else:
             out.append(None)
-    return cache_put(_inner_cache, id(closed), closed, out)
+    return cache_put("forwarding", None, closed, out)
 
 
 def _call_sources(eqn) -> list | None:

@@ -317,7 +317,18 @@ def atanh(x):
 _ROOT_CASES = concat_cases(unary_cases("float", domain=(0.1, 5.0)), unary_cases("complex"))
 sqrt_p = _with_accuracy("sqrt", np.sqrt, "inexact", cases=_ROOT_CASES)
 rsqrt_p = _with_accuracy("rsqrt", lambda x: np.divide(1, np.sqrt(x)), "inexact", cases=_ROOT_CASES)
-cbrt_p = _with_accuracy("cbrt", np.cbrt, "float")
+
+
+def _cbrt_reference(x):
+    # NumPy's float32 cbrt is vectorized differently per CPU (-27 -> -2.9999998 on some):
+    # computing in float64 and rounding once gives the correctly rounded root on every machine.
+    x = np.asarray(x)
+    if x.dtype.itemsize < 8:
+        return np.cbrt(x.astype(np.float64)).astype(x.dtype)
+    return np.cbrt(x)
+
+
+cbrt_p = _with_accuracy("cbrt", _cbrt_reference, "float")
 
 
 _jvp(sqrt_p, lambda g, ans, x: mul(g, div(0.5, ans)))

@@ -14,7 +14,7 @@ import numpy as np
 class PendingBuffer:
     """The future value of one output of queued work. Shape and dtype are known up front."""
 
-    __slots__ = ("shape", "dtype", "_event", "_value", "_error")
+    __slots__ = ("shape", "dtype", "_event", "_value", "_error", "_traceback")
 
     def __init__(self, shape, dtype):
         self.shape = tuple(shape)
@@ -22,6 +22,7 @@ class PendingBuffer:
         self._event = threading.Event()
         self._value = None
         self._error = None
+        self._traceback = None
 
     @property
     def ndim(self):
@@ -40,13 +41,16 @@ class PendingBuffer:
 
     def set_error(self, error: BaseException) -> None:
         self._error = error
+        self._traceback = error.__traceback__ if error is not None else None
         self._event.set()
 
     def result(self) -> np.ndarray:
         self._event.wait()
-        if self._error is not None:
-            # The original traceback travels with the exception object.
-            raise self._error
+        error = self._error
+        if error is not None:
+            # Every read raises the same exception object with the traceback of where it
+            # happened: reset it first, or each raise would append the reader's frames to it.
+            raise error.with_traceback(self._traceback)
         return self._value
 
 

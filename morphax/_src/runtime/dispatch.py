@@ -1,8 +1,13 @@
 """Running executables: each device has a stream (a FIFO worker thread); a call returns pending
 Arrays at once and host reads wait. Small calls on ready inputs with an idle stream run inline,
-since a thread handoff costs more than the work; calls with host callbacks run in program order.
-Errors mark the outputs failed and re-raise, with their traceback, wherever the outputs are
-waited on (a call with no outputs raises at the call).
+since a thread handoff costs more than the work. Errors mark the outputs failed and re-raise,
+with their traceback, wherever the outputs are waited on.
+
+Programs that call back into Python (debug/pure callbacks, anywhere inside) never run on a stream:
+they run on the calling thread once their inputs are ready, so a callback that blocks stalls only
+its own computation (and its caller), never other threads' work queued on the device, and a
+callback that waits for later work cannot deadlock the stream. Their errors raise at the call, as
+in JAX, whether or not the outputs are used.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ class Stream:
             self._pending += 1
         self._queue.put(job)
 
+    def is_worker(self) -> bool:
+        return threading.current_thread() is self._thread
+
     def _run(self):
         np.seterr(all="ignore")  # this thread only: float edge cases are not errors (JAX is silent)
         while True:
@@ -45,6 +53,9 @@ class Stream:
             try:
                 job()
             finally:
+                # Drop the job before waiting for the next one: it holds the call's inputs and
+                # output buffers, which must be freed when the user drops the arrays.
+                job = None
                 with self._lock:
                     self._pending -= 1
 
@@ -59,6 +70,7 @@ _streams_lock = threading.Lock()
 
 
 def stream_for(device_id: int = 0) -> Stream:
+    """The stream of device `device_id` (one FIFO worker per device, created on first use)."""
     s = _streams.get(device_id)
     if s is None:
         with _streams_lock:
@@ -94,25 +106,14 @@ def _all_ready(args) -> bool:
     return True
 
 
-def execute(executable, args, out_weak_types):
+def execute(executable, args, out_weak_types, device_id: int = 0):
     """Run `executable` on `args` (Arrays or host values); returns output Arrays, maybe pending."""
-    stream = stream_for(0)
-    if threading.current_thread() is stream._thread:
-        # Called from inside queued work (a loop body evaluating a nested call): run now, since
-        # queueing behind the running job would wait on itself.
+    stream = stream_for(device_id)
+    if executable.calls_host or stream.is_worker():
+        # Host callbacks inside, or called from inside queued work (a loop body evaluating a
+        # nested call, which would wait on itself if queued): run here, after the inputs are
+        # ready. Errors propagate to the caller.
         outs = executable(*[_host_value(a, v) for a, v in zip(args, executable.in_avals)])
-        return [Array(o, w) for o, w in zip(outs, out_weak_types)]
-    if getattr(executable, "has_side_effects", False):
-        # Calls with host callbacks run in program order, after earlier queued work, and their
-        # exceptions surface at the call (there may be no output to carry them).
-        if stream._pending:
-            stream.synchronize()
-        try:
-            outs = executable(*[_host_value(a, v) for a, v in zip(args, executable.in_avals)])
-        except Exception as e:  # noqa: BLE001
-            if not executable.out_avals:
-                raise  # nothing to wait on: the error surfaces here
-            return _failed(executable.out_avals, out_weak_types, e)
         return [Array(o, w) for o, w in zip(outs, out_weak_types)]
     if stream._pending == 0 and executable.total_elements < INLINE_ELEMENTS and _all_ready(args):
         try:

@@ -28,6 +28,15 @@ _abstract_cache: dict = {}
 _ABSTRACT_CACHE_LIMIT = 4096
 
 
+def _remember(key, out_aval):
+    """Cache an output type; the cache is cleared when full, so eager calls over ever-new shapes
+    (a data loader with ragged batches) cannot grow it without bound."""
+    if len(_abstract_cache) >= _ABSTRACT_CACHE_LIMIT:
+        _abstract_cache.clear()
+    _abstract_cache[key] = out_aval
+    return out_aval
+
+
 def _quiet_call(fn, args, params):
     with np.errstate(all="ignore"):
         return fn(*args, **params)
@@ -114,9 +123,7 @@ class EvalTrace(_trace.Trace):
             in_avals = [a if a is not None else get_aval(v) for a, v in zip(in_avals, vals)]
             out_aval = prim.abstract_eval(*in_avals, **params)
             if key is not None:
-                if len(_abstract_cache) > _ABSTRACT_CACHE_LIMIT:
-                    _abstract_cache.clear()
-                _abstract_cache[key] = out_aval
+                _remember(key, out_aval)
         try:
             out = prim.impl(*vals, **params)
         except (RuntimeWarning, FloatingPointError):
@@ -147,7 +154,7 @@ class EvalTrace(_trace.Trace):
                 )
                 out_aval = _abstract_cache.get(key)
                 if out_aval is None:
-                    out_aval = _abstract_cache[key] = prim.abstract_eval(a.aval, b.aval, **params)
+                    out_aval = _remember(key, prim.abstract_eval(a.aval, b.aval, **params))
                 vals = (ba, bb)
             elif nargs == 1:
                 (a,) = args
@@ -159,7 +166,7 @@ class EvalTrace(_trace.Trace):
                 key = (prim, ba.shape, ba.dtype, a.weak_type, *params.items())
                 out_aval = _abstract_cache.get(key)
                 if out_aval is None:
-                    out_aval = _abstract_cache[key] = prim.abstract_eval(a.aval, **params)
+                    out_aval = _remember(key, prim.abstract_eval(a.aval, **params))
                 vals = (ba,)
             else:
                 return None

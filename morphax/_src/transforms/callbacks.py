@@ -11,6 +11,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.core.primitive import Primitive
 from morphax._src.core.values import make_array
+from morphax._src.errors import JaxRuntimeError
 from morphax._src.prims import lax_api as L
 from morphax._src.prims._batching import bdim_to_front, moveaxis
 
@@ -39,7 +40,17 @@ class HostCallback:
         self.label = label
 
     def __call__(self, *args):
-        return self.fn(*args)
+        try:
+            return self.fn(*args)
+        except (Exception, KeyboardInterrupt):
+            raise
+        except BaseException as e:
+            # SystemExit (sys.exit in a callback) must not end the process from inside a
+            # computation: JAX reports it as a runtime error of the call, and so do we.
+            raise JaxRuntimeError(
+                f"{self.label} raised {type(e).__name__}{e.args!r} while the computation ran; a "
+                "host callback must return its results (or raise an Exception), not exit."
+            ) from e
 
     def __hash__(self):
         return hash(self.key)
@@ -67,6 +78,7 @@ debug_callback_p = Primitive("debug_callback", multiple_results=True)
 debug_callback_p.higher_order = True
 # Never dead code: a pass that drops equations with unused results must keep this one.
 debug_callback_p.has_side_effects = True
+debug_callback_p.calls_host = True
 
 
 def _debug_callback_impl(*args, callback, ordered):
@@ -110,6 +122,7 @@ debug_callback_p.transpose = _debug_callback_transpose
 pure_callback_p = Primitive("pure_callback", multiple_results=True)
 pure_callback_p.higher_order = True  # see debug_callback_p
 pure_callback_p.has_side_effects = False
+pure_callback_p.calls_host = True
 
 VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all", "legacy_vectorized")
 

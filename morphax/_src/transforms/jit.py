@@ -10,6 +10,7 @@ from __future__ import annotations
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import UndefinedPrimal, Zero, is_undefined_primal, is_zero
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
+from morphax._src.core.memo import MISSING, memo_get, memo_put
 from morphax._src.core.primitive import Primitive
 from morphax._src.transforms import ad
 from morphax._src.transforms.partial_eval import partial_eval_jaxpr
@@ -28,15 +29,12 @@ def _pjit_abstract_eval(*in_avals, jaxpr, name):
     return call_out_avals(f"pjit {name}", in_avals, jaxpr)
 
 
-_jvp_cache: dict = {}
-
-
 def jvp_jaxpr(closed: ClosedJaxpr, nonzeros):
     """A jaxpr taking (primals, nonzero tangents) to (primals out, nonzero tangents out)."""
-    key = (id(closed), tuple(nonzeros))
-    hit = _jvp_cache.get(key)
-    if hit is not None and hit[0] is closed:
-        return hit[1], hit[2]
+    key = ("jvp", tuple(nonzeros))
+    hit = memo_get(closed, key)
+    if hit is not MISSING:
+        return hit
     avals = closed.in_avals
     n = len(avals)
     box = {}
@@ -52,8 +50,7 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros):
 
     tangent_avals = [ad.tangent_aval(a) for a, nz in zip(avals, nonzeros) if nz]
     out = trace_to_jaxpr(fun, list(avals) + tangent_avals)
-    _jvp_cache[key] = (closed, out, box["out_nonzero"])
-    return out, box["out_nonzero"]
+    return memo_put(closed, key, (out, box["out_nonzero"]))
 
 
 def _pjit_jvp(primals, tangents, *, jaxpr, name):
@@ -103,19 +100,16 @@ def _pjit_transpose(cts, *args, jaxpr, name):
     return out
 
 
-_batch_cache: dict = {}
-
-
 def batch_jaxpr(closed: ClosedJaxpr, axis_data, dims):
     """A jaxpr computing `closed` on batched inputs (batched along `dims`, None: unbatched).
     Batched outputs come out at axis 0; returns (jaxpr, out_dims) with None for unbatched outputs."""
     from morphax._src.prims._batching import moveaxis
     from morphax._src.transforms.batching import BatchTrace, BatchTracer
 
-    key = (id(closed), tuple(dims), axis_data.size, axis_data.name)
-    hit = _batch_cache.get(key)
-    if hit is not None and hit[0] is closed:
-        return hit[1], hit[2]
+    key = ("batch", tuple(dims), axis_data.size, axis_data.name)
+    hit = memo_get(closed, key)
+    if hit is not MISSING:
+        return hit
     box = {}
 
     def fun(*vals):
@@ -134,8 +128,7 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_data, dims):
             shape = a.shape[:d] + (axis_data.size,) + a.shape[d:]
             in_avals.append(a.update(shape=shape))
     out = trace_to_jaxpr(fun, in_avals)
-    _batch_cache[key] = (closed, out, box["out_dims"])
-    return out, box["out_dims"]
+    return memo_put(closed, key, (out, box["out_dims"]))
 
 
 def _pjit_batch(vals, dims, *, axis_data, jaxpr, name):

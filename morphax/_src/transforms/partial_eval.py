@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from morphax._src.core import trace as _trace
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
+from morphax._src.core.memo import memoized
 from morphax._src.transforms.ad import PartialEvalTrace
 from morphax._src.transforms.staging import trace_to_jaxpr
 
@@ -18,7 +19,15 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns):
 
     known_jaxpr:   known inputs -> known outputs + residuals
     unknown_jaxpr: residuals + unknown inputs -> unknown outputs
+
+    Memoized on `closed` (core/memo.py): linearizing the same jitted function again (eager `grad`
+    in a training loop) reuses the split jaxprs, and with them their compiled executables.
     """
+    key = ("partial_eval", tuple(bool(u) for u in unknowns))
+    return memoized(closed, key, lambda: _split(closed, unknowns))
+
+
+def _split(closed: ClosedJaxpr, unknowns):
     in_avals = closed.in_avals
     known_avals = [a for a, u in zip(in_avals, unknowns) if not u]
     box: dict = {}

@@ -158,6 +158,14 @@ class StagingTrace(_trace.Trace):
         self.constvars: list[Var] = []
         self.consts: list = []
 
+    def invalidate(self):
+        super().invalidate()
+        # The tracers were kept only so their ids stay unique while tracing. Each one points back
+        # at this trace, so keeping them would make a reference cycle holding the constants
+        # (closed-over arrays) alive until the cyclic GC runs. An escaped tracer is still alive
+        # through its holder, so origin_of can still describe it.
+        self._tracers = []
+
     def new_arg(self, aval: ShapedArray) -> StagingTracer:
         tracer = StagingTracer(self, aval)
         var = Var(aval)
