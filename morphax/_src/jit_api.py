@@ -48,6 +48,9 @@ trace_counters = TraceCounters()
 
 # function -> {signature key: (closed jaxpr, out tree)}; weak so dead functions free their entries.
 _caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# Traces kept per function: a function called with ever-new shapes (ragged batches) would
+# otherwise keep every trace and its compiled program; the oldest is dropped first.
+MAX_TRACES_PER_FUNCTION = 1024
 # Wrappers of callables that cannot be weakly referenced (or hashed) keep their cache themselves:
 # the wrapper holds the callable strongly, so the cache cannot outlive it or be found by a new
 # object that happens to reuse a freed id(). Listed (weakly) only so `clear_caches` reaches them.
@@ -460,7 +463,13 @@ class JitWrapped:
             # grad): they become leading arguments of the call, and this trace is not cached,
             # since those values belong to this one transformation.
             return (closed, out_tree, single, tuple(lifted))
-        hit = self._cache[key] = (closed, out_tree, single, ())
+        cache = self._cache
+        if len(cache) >= MAX_TRACES_PER_FUNCTION:
+            try:
+                del cache[next(iter(cache))]
+            except (KeyError, RuntimeError, StopIteration):  # another thread evicted it first
+                pass
+        hit = cache[key] = (closed, out_tree, single, ())
         return hit
 
     @api_boundary

@@ -191,3 +191,14 @@ def test_refcounts_of_inputs_return_to_normal():
     morphax.block_until_ready(f(x))
     gc.collect()
     assert sys.getrefcount(x._buf) <= base + 1
+
+
+def test_jit_trace_cache_per_function_is_bounded(monkeypatch):
+    from morphax._src import jit_api
+
+    monkeypatch.setattr(jit_api, "MAX_TRACES_PER_FUNCTION", 8)
+    f = morphax.jit(lambda v: v + 1)
+    for n in range(1, 30):
+        f(jnp.ones(n))
+    assert len(f._cache) <= 8
+    np.testing.assert_array_equal(np.asarray(f(jnp.ones(2))), [2.0, 2.0])  # evicted: traced again
