@@ -30,6 +30,7 @@ from morphax._src.jit_api import (
     device_get,
     device_put,
     disable_jit,
+    effects_barrier,
     jit,
 )
 from morphax._src.runtime import call as _call  # noqa: F401  (compiled pjit execution)
@@ -58,6 +59,7 @@ __all__ = [
     "remat",
     "block_until_ready",
     "clear_caches",
+    "effects_barrier",
     "default_backend",
     "device_get",
     "device_put",

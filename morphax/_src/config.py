@@ -2,12 +2,22 @@
 
 Sits below everything: any module may import it, it imports nothing from morphax.
 Flags are read through attributes (``config.enable_x64``) so hot paths pay one lookup.
+
+Two layers, as in JAX: ``config.update`` sets the process-wide value; the context managers
+(``enable_x64``, ``disable_x64``, ``config._override``) set a *thread-local* override on top of it, so
+one thread computing in float64 inside ``with enable_x64():`` does not change what other threads
+compute. ``Config`` is a ``threading.local`` whose per-thread attributes hold each thread's
+*effective* values (the override where there is one, else the global value): a flag read stays a
+single C-level attribute lookup, and ``trace_context()`` (part of every trace-cache key) is per
+thread for free. ``update`` pushes the new global value into every thread that does not override it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
+import weakref
 
 
 def _env_flag(name: str, default: bool) -> bool:
@@ -17,53 +27,91 @@ def _env_flag(name: str, default: bool) -> bool:
     return raw.strip().lower() in ("1", "true", "yes", "on")
 
 
-class Config:
-    """Holds the flags; ``update`` is the JAX-compatible setter."""
+# option name -> (attribute, default factory)
+_KNOWN = {
+    "jax_enable_x64": (
+        "enable_x64",
+        lambda: _env_flag("MORPHAX_ENABLE_X64", _env_flag("JAX_ENABLE_X64", False)),
+    ),
+    "jax_threefry_partitionable": ("threefry_partitionable", lambda: True),
+    "jax_log_compiles": ("log_compiles", lambda: False),
+    "jax_disable_jit": ("disable_jit", lambda: False),
+    "jax_numpy_rank_promotion": ("numpy_rank_promotion", lambda: "allow"),
+    "jax_default_matmul_precision": ("default_matmul_precision", lambda: None),
+    "jax_debug_nans": ("debug_nans", lambda: False),
+    "jax_debug_infs": ("debug_infs", lambda: False),
+    "jax_traceback_filtering": ("traceback_filtering", lambda: "auto"),
+}
 
-    _known = {
-        "jax_enable_x64": (
-            "enable_x64",
-            lambda: _env_flag("MORPHAX_ENABLE_X64", _env_flag("JAX_ENABLE_X64", False)),
-        ),
-        "jax_threefry_partitionable": ("threefry_partitionable", lambda: True),
-        "jax_log_compiles": ("log_compiles", lambda: False),
-        "jax_disable_jit": ("disable_jit", lambda: False),
-        "jax_numpy_rank_promotion": ("numpy_rank_promotion", lambda: "allow"),
-        "jax_default_matmul_precision": ("default_matmul_precision", lambda: None),
-        "jax_debug_nans": ("debug_nans", lambda: False),
-        "jax_debug_infs": ("debug_infs", lambda: False),
-        "jax_traceback_filtering": ("traceback_filtering", lambda: "auto"),
-    }
+# The process-wide values (what config.update set), by attribute name.
+_global_values = {attr: default() for attr, default in _KNOWN.values()}
+# Each live thread's attribute dict, so update() can reach threads without an override. Keyed
+# weakly by the Thread object: a finished thread's entry goes away with it.
+_thread_dicts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# Guards _global_values, _thread_dicts and the per-thread override sets against a concurrent
+# update() racing an override's enter/exit (either could otherwise lose the other's write).
+_lock = threading.RLock()
+_listeners: list = []
+
+
+def _coerce(attr, value):
+    # The dtype caches are indexed by the x64 flag itself, so it is kept a real bool.
+    return bool(value) if attr == "enable_x64" else value
+
+
+class Config(threading.local):
+    """Holds the flags; ``update`` is the JAX-compatible setter.
+
+    Being a ``threading.local``, ``__init__`` runs once in each thread, at that thread's first use.
+    """
+
+    _known = _KNOWN
 
     def __init__(self):
-        self._listeners = []
-        for _, (attr, default) in self._known.items():
-            object.__setattr__(self, attr, default())
+        with _lock:
+            d = self.__dict__
+            d.update(_global_values)
+            # The attributes this thread overrides (update() leaves those alone).
+            d["_overridden"] = set()
+            _thread_dicts[threading.current_thread()] = d
 
-    def update(self, name: str, value) -> None:
+    @staticmethod
+    def _attr(name: str, where: str) -> str:
         try:
-            attr, _ = self._known[name]
+            return _KNOWN[name][0]
         except KeyError:
             raise AttributeError(
-                f"config.update: unknown option {name!r}; known options are {sorted(self._known)}"
+                f"config.{where}: unknown option {name!r}; known options are {sorted(_KNOWN)}"
             ) from None
-        object.__setattr__(self, attr, value)
-        for listener in self._listeners:
-            listener(name, value)
+
+    def update(self, name: str, value) -> None:
+        """Set the process-wide value; threads inside an override of `name` keep their override."""
+        attr = self._attr(name, "update")
+        value = _coerce(attr, value)
+        with _lock:
+            _global_values[attr] = value
+            for d in list(_thread_dicts.values()):
+                if attr not in d["_overridden"]:
+                    d[attr] = value
+        self._notify(name, value)
 
     def read(self, name: str):
-        return getattr(self, self._known[name][0])
+        return getattr(self, _KNOWN[name][0])
 
     def __getattr__(self, name):
         # JAX spells flags both ways: config.jax_enable_x64 and config.x64_enabled.
-        if name in Config._known:
-            return getattr(self, Config._known[name][0])
+        if name in _KNOWN:
+            return getattr(self, _KNOWN[name][0])
         if name == "x64_enabled":
             return self.enable_x64
         raise AttributeError(name)
 
     def trace_context(self) -> tuple:
-        """The flags that change what tracing produces; part of every trace-cache key."""
+        """The flags that change what tracing produces; part of every trace-cache key.
+
+        Reads this thread's effective values, so a trace made inside another thread's
+        ``enable_x64`` block is never reused here.
+        """
         return (
             self.enable_x64,
             self.threefry_partitionable,
@@ -71,23 +119,57 @@ class Config:
             self.default_matmul_precision,
         )
 
+    def set_anywhere(self, name: str) -> bool:
+        """Whether flag `name` is truthy globally or in any thread's override: for hot paths that
+        fold a flag into one module global and re-read it per call only when it may be on."""
+        attr = self._attr(name, "set_anywhere")
+        with _lock:
+            return bool(_global_values[attr]) or any(d.get(attr) for d in list(_thread_dicts.values()))
+
     def add_listener(self, fn) -> None:
-        """``fn(name, value)`` runs after each update (caches that depend on flags clear here)."""
-        self._listeners.append(fn)
+        """``fn(name, value)`` runs after each change of a flag, global or (in the changing thread)
+        thread-local; caches that depend on flags clear here."""
+        _listeners.append(fn)
+
+    @staticmethod
+    def _notify(name, value):
+        for listener in list(_listeners):
+            listener(name, value)
 
     @contextlib.contextmanager
     def _override(self, name, value):
-        old = self.read(name)
-        self.update(name, value)
+        """Thread-local override of one flag for the duration of a ``with`` block (nests)."""
+        attr = self._attr(name, "_override")
+        value = _coerce(attr, value)
+        d = self.__dict__
+        with _lock:
+            was_overridden = attr in d["_overridden"]
+            old = d[attr]
+            d["_overridden"].add(attr)
+            d[attr] = value
+        self._notify(name, value)
         try:
             yield
         finally:
-            self.update(name, old)
+            with _lock:
+                if was_overridden:
+                    d[attr] = old
+                else:
+                    # Back to the global value, which update() may have changed meanwhile.
+                    d["_overridden"].discard(attr)
+                    d[attr] = _global_values[attr]
+                restored = d[attr]
+            self._notify(name, restored)
 
 
 config = Config()
 
 
 def enable_x64(new_val: bool = True):
-    """Context manager that switches 64-bit mode on (or off) inside its block."""
+    """Context manager that switches 64-bit mode on (or off) inside its block, in this thread only."""
     return config._override("jax_enable_x64", bool(new_val))
+
+
+def disable_x64():
+    """Context manager that switches 64-bit mode off inside its block, in this thread only."""
+    return config._override("jax_enable_x64", False)

@@ -596,13 +596,19 @@ def jit(
 
 @contextlib.contextmanager
 def disable_jit(disable: bool = True):
-    """Run jitted functions as plain Python inside the block (for debugging with prints)."""
-    old = config.disable_jit
-    config.update("jax_disable_jit", disable)
-    try:
+    """Run jitted functions as plain Python inside the block (for debugging with prints), in this
+    thread only (as in JAX, the context managers are thread-local)."""
+    with config._override("jax_disable_jit", disable):
         yield
-    finally:
-        config.update("jax_disable_jit", old)
+
+
+def effects_barrier():
+    """Wait until every computation dispatched so far, on every device, has finished. Host
+    callbacks already run before their call returns (see docs/reliability.md), so this waits
+    for queued work only."""
+    from morphax._src.runtime import dispatch
+
+    dispatch.synchronize_all()
 
 
 def block_until_ready(tree):

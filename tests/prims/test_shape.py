@@ -79,9 +79,14 @@ def test_pad_matches_hand_construction(shape, config, dtype):
     np.testing.assert_array_equal(_np(got), want)
 
 
-def test_pad_python_scalar_padding_value_adopts_dtype():
+def test_pad_python_scalar_padding_value_keeps_its_own_dtype():
+    # JAX 0.10.2: a Python scalar padding value is not cast to the operand's dtype; 0 is int32,
+    # so padding an int8 operand with it is "TypeError: pad operand and padding_value must be same
+    # dtype: got int8 and int32." A value of the operand's dtype works.
     x = np.array([1, 2], np.int8)
-    got = lax.pad(x, 0, [(1, 1, 1)])
+    with pytest.raises(TypeError, match="must have the same dtype, got int8 and int32"):
+        lax.pad(x, 0, [(1, 1, 1)])
+    got = lax.pad(x, np.int8(0), [(1, 1, 1)])
     assert got.dtype == np.int8 and not got.weak_type
     np.testing.assert_array_equal(_np(got), [0, 1, 0, 2, 0])
 

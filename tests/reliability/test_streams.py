@@ -140,3 +140,9 @@ def test_programs_with_callbacks_never_run_on_the_stream():
     )
     f(jnp.ones(BIG)).block_until_ready()
     assert threads == [threading.current_thread()]
+
+
+def test_effects_barrier_waits_for_queued_work():
+    y = morphax.jit(lambda v: jnp.cos(v) * 2)(jnp.ones(BIG))
+    morphax.effects_barrier()
+    assert y.is_ready()

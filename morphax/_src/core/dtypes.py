@@ -125,13 +125,16 @@ def _np_dtype(x) -> np.dtype:
         raise TypeError(f"dtype {x!r} not understood") from e
 
 
-_canon_cache: dict = {}
+# One cache per x64 mode, picked by the calling thread's flag: enable_x64() is a thread-local
+# override, so two threads may canonicalize in different modes at the same time.
+_canon_caches: dict = {False: {}, True: {}}
 
 
 def canonicalize_dtype(dtype, allow_extended=False) -> np.dtype:
     """The dtype arrays of ``dtype`` actually get: 64-bit types narrow to 32 bits unless x64 is on."""
+    x64 = config.enable_x64
     try:
-        return _canon_cache[dtype]
+        return _canon_caches[x64][dtype]
     except (KeyError, TypeError):
         pass
     if isinstance(dtype, ExtendedDType):
@@ -139,11 +142,11 @@ def canonicalize_dtype(dtype, allow_extended=False) -> np.dtype:
             raise ValueError(f"canonicalize_dtype called on extended dtype {dtype} with allow_extended=False")
         return dtype
     dt = _np_dtype(dtype)
-    out = dt if config.enable_x64 else _TO_32BIT.get(dt, dt)
+    out = dt if x64 else _TO_32BIT.get(dt, dt)
     # None is left out of the cache: np.dtype('float64') == None, which would alias keys.
     if dtype is not None:
         try:
-            _canon_cache[dtype] = out
+            _canon_caches[x64][dtype] = out
         except TypeError:
             pass
     return out
@@ -341,10 +344,16 @@ def is_inexact(dt) -> bool:
 
 
 def to_inexact_dtype(dt) -> np.dtype:
-    """Floating and complex dtypes unchanged; bool and integers become the default float."""
+    """Floating and complex dtypes unchanged; bool and integers become a float of their width.
+
+    As in JAX (0.10): bool and integers of up to 32 bits become float32 even in x64 mode (so
+    ``jnp.mean``/``jnp.sqrt`` of int32 is float32 there); only 64-bit integers become float64.
+    """
     dt = _as_dtype(dt)
     k = _kind(dt)
-    return dt if (k == "f" or k == "c") else default_float_dtype()
+    if k == "f" or k == "c":
+        return dt
+    return canonicalize_dtype(float64) if dt.itemsize == 8 else float32
 
 
 _COMPLEX_OF = {float64: complex128, complex64: complex64, complex128: complex128}
@@ -559,20 +568,19 @@ def _compute_result(pairs):
 # (hashing an np.dtype costs more than the whole lookup). Only dtypes in _REGISTERED, which this
 # module keeps alive, are ever stored, so an id in a stored key cannot be reused by another object.
 _REGISTERED = {id(d): d for d in _JAX_DTYPES}
-_scalar_keys: dict = {}
-_result_cache: dict = {}
-
-
-def _reset_scalar_keys():
-    # Python int/float/complex values are weak; bool values are strong, as in JAX.
-    _scalar_keys.clear()
-    _scalar_keys[bool] = (id(bool_), False)
-    _scalar_keys[int] = (id(default_int_dtype()), True)
-    _scalar_keys[float] = (id(default_float_dtype()), True)
-    _scalar_keys[complex] = (id(default_complex_dtype()), True)
-
-
-_reset_scalar_keys()
+# Both tables depend on the x64 mode (the default dtypes of Python scalars, the canonical
+# result), so there is one of each per mode, chosen by the calling thread's flag.
+# Python int/float/complex values are weak; bool values are strong, as in JAX.
+_scalar_keys_by_mode: dict = {
+    x64: {
+        bool: (id(bool_), False),
+        int: (id(int64 if x64 else int32), True),
+        float: (id(float64 if x64 else float32), True),
+        complex: (id(complex128 if x64 else complex64), True),
+    }
+    for x64 in (False, True)
+}
+_result_caches: dict = {False: {}, True: {}}
 
 
 def _operand_pair(x):
@@ -601,7 +609,7 @@ def _result_type_slow(args, key):
     out = _compute_result(pairs)
     ids = tuple(v for d, w in pairs for v in (id(d), w))
     if ids == key and all(_REGISTERED.get(id(d)) is d for d, _ in pairs):
-        _result_cache[key] = out
+        _result_caches[config.enable_x64][key] = out
     return out
 
 
@@ -613,6 +621,8 @@ def result_type(*args, return_weak_type_flag=False):
     """
     # Hand-inlined key building: a helper call per operand would cost more than the cache lookup.
     # getattr with a default does not raise internally, so numpy arrays and dtypes stay fast too.
+    x64 = config.enable_x64
+    _scalar_keys = _scalar_keys_by_mode[x64]
     if len(args) == 2:
         a, b = args
         ka = _scalar_keys.get(type(a))
@@ -629,17 +639,7 @@ def result_type(*args, return_weak_type_flag=False):
             if k is None:
                 k = (id(getattr(x, "dtype", x)), getattr(x, "weak_type", False))
             key += k
-    out = _result_cache.get(key)
+    out = _result_caches[x64].get(key)
     if out is None:
         out = _result_type_slow(args, key)
     return out if return_weak_type_flag else out[0]
-
-
-def _on_config_change(name, value):
-    if name == "jax_enable_x64":
-        _canon_cache.clear()
-        _result_cache.clear()
-        _reset_scalar_keys()
-
-
-config.add_listener(_on_config_change)

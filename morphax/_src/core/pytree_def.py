@@ -166,7 +166,14 @@ class PyTreeDef:
         try:
             return self._hash
         except AttributeError:
-            self._hash = h = hash(self._spec)
+            try:
+                h = hash(self._spec)
+            except TypeError:
+                # Unhashable aux data (a list, a dict): JAX accepts it, e.g. as part of a jit
+                # cache key, comparing it with ==. Such aux data contributes only its type here,
+                # which keeps equal treedefs hashing equal.
+                h = _spec_hash(self._spec)
+            self._hash = h
             return h
 
     def __repr__(self) -> str:
@@ -211,6 +218,36 @@ def _substitute_leaves(spec, inner):
     return (t, aux, tuple([_substitute_leaves(s, inner) for s in specs]))
 
 
+def _spec_hash(spec) -> int:
+    if spec is None:
+        return hash(None)
+    t, aux, specs = spec
+    try:
+        aux_hash = hash(aux)
+    except TypeError:
+        aux_hash = hash(type(aux))
+    return hash((t, aux_hash, tuple(_spec_hash(c) for c in specs)))
+
+
+def _bad_flatten_result(t: type, res: Any):
+    """The (children, aux) pair a custom node's flatten function returned, or a clear error."""
+    if isinstance(res, tuple) and len(res) == 2:
+        children, aux = res
+        if isinstance(children, (list, tuple)):
+            return children, aux
+        try:
+            return list(children), aux
+        except TypeError:
+            raise ValueError(
+                f"The flatten function registered for the pytree node type {t.__qualname__} must "
+                f"return a (children, aux_data) tuple where children is an iterable, got {res!r}."
+            ) from None
+    raise ValueError(
+        f"The flatten function registered for the pytree node type {t.__qualname__} must return a "
+        f"(children, aux_data) tuple, got {res!r}. Return e.g. ((x.a, x.b), None) from it."
+    )
+
+
 def _spec_str(spec) -> str:
     if spec is None:
         return "*"
@@ -251,7 +288,10 @@ def _flatten_spec(x: Any, leaves: list) -> Any:
     else:
         reg = _registry.get(t)
         if reg is not None:
-            children, aux = reg.flatten(x)
+            res = reg.flatten(x)
+            if type(res) is not tuple or len(res) != 2 or type(res[0]) not in (list, tuple):
+                res = _bad_flatten_result(t, res)
+            children, aux = res
         elif isinstance(x, tuple) and hasattr(t, "_fields"):
             children = x
             aux = None
@@ -283,7 +323,7 @@ def _node_parts(x: Any):
         return t, (), None
     reg = _registry.get(t)
     if reg is not None:
-        children, aux = reg.flatten(x)
+        children, aux = _bad_flatten_result(t, reg.flatten(x))
         return t, children, aux
     if isinstance(x, tuple) and hasattr(t, "_fields"):
         return t, x, None
@@ -315,7 +355,7 @@ def _keyed_node_parts(x: Any):
         return t, [], None
     reg = _registry.get(t)
     if reg is not None:
-        keyed, aux = reg.flatten_with_keys(x)
+        keyed, aux = _bad_flatten_result(t, reg.flatten_with_keys(x))
         return t, keyed, aux
     if isinstance(x, tuple) and hasattr(t, "_fields"):
         return t, [(GetAttrKey(f), c) for f, c in zip(t._fields, x)], None
@@ -474,7 +514,7 @@ def _flatten_up_to(spec, x: Any, out: list) -> None:
         if reg is not None:
             if type(x) is not t:
                 raise _Mismatch(f"Custom node type mismatch; expected type: {t}; value: {x!r}.")
-            children, x_aux = reg.flatten(x)
+            children, x_aux = _bad_flatten_result(t, reg.flatten(x))
             children = tuple(children)
             if len(children) != n:
                 raise _Mismatch(f"Custom node arity mismatch: {len(children)} != {n}; value: {x!r}.")
@@ -530,7 +570,7 @@ def flatten_one_level_with_keys(pytree: Any) -> tuple[list[tuple[Any, Any]], Has
 def _keys_from_plain_flatten(flatten: Callable) -> Callable:
     # Nodes registered without keys get positional FlattenedIndexKey paths.
     def flatten_with_keys(x):
-        children, aux = flatten(x)
+        children, aux = _bad_flatten_result(type(x), flatten(x))
         return [(FlattenedIndexKey(i), c) for i, c in enumerate(children)], aux
 
     return flatten_with_keys
@@ -538,7 +578,7 @@ def _keys_from_plain_flatten(flatten: Callable) -> Callable:
 
 def _plain_from_keyed_flatten(flatten_with_keys: Callable) -> Callable:
     def flatten(x):
-        keyed, aux = flatten_with_keys(x)
+        keyed, aux = _bad_flatten_result(type(x), flatten_with_keys(x))
         return [c for _, c in keyed], aux
 
     return flatten

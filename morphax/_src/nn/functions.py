@@ -8,14 +8,16 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
-from morphax._src.numpy import reductions, ufuncs, util
+from morphax._src.numpy import manipulation, reductions, ufuncs, util
 from morphax._src.numpy.reductions import logsumexp
 from morphax._src.prims import lax_api as L
 from morphax._src.transforms.custom import custom_jvp
 
 __all__ = [
     "sigmoid", "relu", "relu6", "softplus", "log_sigmoid", "softmax", "log_softmax", "logsumexp",
-    "silu", "swish", "gelu", "elu", "leaky_relu", "one_hot", "tanh",
+    "silu", "swish", "gelu", "elu", "leaky_relu", "one_hot", "tanh", "hard_tanh", "hard_sigmoid",
+    "hard_silu", "hard_swish", "celu", "selu", "squareplus", "sparse_plus", "sparse_sigmoid",
+    "glu", "standardize",
 ]  # fmt: skip
 
 tanh = ufuncs.tanh
@@ -45,9 +47,42 @@ def relu(x):
 relu.defjvps(lambda g, ans, x: ufuncs.where(ufuncs.greater(x, 0), g, ufuncs.multiply(g, 0)))
 
 
+@custom_jvp
 def relu6(x):
-    """min(max(x, 0), 6)."""
-    return ufuncs.minimum(relu(x), 6)
+    """min(max(x, 0), 6); its derivative is 0 at both kinks (as in JAX), not min/max's 1/2.
+    The bound is the float 6.0, so integers promote to float as in JAX."""
+    return ufuncs.minimum(relu(x), 6.0)
+
+
+relu6.defjvps(
+    lambda g, ans, x: ufuncs.where(
+        ufuncs.logical_and(ufuncs.greater(x, 0), ufuncs.less(x, 6)), g, ufuncs.multiply(g, 0)
+    )
+)
+
+
+def hard_tanh(x):
+    """x clipped to [-1, 1]; the derivative is 1 at the bounds themselves, as in JAX."""
+    util.check_arraylike("hard_tanh", x)
+    x = util.asarray_like(x)
+    # Selects that keep x at +-1 (rather than clip, whose min/max would halve the slope there).
+    return ufuncs.where(ufuncs.greater(x, 1), 1, ufuncs.where(ufuncs.less(x, -1), -1, x))
+
+
+def hard_sigmoid(x):
+    """relu6(x + 3) / 6, so its derivative at +-3 is relu6's 0."""
+    util.check_arraylike("hard_sigmoid", x)
+    return ufuncs.true_divide(relu6(ufuncs.add(x, 3.0)), 6.0)
+
+
+def hard_silu(x):
+    """x * hard_sigmoid(x)."""
+    util.check_arraylike("hard_silu", x)
+    (x,) = util.promote_dtypes_inexact(x)
+    return ufuncs.multiply(x, hard_sigmoid(x))
+
+
+hard_swish = hard_silu
 
 
 def softplus(x):
@@ -93,6 +128,53 @@ def elu(x, alpha=1.0):
     return ufuncs.where(ufuncs.greater(x, 0), x, ufuncs.multiply(alpha, ufuncs.expm1(safe)))
 
 
+def celu(x, alpha=1.0):
+    """max(x, 0) + alpha * expm1(min(x, 0) / alpha): both halves meet at 0 with slope 1/2 each
+    (max/min split ties evenly), so the derivative there is 1 and the second derivative
+    1 / (4 alpha), the values JAX gives."""
+    util.check_arraylike("celu", x)
+    (x,) = util.promote_dtypes_inexact(x)
+    neg = ufuncs.expm1(ufuncs.true_divide(ufuncs.minimum(x, 0), alpha))
+    return ufuncs.add(ufuncs.maximum(x, 0), ufuncs.multiply(alpha, neg))
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(x):
+    """scale * elu(x, alpha) with the self-normalising constants (at 0 the elu branch's slope,
+    scale * alpha)."""
+    util.check_arraylike("selu", x)
+    return ufuncs.multiply(_SELU_SCALE, elu(x, _SELU_ALPHA))
+
+
+def squareplus(x, b=4):
+    """(x + sqrt(x^2 + b)) / 2, smooth everywhere for b > 0."""
+    util.check_arraylike("squareplus", x)
+    (x,) = util.promote_dtypes_inexact(x)
+    root = ufuncs.sqrt(ufuncs.add(ufuncs.square(x), b))
+    return ufuncs.true_divide(ufuncs.add(x, root), 2)
+
+
+def sparse_plus(x):
+    """0 for x <= -1, (x + 1)^2 / 4 in between, x for x >= 1; at +-1 the selects take the outer
+    pieces, whose slopes (0 and 1) equal the middle piece's there."""
+    util.check_arraylike("sparse_plus", x)
+    (x,) = util.promote_dtypes_inexact(x)
+    middle = ufuncs.multiply(0.25, ufuncs.square(ufuncs.add(x, 1)))
+    upper = ufuncs.where(ufuncs.greater_equal(x, 1), x, middle)
+    return ufuncs.where(ufuncs.less_equal(x, -1), 0.0, upper)
+
+
+def sparse_sigmoid(x):
+    """(x + 1) / 2 clipped to [0, 1], the derivative of sparse_plus; written with clip, whose
+    min/max halve the slope at the kinks (1/4 at +-1, as in JAX)."""
+    util.check_arraylike("sparse_sigmoid", x)
+    (x,) = util.promote_dtypes_inexact(x)
+    return ufuncs.multiply(0.5, ufuncs.clip(ufuncs.add(x, 1), 0.0, 2.0))
+
+
 def leaky_relu(x, negative_slope=1e-2):
     """x where x >= 0, else negative_slope * x."""
     util.check_arraylike("leaky_relu", x)
@@ -122,6 +204,36 @@ def log_softmax(x, axis=-1, where=None, initial=-np.inf):
     total = reductions.sum(ufuncs.exp(shifted), axis, where=where, keepdims=True)
     result = ufuncs.subtract(shifted, ufuncs.log(total))
     return result if where is None else ufuncs.where(where, result, -np.inf)
+
+
+def glu(x, axis=-1):
+    """Gated linear unit: the first half of `x` along `axis` times the sigmoid of the second."""
+    util.check_arraylike("glu", x)
+    size = get_aval(util.asarray_like(x)).shape[axis]
+    if size % 2:
+        raise AssertionError(f"axis size must be divisible by 2, got {size}")
+    value, gate = manipulation.split(x, 2, axis)
+    return ufuncs.multiply(value, sigmoid(gate))
+
+
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *, algorithm="fast"):
+    """(x - mean) / sqrt(variance + epsilon) along `axis`. The "fast" variance is
+    E[x^2] - E[x]^2 clipped at 0 (it can round below 0); like JAX it is clipped with `clip`,
+    so a constant input, where the variance sits on the bound, gets half the slope there."""
+    util.check_arraylike("standardize", x)
+    if mean is None:
+        mean = reductions.mean(x, axis, keepdims=True, where=where)
+    if variance is None:
+        if algorithm == "stable":
+            centred = ufuncs.square(ufuncs.subtract(x, mean))
+            variance = reductions.mean(centred, axis, keepdims=True, where=where)
+        elif algorithm == "fast":
+            second = reductions.mean(ufuncs.square(x), axis, keepdims=True, where=where)
+            variance = ufuncs.clip(ufuncs.subtract(second, ufuncs.square(mean)), 0)
+        else:
+            raise ValueError(f"Unknown algorithm '{algorithm}'. Expected 'fast' or 'stable'.")
+    scale = L.rsqrt(ufuncs.add(variance, epsilon))
+    return ufuncs.multiply(ufuncs.subtract(x, mean), scale)
 
 
 def one_hot(x, num_classes, *, dtype=None, axis=-1):

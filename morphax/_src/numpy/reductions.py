@@ -282,7 +282,8 @@ def _var_dtypes(a_dtype, dtype):
             )
         return _upcast_f16(dtype), dtype
     if not _dtypes.is_inexact(a_dtype):
-        return _dtypes.default_float_dtype(), _dtypes.default_float_dtype()
+        dt = _dtypes.to_inexact_dtype(a_dtype)  # float32 for int32 even in x64 mode, as in JAX
+        return dt, dt
     return _upcast_f16(a_dtype), _dtypes.real_dtype(a_dtype)
 
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import builtins
+import operator
 
 import numpy as np
 
@@ -30,6 +31,32 @@ def _arr(name, x):
 
 def _int_dtype():
     return _dtypes.canonicalize_dtype(np.int64)
+
+
+def _static_size(name, size):
+    """The `size=` of the fixed-size variants (nonzero, unique, ...): a static non-negative int."""
+    try:
+        n = operator.index(size)
+    except TypeError as e:
+        if type(e) is not TypeError:  # e.g. a concretization error for a traced size: keep it
+            raise
+        raise TypeError(
+            f"jnp.{name}: size must be a static non-negative integer, got {size!r} of type "
+            f"{type(size).__name__}. Pass a Python int."
+        ) from None
+    if n < 0:
+        # JAX fails here too (a TypeError from broadcast_in_dim's negative shape), less clearly.
+        raise TypeError(
+            f"jnp.{name}: size must be a non-negative integer, got size={n}. It is the number of "
+            f"entries to return; missing ones are filled with fill_value."
+        )
+    return n
+
+
+def _int_dtype_for_dim(n):
+    """JAX's index dtype for positions along an axis of size `n`: int32 whenever it can hold n,
+    even in x64 mode (so searchsorted/digitize/argpartition stay int32 there, as in JAX)."""
+    return np.dtype(np.int32) if n <= np.iinfo(np.int32).max else _int_dtype()
 
 
 def _prep_axis(name, a, axis):
@@ -115,7 +142,7 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
             else ufuncs.logical_or(ufuncs.logical_not(nan_a), nan_v)
         )
         mask = ufuncs.where(nan_v, before, mask)
-    return reductions.sum(mask, axis=-1, dtype=_int_dtype())
+    return reductions.sum(mask, axis=-1, dtype=_int_dtype_for_dim(get_aval(a).shape[0]))
 
 
 def _partition_axis(name, a, kth, axis):
@@ -140,7 +167,8 @@ def partition(a, kth, axis=-1):
 
 def argpartition(a, kth, axis=-1):
     a, axis = _partition_axis("argpartition", a, kth, axis)
-    return argsort(a, axis=axis)
+    idt = _int_dtype_for_dim(get_aval(a).shape[axis])
+    return util.convert_element_type(argsort(a, axis=axis), idt, False)
 
 
 def _concrete(x, name):
@@ -159,7 +187,7 @@ def nonzero(a, *, size=None, fill_value=None):
     if size is None:
         m = _concrete(mask, "nonzero")
         return tuple(creation.asarray(np.asarray(i, idt)) for i in np.nonzero(m))
-    size = int(size)
+    size = _static_size("nonzero", size)
     flat = manipulation.ravel(mask)
     total = get_aval(flat).shape[0]
     order = argsort(ufuncs.logical_not(flat), stable=True)
@@ -288,7 +316,7 @@ def unique(
     else:
         if axis is not None:
             raise NotImplementedError("unique: size= with axis= is not supported")
-        res, extras, _ = _unique_sized(ar, int(size), fill_value)
+        res, extras, _ = _unique_sized(ar, _static_size("unique", size), fill_value)
         extras = list(zip((return_index, return_inverse, return_counts), extras))
         res = [res]
     for flag, v in extras:
@@ -391,7 +419,7 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
     a, b = _set_args("intersect1d", ar1, ar2)
     u, _, valid = _unique_sized(a, get_aval(a).shape[0], None)
     mask = ufuncs.logical_and(valid, isin(u, b))
-    return _sized_select(u, mask, int(size), fill_value, True)
+    return _sized_select(u, mask, _static_size("intersect1d", size), fill_value, True)
 
 
 def union1d(ar1, ar2, *, size=None, fill_value=None):
@@ -407,7 +435,7 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     a, b = _set_args("setdiff1d", ar1, ar2)
     u, _, valid = _unique_sized(a, get_aval(a).shape[0], None)
     mask = ufuncs.logical_and(valid, isin(u, b, invert=True))
-    return _sized_select(u, mask, int(size), fill_value, False)
+    return _sized_select(u, mask, _static_size("setdiff1d", size), fill_value, False)
 
 
 def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
@@ -417,7 +445,7 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     c = manipulation.concatenate([a, b])
     u, _, valid = _unique_sized(c, get_aval(c).shape[0], None)
     mask = ufuncs.logical_and(valid, ufuncs.logical_xor(isin(u, a), isin(u, b)))
-    return _sized_select(u, mask, int(size), fill_value, True)
+    return _sized_select(u, mask, _static_size("setxor1d", size), fill_value, True)
 
 
 def digitize(x, bins, right=False, *, method=None):
@@ -426,12 +454,13 @@ def digitize(x, bins, right=False, *, method=None):
     bins = util.asarray_like(bins)
     if get_aval(bins).ndim != 1:
         raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins={bins}")
-    if get_aval(bins).shape[0] == 0:
-        return creation.zeros(get_aval(x).shape, _int_dtype())
+    n = get_aval(bins).shape[0]
+    idt = _int_dtype_for_dim(n)
+    if n == 0:
+        return creation.zeros(get_aval(x).shape, idt)
     side = "left" if right else "right"
     fwd = searchsorted(bins, x, side=side)
-    n = get_aval(bins).shape[0]
-    bwd = ufuncs.subtract(np.array(n, _int_dtype()), searchsorted(L.rev(bins, (0,)), x, side=side))
+    bwd = ufuncs.subtract(np.array(n, idt), searchsorted(L.rev(bins, (0,)), x, side=side))
     decreasing = ufuncs.less(bins[-1], bins[0])
     return ufuncs.where(decreasing, bwd, fwd)
 

@@ -51,7 +51,11 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans):
     util.check_arraylike(name, a, q)
     if method not in ("linear", "lower", "higher", "midpoint", "nearest"):
         raise ValueError(f"{name}: method={method!r} not recognized")
-    a, q = util.promote_dtypes_inexact(a, q)
+    # As JAX: the result has a's inexact dtype whatever q's (a float64 q, or a Python float that
+    # would widen an int32 `a` to float64 in x64 mode, does not change it).
+    (a,) = util.promote_dtypes_inexact(a)
+    (q,) = util.promote_dtypes_inexact(q)
+    q = util.convert_element_type(q, a.dtype)
     if _dtypes.is_complex(a.dtype):
         raise ValueError(f"{name} does not support complex input")
     a = util.asarray_like(a)

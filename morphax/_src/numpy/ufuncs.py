@@ -13,6 +13,7 @@ from morphax._src.core.avals import get_aval
 from morphax._src.numpy import util
 from morphax._src.prims import lax_api as L
 from morphax._src.runtime.array import Array
+from morphax._src.transforms.custom import custom_jvp
 
 # NumPy dtype kinds that are already inexact (float, complex); bfloat16 and float8 report 'V'
 # and take the general path.
@@ -373,7 +374,10 @@ def floor_divide(x1, x2, /):
             return q
         r = L.rem_p.bind(x, y)
         zero = util.convert_element_type(0, dt)
-        adjust = L.and_p.bind(L.ne_p.bind(r, zero), _sign_differs(r, y))
+        # JAX compares sign(r) with sign(y); that differs from the `< 0` test only for y == 0, where
+        # lax.div gives -1 and lax.rem gives x, so JAX's x // 0 is -2 for x != 0 (and -1 for 0).
+        differs = L.or_p.bind(_sign_differs(r, y), L.eq_p.bind(y, zero))
+        adjust = L.and_p.bind(L.ne_p.bind(r, zero), differs)
         return L.select_n_p.bind(adjust, q, L.sub_p.bind(q, util.convert_element_type(1, dt)))
     if _dtypes.is_complex(dt):
         raise TypeError("floor_divide does not support complex operands")
@@ -389,7 +393,19 @@ def _float_divmod(x, y):
     ind = L.and_p.bind(L.ne_p.bind(mod, zero), _sign_differs(y, mod))
     mod = L.select_n_p.bind(ind, mod, L.add_p.bind(mod, y))
     div = L.select_n_p.bind(ind, div, L.sub_p.bind(div, util.convert_element_type(1, dt)))
-    return L.round_p.bind(div, rounding_method=L.RoundingMethod.AWAY_FROM_ZERO), mod
+    div = L.round_p.bind(div, rounding_method=L.RoundingMethod.AWAY_FROM_ZERO)
+    # As NumPy's npy_divmod and JAX: a zero divisor gives x / 0 (+-inf, nan for 0/0), not the nan
+    # that the fmod-based path above makes; the remainder stays nan.
+    div = L.select_n_p.bind(_like(L.eq_p.bind(y, zero), div), div, L.div_p.bind(x, y))
+    return div, mod
+
+
+def _like(pred, ref):
+    """`pred` broadcast to `ref`'s shape (select_n does not broadcast; y may be (1, 1, n))."""
+    shape, ps = get_aval(ref).shape, get_aval(pred).shape
+    if ps == shape:
+        return pred
+    return L.broadcast_in_dim(pred, shape, tuple(range(len(shape) - len(ps), len(shape))))
 
 
 def remainder(x1, x2, /):
@@ -397,12 +413,21 @@ def remainder(x1, x2, /):
     dt = _dtype_of(x)
     if _dtypes.is_complex(dt):
         raise TypeError("remainder does not support complex operands")
-    r = L.rem_p.bind(x, y)
+    r = _int_rem_by_zero_is_zero(x, y, L.rem_p.bind(x, y))
     if _dtypes.is_unsigned(dt):
         return r
     zero = util.convert_element_type(0, dt)
     fix_sign = L.and_p.bind(L.ne_p.bind(r, zero), _sign_differs(r, y))
     return L.select_n_p.bind(fix_sign, r, L.add_p.bind(r, y))
+
+
+def _int_rem_by_zero_is_zero(x, y, r):
+    """jnp.remainder/fmod of integers by 0 give 0 in JAX (and NumPy); lax.rem gives x there."""
+    dt = _dtype_of(r)
+    if not _dtypes.is_integer(dt):
+        return r
+    zero = util.convert_element_type(0, dt)
+    return L.select_n_p.bind(_like(L.eq_p.bind(y, zero), r), r, L.full_like(r, 0))
 
 
 mod = remainder
@@ -414,7 +439,7 @@ def divmod(x1, x2, /):
 
 def fmod(x1, x2, /):
     x, y = util.promote_args_numeric("fmod", x1, x2)
-    return L.rem_p.bind(x, y)
+    return _int_rem_by_zero_is_zero(x, y, L.rem_p.bind(x, y))
 
 
 def power(x1, x2, /):
@@ -463,12 +488,22 @@ def float_power(x1, x2, /):
 
 def fmax(x1, x2, /):
     x, y = util.promote_args("fmax", x1, x2)
-    return where(isnan(y), x, where(isnan(x), y, L.max_p.bind(x, y)))
+    # x1 only where it is strictly larger (or x2 is nan); ties, signed zeros included, take x2,
+    # so the derivative at x1 == x2 goes wholly to x2, as in JAX (maximum splits it evenly).
+    return where(logical_or(_lex_greater(x, y), isnan(y)), x, y)
 
 
 def fmin(x1, x2, /):
     x, y = util.promote_args("fmin", x1, x2)
-    return where(isnan(y), x, where(isnan(x), y, L.min_p.bind(x, y)))
+    return where(logical_or(_lex_greater(y, x), isnan(y)), x, y)
+
+
+def _lex_greater(x, y):
+    # Complex values order lexicographically (real part first), as max/min order them.
+    if not _dtypes.is_complex(_dtype_of(x)):
+        return greater(x, y)
+    xr, yr = real(x), real(y)
+    return logical_or(greater(xr, yr), logical_and(equal(xr, yr), greater(imag(x), imag(y))))
 
 
 def hypot(x1, x2, /):
@@ -491,12 +526,38 @@ def copysign(x1, x2, /):
 
 def logaddexp(x1, x2, /):
     x, y = util.promote_args_inexact("logaddexp", x1, x2)
+    return _logaddexp(x, y)
+
+
+@custom_jvp
+def _logaddexp(x, y):
     amax = L.max_p.bind(x, y)
     delta = L.sub_p.bind(x, y)
     finite = L.log1p(L.exp(L.neg_p.bind(L.abs_p.bind(delta))))
     out = L.add_p.bind(amax, finite)
     # inf - inf is nan: equal infinities return themselves.
     return where(isnan(delta), L.add_p.bind(x, y), out)
+
+
+def _posinf_to_zero(x):
+    return where(isposinf(real(x)), util.convert_element_type(0, _dtype_of(x)), x)
+
+
+@_logaddexp.defjvp
+def _logaddexp_jvp(primals, tangents):
+    # Differentiating the max/abs formulation above gives the whole tangent to one side at
+    # x == y (abs' is 1 at 0, so the log1p term's -+1/2 cancels max's 1/2 for x and doubles it
+    # for y): softplus(0) would have slope 0 and a zero-initialised logistic regression would
+    # not move. The exact partials are exp(x - out) and exp(y - out), 1/2 each at a tie. +inf
+    # is read as 0 on both sides of the subtraction so that an infinite result gives finite
+    # partials rather than exp(inf - inf) (JAX's convention, so the infinities match too).
+    x, y = primals
+    tx, ty = tangents
+    out = _logaddexp(x, y)
+    o = _posinf_to_zero(out)
+    tx = L.mul_p.bind(tx, exp(L.sub_p.bind(_posinf_to_zero(x), o)))
+    ty = L.mul_p.bind(ty, exp(L.sub_p.bind(_posinf_to_zero(y), o)))
+    return out, add(tx, ty)
 
 
 def logaddexp2(x1, x2, /):

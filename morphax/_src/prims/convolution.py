@@ -600,6 +600,21 @@ def _operand(x):
     return as_lax_array(x)
 
 
+def _check_positive_ints(arg, value):
+    try:
+        vals = tuple(operator.index(v) for v in value)
+    except TypeError:
+        raise TypeError(
+            f"conv_general_dilated: {arg} must be a sequence of integers (one per spatial dimension), "
+            f"got {value!r}."
+        ) from None
+    if any(v < 1 for v in vals):
+        raise ValueError(
+            f"conv_general_dilated: {arg} must be >= 1 in every spatial dimension, got {vals}. "
+            f"Use 1 for no {'stride' if arg == 'window_strides' else 'dilation'} in a dimension."
+        )
+
+
 def conv_general_dilated(
     lhs,
     rhs,
@@ -628,6 +643,13 @@ def conv_general_dilated(
         )
     if rhs_dilation is None:
         rhs_dilation = (1,) * nsp
+    # Checked here, before 'SAME' padding divides by the strides (a bare ZeroDivisionError else).
+    for arg, value in (
+        ("window_strides", window_strides),
+        ("lhs_dilation", lhs_dilation),
+        ("rhs_dilation", rhs_dilation),
+    ):
+        _check_positive_ints(arg, value)
     if isinstance(padding, str):
         kernel = [dilate_dim(k, r) for k, r in zip(_take(rs, dn.rhs_spec)[2:], rhs_dilation)]
         padding = padtype_to_pads(_take(ls, dn.lhs_spec)[2:], kernel, window_strides, padding)

@@ -214,30 +214,6 @@ def _dot_general_abstract_eval(
     return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
 
 
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-def _einsum_spec(lndim, rndim, dimension_numbers):
-    lc, rc, lb, rb = _unpack_dnums(dimension_numbers)
-    letters = iter(_LETTERS)
-    lsub = [None] * lndim
-    rsub = [None] * rndim
-    for li, ri in zip(lb, rb):
-        lsub[li] = rsub[ri] = next(letters)
-    for li, ri in zip(lc, rc):
-        lsub[li] = rsub[ri] = next(letters)
-    for i in range(lndim):
-        if lsub[i] is None:
-            lsub[i] = next(letters)
-    for i in range(rndim):
-        if rsub[i] is None:
-            rsub[i] = next(letters)
-    out = [lsub[i] for i in lb]
-    out += [lsub[i] for i in range(lndim) if i not in lc and i not in lb]
-    out += [rsub[i] for i in range(rndim) if i not in rc and i not in rb]
-    return f"{''.join(lsub)},{''.join(rsub)}->{''.join(out)}"
-
-
 def _float_accumulator(*dts) -> np.dtype:
     # float16/bfloat16 accumulate in float32 (XLA CPU); 64-bit anywhere keeps 64 bits.
     wide = any(d in (_dtypes.float64, _dtypes.complex128) for d in dts)
@@ -270,7 +246,8 @@ def _matmul_form(a, b, dimension_numbers):
 def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type, out_sharding):
     out_dt = _result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
     common = _result_dtype(lhs.dtype, rhs.dtype, None)
-    spec = _einsum_spec(lhs.ndim, rhs.ndim, dimension_numbers)
+    # Both paths go through one (batched) matmul, never np.einsum: einsum subscripts run out
+    # (52 letters, 32 operand dims) long before array ranks do; JAX handles 60-index einsums.
     with np.errstate(all="ignore"):
         if _dtypes.is_bool(out_dt) or _dtypes.is_integer(out_dt):
             # Operands take the result type (wrapping if narrower), then accumulate exactly in 64
@@ -278,7 +255,7 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
             # step-by-step wrapping. bool is or-of-ands: a nonzero count of true products.
             a = lhs.astype(out_dt).astype(np.int64)
             b = rhs.astype(out_dt).astype(np.int64)
-            out = np.einsum(spec, a, b, dtype=np.int64)
+            out = _matmul_form(a, b, dimension_numbers)
             return np.asarray(out != 0) if _dtypes.is_bool(out_dt) else np.asarray(out).astype(out_dt)
         # Inexact result: inputs meet at their common type (or the result type when the common
         # type is integral), are widened exactly to the accumulator, and round once at the end.

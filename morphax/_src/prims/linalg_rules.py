@@ -167,6 +167,10 @@ def _permute_rows(x, perm):
     """x[..., perm, :] for a batch of permutations (a gather with batching dims)."""
     L = _lax()
     s = _shape(x)
+    if s[-2] == 0:
+        # No rows to permute (a 0x0 system: JAX's inv/solve return an empty array); a gather of
+        # one-row slices from an empty axis would be out of range, so there is nothing to do.
+        return x
     nb = len(s) - 2
     idx = L.expand_dims(perm, (nb + 1,))
     dn = L.GatherDimensionNumbers(

@@ -570,18 +570,59 @@ def _logaddexp_combine(a, ta, b, tb):
     return p, L.add(L.mul(ta, L.exp(L.sub(a, ref))), L.mul(tb, L.exp(L.sub(b, ref))))
 
 
-def _acc(ufunc):
+def _acc(ufunc, tree=False):
+    """The reference scan. Integer scans are exact in any order, so they accumulate left to right
+    (dtype= keeps them in the operand dtype so they wrap instead of widening). With `tree`, float
+    and complex scans combine as a balanced tree instead, as JAX's associative scan does: a running
+    sum of 1e7 float32 0.1s is then within a few ulp of 1e6 rather than 8.8% off."""
+
     def accumulate(y, axis):
-        # dtype= keeps integer scans in the operand dtype so they wrap instead of widening.
-        return ufunc.accumulate(y, axis=axis, dtype=y.dtype)
+        if not tree or y.dtype.kind not in "fc" or y.shape[axis] <= 1:
+            return ufunc.accumulate(y, axis=axis, dtype=y.dtype)
+        return np.moveaxis(_blocked_scan(ufunc, np.moveaxis(y, axis, -1)), -1, axis)
 
     return accumulate
+
+
+_SCAN_BLOCK = 16
+
+
+def _doubling_scan(op, y):
+    """Inclusive scan along the *first* axis by Hillis-Steele doubling: after the round with
+    stride s, entry i combines the window of 2s entries ending at i from two windows of s, so
+    every output is a balanced tree over its prefix and rounding error grows like log2(n)."""
+    n, s = y.shape[0], 1
+    y = np.array(y, copy=True, order="C")  # rows contiguous, whatever view came in
+    other = np.empty_like(y)  # rounds ping-pong between two buffers: no temporaries, no aliasing
+    while s < n:
+        op(y[:-s], y[s:], out=other[s:])
+        other[:s] = y[:s]
+        y, other = other, y
+        s *= 2
+    return y
+
+
+def _blocked_scan(op, y):
+    """Tree-shaped inclusive scan along the last axis in O(n) work: `_doubling_scan` within blocks
+    of _SCAN_BLOCK, then each block is offset by the (recursive, equally tree-shaped) scan of the
+    block totals. Blocks are laid out along the first axis so the rounds run over long rows."""
+    n = y.shape[-1]
+    if n <= _SCAN_BLOCK:
+        return np.moveaxis(_doubling_scan(op, np.moveaxis(y, -1, 0)), 0, -1)
+    m = -(-n // _SCAN_BLOCK)
+    if m * _SCAN_BLOCK != n:  # pad the tail; padding only reaches outputs past n, cut off below
+        y = np.concatenate([y, np.zeros(y.shape[:-1] + (m * _SCAN_BLOCK - n,), y.dtype)], axis=-1)
+    # (..., m * B) -> (B, ..., m): entry [j, ..., b] is element j of block b.
+    r = _doubling_scan(op, np.moveaxis(y.reshape(y.shape[:-1] + (m, _SCAN_BLOCK)), -1, 0))
+    totals = _blocked_scan(op, r[-1])
+    r[..., 1:] = op(totals[..., :-1], r[..., 1:])
+    return np.moveaxis(r, 0, -1).reshape(y.shape)[..., :n]
 
 
 _CUM_NUMERIC = ("float32", "float16", "bfloat16", "int32", "uint8", "int8", "complex64")
 _CUM_REAL = ("float32", "float16", "bfloat16", "int32", "uint8", "int8")
 
-cumsum_p = _cumulative("cumsum", _acc(np.add), "numeric", _CUM_NUMERIC)
+cumsum_p = _cumulative("cumsum", _acc(np.add, tree=True), "numeric", _CUM_NUMERIC)
 
 
 def cumsum(operand, axis: int = 0, reverse: bool = False):
@@ -600,7 +641,7 @@ def _cumsum_transpose(ct, operand, *, axis, reverse):
 deflinear(cumsum_p, _cumsum_transpose)
 
 
-cumprod_p = _cumulative("cumprod", _acc(np.multiply), "numeric", _CUM_NUMERIC)
+cumprod_p = _cumulative("cumprod", _acc(np.multiply, tree=True), "numeric", _CUM_NUMERIC)
 
 
 def cumprod(operand, axis: int = 0, reverse: bool = False):
@@ -637,7 +678,9 @@ _scan_jvp(cummin_p, _extremum_combine("lt", "min"))
 
 
 # np.logaddexp is the stable log(exp(a) + exp(b)): no overflow for large inputs, -inf identity.
-cumlogsumexp_p = _cumulative("cumlogsumexp", _acc(np.logaddexp), "float", ("float32", "float16", "bfloat16"))
+cumlogsumexp_p = _cumulative(
+    "cumlogsumexp", _acc(np.logaddexp, tree=True), "float", ("float32", "float16", "bfloat16")
+)
 
 
 def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):

@@ -9,6 +9,7 @@ import operator
 
 import numpy as np
 
+from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Primitive
 from morphax._src.prims._ad import (
@@ -663,6 +664,16 @@ def pad(operand, padding_value, padding_config):
         raise TypeError(
             f"pad: padding_config must be a sequence of (low, high, interior) integer triples, got {padding_config!r}."
         ) from None
+    if _dtypes.is_python_scalar(padding_value) and not _dtypes.is_python_scalar(operand):
+        # As JAX: a Python scalar padding value has its own (default) dtype, which must be the
+        # operand's; it is not cast, so lax.pad(f32_array, 0, ...) is an error, as is (int8, 0).
+        op_dt, pv_dt = get_aval(operand).dtype, _dtypes.python_scalar_dtype(padding_value)
+        if op_dt != pv_dt:
+            raise TypeError(
+                f"pad: operand and padding_value must have the same dtype, got {op_dt.name} and "
+                f"{pv_dt.name} (the Python {type(padding_value).__name__} {padding_value!r}). Pass a "
+                f"padding_value of the operand's dtype, e.g. np.array({padding_value!r}, {op_dt.name!r})."
+            )
     operand, padding_value = lax_binary_operands("pad", operand, padding_value)
     return pad_p.bind(operand, padding_value, padding_config=config)
 

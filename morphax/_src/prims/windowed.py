@@ -58,6 +58,11 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
         raise ValueError(f"Unknown padding type: {padding!r}; use 'SAME', 'SAME_LOWER' or 'VALID'.")
     pads = []
     for n, k, s in zip(in_shape, window_shape, window_strides):
+        if int(s) < 1:
+            raise ValueError(
+                f"padtype_to_pads: window_strides must be >= 1 in every dimension to compute "
+                f"{padding!r} padding, got {tuple(window_strides)}."
+            )
         out = -(-int(n) // int(s))
         total = max((out - 1) * int(s) + int(k) - int(n), 0)
         small, big = total // 2, total - total // 2
@@ -261,7 +266,7 @@ def _reduce_window_sum_transpose(ct, operand, **params):
         params["window_dilation"],
     )
     config = tuple((lo, hi, s - 1) for (lo, hi), s in zip(pads, params["window_strides"]))
-    spread = L.pad(ct, 0, config)
+    spread = L.pad(ct, np.zeros((), get_aval(ct).dtype), config)
     res = reduce_window_sum_p.bind(
         spread,
         window_dimensions=params["window_dimensions"],

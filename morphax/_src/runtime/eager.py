@@ -192,8 +192,10 @@ _float_checks = False
 
 
 def _on_float_flags(name, value):
+    # On while any thread (or the global setting) asks for checks; _check_floats then reads the
+    # calling thread's own flags, so a thread-local `debug_nans(True)` block checks only there.
     global _float_checks
-    _float_checks = bool(config.debug_nans or config.debug_infs)
+    _float_checks = config.set_anywhere("jax_debug_nans") or config.set_anywhere("jax_debug_infs")
 
 
 def _check_floats(prim, outs):

@@ -10,11 +10,13 @@ from __future__ import annotations
 import functools
 import inspect
 
+from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Primitive
+from morphax._src.core.pytree_keys import keystr
 from morphax._src.prims._ad import instantiate, zeros_like_aval
 
 
@@ -263,18 +265,8 @@ class custom_vjp:
             residuals = pytree.tree_unflatten(res_tree, res_leaves)
             ct_tree = pytree.tree_unflatten(out_tree_box[-1], cts)
             cts_in = self.bwd(*nd, residuals, ct_tree)
-            if not isinstance(cts_in, tuple):
-                raise TypeError(
-                    f"Custom VJP bwd rule of {self.__name__} must return a tuple with one cotangent per "
-                    f"differentiable argument ({len(diff)}), got {type(cts_in).__name__}."
-                )
-            if len(cts_in) != len(diff):
-                raise TypeError(
-                    f"Custom VJP bwd rule of {self.__name__} returned {len(cts_in)} cotangents for "
-                    f"{len(diff)} differentiable arguments."
-                )
-            flat = pytree.tree_flatten(cts_in, is_leaf=lambda x: x is None)[0]
-            return flat
+            rule = getattr(self.bwd, "__name__", "bwd")
+            return _check_bwd_output(rule, self.__name__, cts_in, diff, leaves)
 
         flat_fwd.__name__ = getattr(self.fwd, "__name__", "fwd")
         flat_bwd.__name__ = getattr(self.bwd, "__name__", "bwd")
@@ -288,6 +280,65 @@ class custom_vjp:
             self.symbolic_zeros,
         )
         return pytree.tree_unflatten(out_tree_box[-1], outs)
+
+
+def _check_bwd_output(rule, fun_name, cts_in, diff, leaves):
+    """The bwd rule's cotangents as a flat list (None for zero), checked as JAX checks them.
+
+    Like JAX: the output must be a tuple (or list) with the container structure of the primal
+    arguments, where ``None`` may stand for a whole argument or any leaf (a zero cotangent); each
+    cotangent of a float argument must have that argument's shape (no broadcasting). Dtypes are not
+    checked, and cotangents of integer/bool arguments are ignored, which is what JAX 0.10.2 does.
+    """
+    where = f"Custom VJP bwd rule {rule} (of {fun_name})"
+    if isinstance(cts_in, list):
+        cts_in = tuple(cts_in)
+    in_tree = pytree.tree_structure(tuple(diff))
+    if not isinstance(cts_in, tuple) or len(cts_in) != len(diff):
+        raise TypeError(
+            f"{where} must produce an output with the same container (pytree) structure as the args "
+            f"tuple of the primal function, and in particular must produce a tuple of length equal to "
+            f"the number of arguments to the primal function ({len(diff)}), but got bwd output "
+            f"structure {pytree.tree_structure(cts_in, is_leaf=_is_none)} for primal input structure "
+            f"{in_tree}."
+        )
+    flat = []
+    for i, (ct, arg) in enumerate(zip(cts_in, diff)):
+        arg_tree = pytree.tree_structure(arg)
+        if ct is None:  # a zero cotangent for the whole argument
+            flat.extend([None] * arg_tree.num_leaves)
+            continue
+        with_path, ct_tree = pytree.tree_flatten_with_path(ct, is_leaf=_is_none)
+        if ct_tree != arg_tree:
+            raise TypeError(
+                f"{where} must produce an output with the same container (pytree) structure as the "
+                f"args tuple of the primal function, but at output[{i}] got bwd output structure "
+                f"{ct_tree} for primal input structure {arg_tree} (whole output structure "
+                f"{pytree.tree_structure(cts_in, is_leaf=_is_none)} for primal input structure "
+                f"{in_tree}). Return one cotangent per primal argument leaf, or None for a zero."
+            )
+        flat.extend(leaf for _, leaf in with_path)
+        start = len(flat) - len(with_path)
+        for j, (path, leaf) in enumerate(with_path):
+            if leaf is None:
+                continue
+            primal = get_aval(leaves[start + j])
+            if not _dtypes.is_inexact(primal.dtype):
+                continue  # JAX ignores what a bwd rule returns for integer inputs
+            got = get_aval(leaf)
+            if got.shape != primal.shape:
+                raise ValueError(
+                    f"{where} must produce an output with the same shape/dtypes as the args tuple of "
+                    f"the primal function, but at output[{i}]{keystr(path)} the bwd rule produced an "
+                    f"output of type {got.str_short()} corresponding to an input of type "
+                    f"{primal.str_short()}, so the shapes do not match. Return a cotangent of shape "
+                    f"{primal.shape} (e.g. sum a broadcast gradient back down to it)."
+                )
+    return flat
+
+
+def _is_none(x):
+    return x is None
 
 
 def jvp_of_custom_vjp(trace, lift, fun, fwd, bwd, args, symbolic_zeros):
