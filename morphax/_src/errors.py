@@ -20,7 +20,7 @@ class JaxRuntimeError(RuntimeError):
     """A failure while a computation ran (JAX's name, so `except jax.errors.JaxRuntimeError`
     works). NB: an ordinary exception raised by a host callback propagates as itself (JAX wraps
     it); only exceptions that would otherwise end the process or unwind past it (SystemExit,
-    GeneratorExit) are wrapped in this."""
+    GeneratorExit) are wrapped in this. KeyboardInterrupt stays itself, so Ctrl-C works."""
 
 
 def immutable_message(typename: str) -> str:

@@ -29,7 +29,6 @@ import pytest
 import morphax
 import morphax.numpy as jnp
 from morphax._src.core import trace as _trace
-from morphax.errors import JaxRuntimeError
 
 # ------------------------------------------------------------------------- lower(...).compile()
 
@@ -191,14 +190,14 @@ def test_the_same_buffer_donated_twice_in_one_call():
     # JAX: JaxRuntimeError "Attempt to use a buffer that was previously donated in the same call".
     a = jnp.ones(3)
     jf = morphax.jit(_add, donate_argnums=(0, 1))
-    with pytest.raises(JaxRuntimeError, match="donated") as e:
+    with pytest.raises(morphax.errors.JaxRuntimeError, match="donated") as e:
         jf(a, a)
     assert isinstance(e.value, RuntimeError) and "jit(_add)" in str(e.value)
     assert not a.is_deleted()  # refused before running: nothing consumed
     b = jnp.ones(3)
-    with pytest.raises(JaxRuntimeError):
+    with pytest.raises(morphax.errors.JaxRuntimeError):
         morphax.jit(_add, donate_argnums=0)(b, b)  # donated, then passed again undonated
-    with pytest.raises(JaxRuntimeError):
+    with pytest.raises(morphax.errors.JaxRuntimeError):
         morphax.jit(_add, donate_argnames="y")(b, y=b)
     c, d = jnp.ones(3), jnp.ones(3)
     np.testing.assert_array_equal(jf(c, d), np.full(3, 2.0))
