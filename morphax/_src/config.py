@@ -41,6 +41,11 @@ _KNOWN = {
     "jax_debug_nans": ("debug_nans", lambda: False),
     "jax_debug_infs": ("debug_infs", lambda: False),
     "jax_traceback_filtering": ("traceback_filtering", lambda: "auto"),
+    # Which compiler backend jit uses: "c" (fused native kernels; falls back to "numpy" where no C
+    # compiler works) or "numpy" (every equation runs its NumPy reference).
+    "morphax_backend": ("morphax_backend", lambda: os.environ.get("MORPHAX_BACKEND", "c")),
+    # Threads for the native backend's parallel loops (0: the machine's core count).
+    "morphax_num_threads": ("morphax_num_threads", lambda: int(os.environ.get("MORPHAX_NUM_THREADS", "0"))),
 }
 
 # The process-wide values (what config.update set), by attribute name.

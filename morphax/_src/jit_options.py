@@ -81,7 +81,10 @@ def check_backend(fun_name, backend) -> str | None:
     """The error for an unknown `backend=`, raised when the function is called (as JAX does)."""
     if backend is None:
         return None
-    known = sorted({d.platform for d in _devices()})
+    from morphax._src.compiler.backends import NAMES
+
+    # A platform ("cpu"), or one of morphax's compiler backends ("c", "numpy").
+    known = sorted({d.platform for d in _devices()} | set(NAMES))
     if backend in known:
         return None
     return (

@@ -147,6 +147,8 @@ def test_every_context_manager_flag_is_thread_local():
         "jax_debug_infs": True,
         "jax_traceback_filtering": "off",
         "jax_disable_jit": True,
+        "morphax_backend": "numpy",
+        "morphax_num_threads": 1,
     }
     assert set(flags) == set(config._known)
     defaults = {name: config.read(name) for name in flags}

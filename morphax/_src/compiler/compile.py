@@ -1,15 +1,17 @@
-"""Compile a closed jaxpr for a backend: optimization passes, then code generation, with an
-in-memory cache and counters (lowerings, compiles) that tests assert on.
+"""Compile a closed jaxpr for a backend: optimization passes, lowering to the kernel IR with
+fusion (compiler/fusion.py), the backend's build of each fused kernel, and the executor's
+straight-line program around them. Counters (lowerings, compiles, kernels) are what tests assert.
 
-The backend interface is one function, `backend.compile(closed, name, compile_call) -> Executable`;
-the reference (NumPy) backend is the default and the fused C backend slots in here later.
+Backends are chosen by name (compiler/backends): `jit(backend=...)`, else the configured default.
 """
 
 from __future__ import annotations
 
 import logging
 
-from morphax._src.compiler import reference
+from morphax._src.compiler import executor
+from morphax._src.compiler.backends import get_backend
+from morphax._src.compiler.fusion import lower
 from morphax._src.config import config
 from morphax._src.core.jaxpr import ClosedJaxpr
 from morphax._src.core.memo import MISSING, memo_get, memo_put
@@ -18,13 +20,15 @@ logger = logging.getLogger("morphax")
 
 
 class Counters:
+    """Lowerings and compiles of jaxprs, and fused kernels in the programs compiled."""
+
     def __init__(self):
-        self.lowerings = 0
-        self.compiles = 0
+        self.reset()
 
     def reset(self):
         self.lowerings = 0
         self.compiles = 0
+        self.kernels = 0
 
 
 counters = Counters()
@@ -35,20 +39,17 @@ _generation = 0
 
 
 def _optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
-    try:
-        from morphax._src.passes import pipeline
-    except ImportError:  # passes not available: compile the jaxpr as traced
-        return closed
-    optimize = getattr(pipeline, "optimize", None)
-    if optimize is None:
-        return closed
-    out = optimize(closed)
+    from morphax._src.passes import pipeline
+
+    out = pipeline.optimize(closed)
     return out[0] if isinstance(out, tuple) else out
 
 
-def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted"):
-    """The executable for `closed`, compiled once per jaxpr object."""
-    key = ("compiled", _generation)
+def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None = None):
+    """The executable for `closed` on `backend` (default: the configured one), compiled once per
+    jaxpr object and backend."""
+    chosen = get_backend(backend)
+    key = ("compiled", chosen.name, _generation)
     hit = memo_get(closed, key)
     if hit is not MISSING:
         return hit
@@ -57,7 +58,14 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted"):
     counters.compiles += 1
     if config.log_compiles:
         logger.warning("Compiling %s for args %s", name, [a.str_short() for a in closed.in_avals])
-    executable = reference.compile_closed_jaxpr(optimized, name, compile_call=compile_jaxpr)
+    program = lower(optimized, chosen.caps, name=executor.c_identifier(name))
+    kernel_fns, sources = chosen.build(program)
+    counters.kernels += len(program.kernels)
+
+    def compile_call(inner, inner_name):
+        return compile_jaxpr(inner, inner_name, chosen.name)
+
+    executable = executor.compile_program(program, name, kernel_fns, compile_call, chosen.name, sources)
     return memo_put(closed, key, executable)
 
 

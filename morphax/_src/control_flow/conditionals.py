@@ -18,7 +18,7 @@ from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangen
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, jaxpr_as_fun
 from morphax._src.core.memo import MISSING, memo_get, memo_put
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.passes._util import eqn_has_effects
@@ -33,6 +33,7 @@ from morphax._src.transforms.staging import StagingTrace, fun_sourceinfo, trace_
 __all__ = ["cond", "switch", "cond_p"]
 
 cond_p = Primitive("cond", multiple_results=True)
+cond_p.kind = Kind.LOOP
 cond_p.higher_order = True
 cond_p.test_spec = None  # the generated matrix skips higher-order primitives; tests/control_flow covers it
 

@@ -17,7 +17,7 @@ from morphax._src.core import pytree
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, jaxpr_as_fun
 from morphax._src.core.memo import memoized
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.prims import lax_api as lax
 from morphax._src.prims._batching import AxisData, bdim_to_front
@@ -92,6 +92,8 @@ def _tree_reduce(closed, dimensions, *args):
 
 
 reduce_p = Primitive("reduce", multiple_results=True)
+# Folds its jaxpr over the reduced axes: a loop with the jaxpr as body (not a REDUCE kernel op).
+reduce_p.kind = Kind.LOOP
 
 
 def _reduce_abstract_eval(*avals, computation, jaxpr, dimensions):

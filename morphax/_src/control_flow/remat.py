@@ -19,7 +19,7 @@ from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero
 from morphax._src.core.avals import get_aval
 from morphax._src.core.dtypes import is_python_scalar, python_scalar_dtype
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.passes._util import cache_get, cache_put, eqn_has_effects
@@ -52,6 +52,9 @@ __all__ = [
 
 
 name_p = Primitive("name")
+# The identity on its operand (the name only guides checkpoint policies).
+name_p.kind = Kind.ELEMENTWISE
+name_p.kernel_op = "name"
 
 
 def _name_jvp(primals, tangents, *, name):
@@ -190,6 +193,7 @@ def _policy_key(policy):
 # --------------------------------------------------------------------------------- the primitive
 
 remat_p = Primitive("checkpoint", multiple_results=True)
+remat_p.kind = Kind.CALL
 remat_p.higher_order = True
 remat_p.call_jaxpr_param = "jaxpr"
 remat_p.test_spec = None

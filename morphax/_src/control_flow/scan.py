@@ -18,7 +18,7 @@ from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.dtypes import float0
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr, split_list
 from morphax._src.core.memo import memoized
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.prims._ad import add_tangents, aval_of, instantiate, zeros_like_aval
 from morphax._src.prims._batching import bdim_to_front, moveaxis
 from morphax._src.transforms import ad
@@ -28,6 +28,7 @@ from morphax._src.transforms.staging import StagingTrace, trace_to_jaxpr
 __all__ = ["scan_p"]
 
 scan_p = Primitive("scan", multiple_results=True)
+scan_p.kind = Kind.LOOP
 scan_p.higher_order = True
 scan_p.test_spec = None
 

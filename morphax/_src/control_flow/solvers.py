@@ -11,7 +11,7 @@ from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangent_aval
 from morphax._src.core.avals import get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr, split_list
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
 from morphax._src.prims import lax_api as lax
 from morphax._src.prims._ad import instantiate, zeros_like_aval
@@ -127,6 +127,8 @@ def _batch_operands(vals, dims, n_consts, size):
 # ----------------------------------------------------------------------------- custom_linear_solve
 
 custom_linear_solve_p = Primitive("custom_linear_solve", multiple_results=True)
+# Runs its solve jaxpr (the others serve differentiation): compiled as a sub-program.
+custom_linear_solve_p.kind = Kind.LOOP
 custom_linear_solve_p.higher_order = True
 custom_linear_solve_p.test_spec = None  # higher-order: tests/control_flow/test_solvers.py covers it
 
@@ -302,6 +304,8 @@ custom_linear_solve_p.batch = _lin_batch
 # ------------------------------------------------------------------------------------- custom_root
 
 custom_root_p = Primitive("custom_root", multiple_results=True)
+# Runs its solve jaxpr (the others serve differentiation): compiled as a sub-program.
+custom_root_p.kind = Kind.LOOP
 custom_root_p.higher_order = True
 custom_root_p.test_spec = None  # higher-order: tests/control_flow/test_solvers.py covers it
 

@@ -18,7 +18,7 @@ from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, split_list
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
 from morphax._src.errors import ConcretizationTypeError
 from morphax._src.passes._util import eqn_has_effects
@@ -34,6 +34,7 @@ from morphax._src.transforms.staging import StagingTrace, trace_to_jaxpr
 __all__ = ["while_loop", "while_p", "check_carry_type"]
 
 while_p = Primitive("while", multiple_results=True)
+while_p.kind = Kind.LOOP
 while_p.higher_order = True
 while_p.test_spec = None
 

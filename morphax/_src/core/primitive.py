@@ -6,10 +6,46 @@ A primitive is declared once, in one block under `_src/prims/`, which fills the 
 
 from __future__ import annotations
 
+import enum
+
 from morphax._src.core import trace as _trace
 
 # Every primitive ever created, by name: the test matrix and the docs enumerate this.
 registry: dict[str, Primitive] = {}
+
+
+class Kind(enum.Enum):
+    """What a compiler may do with an equation, read per node without asking the primitive's name."""
+
+    # Output element i depends only on the operands' elements at the same (broadcast) index i
+    # (iota has no operands, threefry2x32 two results): fuse freely into a loop nest; `kernel_op`
+    # names the scalar operation.
+    ELEMENTWISE = "elementwise"
+    # Combines operand elements along `axes` (argmax/argmin: one axis): the loop nest's inner
+    # reduction loop, with elementwise producers fused in; `kernel_op` names the combiner.
+    REDUCE = "reduce"
+    # Pure data movement: each output element is one operand element; with an `index_map` it is
+    # a load at a computed index inside a fused kernel, without one it stays a copy kernel.
+    LAYOUT = "layout"
+    # Loads at indices read from another operand (data-dependent addresses): a loop over the
+    # output with indirect loads; a fusion producer, but its index operand must be materialized.
+    GATHER = "gather"
+    # Writes (or combines) updates into a copy of the operand at data-dependent indices: the
+    # output is materialized and the writes run in order; an end of fusion.
+    SCATTER = "scatter"
+    # A library call or the primitive's reference (BLAS, LAPACK, FFT, sort, windows, collectives):
+    # a fusion boundary, run as one node; its operands and results are materialized buffers.
+    OPAQUE = "opaque"
+    # Evaluates a jaxpr held in its params on its operands (jit, checkpoint, custom-rule calls):
+    # the compiler may inline it or compile it as a sub-program.
+    CALL = "call"
+    # Control flow over jaxprs in its params (cond, while, scan, ...): a loop/branch node whose
+    # bodies are compiled as sub-programs.
+    LOOP = "loop"
+    # Talks to the host or holds state (callbacks, stateful RNG, effect sinks): never fused,
+    # reordered or merged; run in program order. Whether it may be dropped when unused is
+    # `has_side_effects`, not the kind.
+    EFFECT = "effect"
 
 
 class Primitive:
@@ -20,6 +56,8 @@ class Primitive:
       abstract_eval(*avals, **params)  output aval(s); raises a clear error on bad input
       jvp, transpose, batch, lower     filled by the autodiff, vmap and compiler issues
       test_spec                        domain/dtypes/special values for the generated tests
+      kind, kernel_op, index_map       kernel metadata the compiler reads (see `Kind`)
+      param_defaults                   params applied in `bind` when a binder leaves them out
     """
 
     def __init__(self, name: str, *, multiple_results: bool = False):
@@ -51,10 +89,36 @@ class Primitive:
         # Params left out of the printed jaxpr while they hold these values (JAX hides e.g.
         # ``accuracy=None`` on transcendental functions).
         self.print_hidden_defaults: dict = {}
+        # Kernel metadata, the only thing compilers read (never the name; see DESIGN.md, "The
+        # backend seam"). Every registered primitive declares a kind; a test checks it.
+        self.kind: Kind | None = None
+        # The compiler's name for the operation (a key of compiler/kernel_ops.py): the primitive's
+        # own name for ELEMENTWISE and REDUCE primitives ("sin", "select_n", "reduce_sum",
+        # "argmax"), None for every other kind.
+        self.kernel_op: str | None = None
+        # The rare primitive whose kind depends on its operands or params says so here:
+        # ``kind_rule(*in_avals, **params) -> Kind``, read through `kind_of`; `kind` is then the
+        # kind of its common case (bitcast_convert_type: ELEMENTWISE unless the width changes).
+        self.kind_rule = None
+        # LAYOUT primitives whose every output element is one operand element at an affine-ish
+        # index: ``index_map(out_index, *in_avals, **params) -> [operand index tuple, ...]``, each
+        # tuple of `index_expr.IndexExpr` over the output index expressions (one per operand).
+        self.index_map = None
+        # Canonical values of params that some binders leave out, filled in by `bind`, so equal
+        # programs have equal params (CSE and compile caches compare params).
+        self.param_defaults: dict = {}
         registry[name] = self
 
     def bind(self, *args, **params):
+        if self.param_defaults:  # the hot path pays one attribute check
+            params = {**self.param_defaults, **params}
         return _trace.ctx.trace.process_primitive(self, args, params)
+
+    def kind_of(self, *in_avals, **params) -> Kind | None:
+        """The kind of one equation of this primitive: `kind`, refined by `kind_rule` if any."""
+        if self.kind_rule is None:
+            return self.kind
+        return self.kind_rule(*in_avals, **params)
 
     def def_impl(self, fn):
         self.impl = fn

@@ -46,7 +46,7 @@ def _dtype_of(x):
 
 
 def _unary_inexact(name, prim_name):
-    # Bound without optional params (accuracy=None is the default and is not printed anyway).
+    # Bound without optional params: bind fills in `accuracy=None` (the primitive's param_defaults).
     prim = getattr(L, f"{prim_name}_p")
 
     def fn(x, /):

@@ -11,7 +11,7 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.prims._batching import _lax, moveaxis, vectorized_batcher
 from morphax._src.prims._spec import Case, TestSpec, binary_cases
 
@@ -80,6 +80,13 @@ def check_class(name: str, dtype, dtype_class, argname: str = "operand") -> None
         )
 
 
+def mark_elementwise(prim):
+    """Kernel metadata of an elementwise primitive: its kernel op is its own name."""
+    prim.kind = Kind.ELEMENTWISE
+    prim.kernel_op = prim.name
+    return prim
+
+
 def elementwise_unop(name, impl, dtypes, *, out_dtype=None, check=None, spec):
     """A one-operand elementwise primitive whose params (if any) leave shape and dtype alone:
     same shape, weak_type kept, dtype mapped by `out_dtype`; `check(aval, **params)` adds checks."""
@@ -94,7 +101,7 @@ def elementwise_unop(name, impl, dtypes, *, out_dtype=None, check=None, spec):
 
     prim.impl = impl
     prim.abstract_eval = abstract_eval
-    prim.elementwise = True
+    mark_elementwise(prim)
     prim.test_spec = spec
     vectorized_batcher(prim)
     return prim
@@ -128,7 +135,7 @@ def binary_elementwise(name, impl, *, dtypes="numeric", out_dtype=None, spec=Non
 
     prim.impl = impl
     prim.abstract_eval = abstract_eval
-    prim.elementwise = True
+    mark_elementwise(prim)
     prim.test_spec = spec or TestSpec(cases=binary_cases(dtypes, **spec_kw))
     elementwise_batcher(prim)
     return prim

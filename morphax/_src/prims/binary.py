@@ -37,6 +37,7 @@ from morphax._src.prims._helpers import (
     check_class,
     concat_cases,
     elementwise_batcher,
+    mark_elementwise,
     same_dtypes,
 )
 from morphax._src.prims._operands import lax_binary_operands
@@ -244,7 +245,7 @@ def _pow_int_exponent_cases(rng):
 pow_p = Primitive("pow")
 pow_p.impl = _pow_impl
 pow_p.abstract_eval = _pow_abstract_eval
-pow_p.elementwise = True
+mark_elementwise(pow_p)
 elementwise_batcher(pow_p)
 pow_p.test_spec = TestSpec(
     cases=concat_cases(
@@ -448,7 +449,7 @@ def _complex_impl(x, y):
 complex_p = Primitive("complex")
 complex_p.impl = _complex_impl
 complex_p.abstract_eval = _complex_abstract_eval
-complex_p.elementwise = True
+mark_elementwise(complex_p)
 elementwise_batcher(complex_p)
 complex_p.test_spec = TestSpec(cases=binary_cases(dtype_list=("float32",)))
 

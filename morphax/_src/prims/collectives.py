@@ -29,7 +29,7 @@ from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
 from morphax._src.prims._ad import Zero, _lax, defjvp_zero, deflinear, is_zero
 from morphax._src.prims._batching import bdim_to_front, moveaxis
@@ -170,6 +170,7 @@ def _reduction_abstract_eval(name):
 
 def _reduction_collective(name, reduce_fn, unmapped_fn):
     prim = Primitive(name, multiple_results=True)
+    prim.kind = Kind.OPAQUE
     prim.named_axes_param = "axes"
     prim.abstract_eval = _reduction_abstract_eval(name)
     prim.impl = _impl_unbound(name, "axes")
@@ -294,6 +295,7 @@ def pmean(x, axis_name, *, axis_index_groups=None):
 # axis_index: this member's position along the named axis.
 
 axis_index_p = Primitive("axis_index")
+axis_index_p.kind = Kind.OPAQUE
 axis_index_p.named_axes_param = "axis_name"
 axis_index_p.impl = _impl_unbound("axis_index", "axis_name")
 axis_index_p.abstract_eval = lambda *, axis_name: ShapedArray((), np.dtype(np.int32))
@@ -343,6 +345,7 @@ def _all_gather_abstract_eval(x, *, axis_name, axis, tiled, axis_index_groups, a
 
 
 all_gather_p = Primitive("all_gather")
+all_gather_p.kind = Kind.OPAQUE
 all_gather_p.named_axes_param = "axis_name"
 all_gather_p.impl = _impl_unbound("all_gather", "axis_name")
 all_gather_p.abstract_eval = _all_gather_abstract_eval
@@ -393,6 +396,7 @@ def _psum_scatter_abstract_eval(x, *, axis_name, scatter_dimension, axis_index_g
 
 
 psum_scatter_p = Primitive("psum_scatter")
+psum_scatter_p.kind = Kind.OPAQUE
 psum_scatter_p.named_axes_param = "axis_name"
 psum_scatter_p.impl = _impl_unbound("psum_scatter", "axis_name")
 psum_scatter_p.abstract_eval = _psum_scatter_abstract_eval
@@ -513,6 +517,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
 # ppermute: member dst receives member src's value for each (src, dst); the others receive zeros.
 
 ppermute_p = Primitive("ppermute")
+ppermute_p.kind = Kind.OPAQUE
 ppermute_p.named_axes_param = "axis_name"
 ppermute_p.impl = _impl_unbound("ppermute", "axis_name")
 ppermute_p.test_spec = _spec()
@@ -616,6 +621,7 @@ def _all_to_all_abstract_eval(x, *, axis_name, split_axis, concat_axis, axis_ind
 
 
 all_to_all_p = Primitive("all_to_all")
+all_to_all_p.kind = Kind.OPAQUE
 all_to_all_p.named_axes_param = "axis_name"
 all_to_all_p.impl = _impl_unbound("all_to_all", "axis_name")
 all_to_all_p.abstract_eval = _all_to_all_abstract_eval

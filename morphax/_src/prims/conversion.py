@@ -15,7 +15,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.prims._ad import (
@@ -128,6 +128,8 @@ def _convert_abstract_eval(x, *, new_dtype, weak_type, sharding):
 
 
 convert_element_type_p = Primitive("convert_element_type")
+convert_element_type_p.kind = Kind.ELEMENTWISE
+convert_element_type_p.kernel_op = "convert_element_type"
 convert_element_type_p.impl = _convert_impl
 convert_element_type_p.abstract_eval = _convert_abstract_eval
 
@@ -339,9 +341,18 @@ def _bitcast_impl(x, *, new_dtype):
     return x.view(new).reshape(x.shape[:-1]).copy()
 
 
+def _bitcast_kind(x, *, new_dtype):
+    # Same width: each element's bits reinterpreted in place. Another width regroups the bytes of
+    # neighbouring elements along a trailing axis: not elementwise, run as its reference.
+    return Kind.ELEMENTWISE if x.dtype.itemsize == np.dtype(new_dtype).itemsize else Kind.OPAQUE
+
+
 bitcast_convert_type_p = Primitive("bitcast_convert_type")
 bitcast_convert_type_p.impl = _bitcast_impl
 bitcast_convert_type_p.abstract_eval = _bitcast_abstract_eval
+bitcast_convert_type_p.kind = Kind.ELEMENTWISE
+bitcast_convert_type_p.kernel_op = "bitcast_convert_type"
+bitcast_convert_type_p.kind_rule = _bitcast_kind
 
 _BITCAST_PAIRS = (
     ("float32", "int32"),
@@ -445,6 +456,9 @@ def _iota_impl(*, dtype, shape, dimension, sharding):
 
 
 iota_p = Primitive("iota")
+# No operands: each element's value is computed from its own index.
+iota_p.kind = Kind.ELEMENTWISE
+iota_p.kernel_op = "iota"
 iota_p.impl = _iota_impl
 iota_p.abstract_eval = _iota_abstract_eval
 
@@ -498,6 +512,8 @@ def iota(dtype, size):
 
 
 copy_p = Primitive("copy")
+copy_p.kind = Kind.ELEMENTWISE
+copy_p.kernel_op = "copy"
 copy_p.impl = lambda x: np.array(x, copy=True)
 copy_p.abstract_eval = lambda x: x
 copy_p.test_spec = TestSpec(
@@ -526,6 +542,9 @@ def copy(x):
 
 
 stop_gradient_p = Primitive("stop_gradient")
+# The identity when evaluated: only differentiation treats it specially.
+stop_gradient_p.kind = Kind.ELEMENTWISE
+stop_gradient_p.kernel_op = "stop_gradient"
 stop_gradient_p.impl = lambda x: np.array(x, copy=True)
 stop_gradient_p.abstract_eval = lambda x: x
 stop_gradient_p.test_spec = TestSpec(

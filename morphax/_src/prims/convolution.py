@@ -15,7 +15,7 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.prims._ad import Zero, _lax, add_tangents, aval_of, is_undefined_primal, is_zero
 from morphax._src.prims._batching import moveaxis
 from morphax._src.prims._spec import Case, TestSpec, random_array
@@ -177,6 +177,7 @@ def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, di
 # The primitive: shape and dtype rules, reference.
 
 conv_general_dilated_p = Primitive("conv_general_dilated")
+conv_general_dilated_p.kind = Kind.OPAQUE
 _NAME = "conv_general_dilated"
 
 

@@ -15,7 +15,7 @@ from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.prims._ad import Zero, _lax, add_tangents, is_undefined_primal, is_zero
 from morphax._src.prims._spec import Case, TestSpec, random_array
 from morphax._src.prims.dot_algorithm import as_dot_algorithm
@@ -204,6 +204,7 @@ def _shape_rule(lhs, rhs, dimension_numbers):
 # The primitive.
 
 dot_general_p = Primitive("dot_general")
+dot_general_p.kind = Kind.OPAQUE
 
 
 def _dot_general_abstract_eval(

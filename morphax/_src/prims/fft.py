@@ -14,7 +14,7 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
 from morphax._src.prims._ad import Zero, _lax, deflinear, is_zero
 from morphax._src.prims._batching import moveaxis
@@ -52,6 +52,7 @@ def _real_dtype(dt) -> np.dtype:
 # The primitive.
 
 fft_p = Primitive("fft")
+fft_p.kind = Kind.OPAQUE
 
 
 def _out_shape_dtype(x: ShapedArray, fft_type, fft_lengths):

@@ -15,7 +15,7 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.prims._ad import Zero, _lax, is_undefined_primal, is_zero, zeros_like_aval
 from morphax._src.prims._batching import moveaxis
 from morphax._src.prims._spec import Case, TestSpec, random_array
@@ -201,6 +201,7 @@ def _grid(starts, window_axes, window_shape, nbatch):
 # gather
 
 gather_p = Primitive("gather")
+gather_p.kind = Kind.GATHER
 
 
 def _gather_abstract_eval(

@@ -14,7 +14,7 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core.avals import get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
 from morphax._src.prims._ad import Zero, _lax, defjvp_zero, deflinear, instantiate, is_zero
 from morphax._src.prims._helpers import binary_elementwise, elementwise_unop
@@ -219,6 +219,9 @@ def mulhi(x, y, /):
 # it; here it only has to survive every transformation as itself.
 
 optimization_barrier_p = Primitive("optimization_barrier", multiple_results=True)
+# The identity, run as one node so nothing fuses across it. Not an EFFECT: like JAX's it has no
+# side effects, so an unused barrier may be dropped.
+optimization_barrier_p.kind = Kind.OPAQUE
 optimization_barrier_p.abstract_eval = lambda *avals: list(avals)
 optimization_barrier_p.impl = lambda *xs: [fresh(x) for x in xs]
 optimization_barrier_p.batch = lambda vals, dims, *, axis_data: (
@@ -269,6 +272,8 @@ def optimization_barrier(operand, /):
 # split: consecutive pieces of `sizes` along `axis`.
 
 split_p = Primitive("split", multiple_results=True)
+# Data movement into several results (each a slice): no single-result index_map.
+split_p.kind = Kind.LAYOUT
 
 
 def _split_abstract_eval(x, *, sizes, axis):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 
 from morphax._src.core import pytree
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.pytree_def import register_pytree_node
 from morphax._src.prims._shape_util import as_lax_array
 from morphax._src.prims._spec import TestSpec
@@ -113,6 +113,7 @@ def platform_dependent(*args, default=None, **per_platform):
 # ------------------------------------------------------------------------------------- dce_sink
 
 dce_sink_p = Primitive("dce_sink", multiple_results=True)
+dce_sink_p.kind = Kind.EFFECT
 # Never dead code: it keeps the computation of its operand alive through DCE.
 dce_sink_p.has_side_effects = True
 # It has no outputs to compare, so the generated matrices have nothing to check: see test_lax_misc.

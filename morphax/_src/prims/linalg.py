@@ -14,7 +14,7 @@ import scipy.linalg
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.prims._batching import _lax, bdim_to_front, moveaxis
 from morphax._src.prims._spec import Case, TestSpec
 
@@ -150,6 +150,7 @@ _F32_TOL = {"float32": 1e-4, "complex64": 1e-4}
 # cholesky: the lower Cholesky factor, reading only the lower triangle (LAPACK potrf).
 
 cholesky_p = Primitive("cholesky")
+cholesky_p.kind = Kind.OPAQUE
 
 
 def _cholesky_abstract_eval(x):
@@ -188,6 +189,7 @@ _unary_batcher(cholesky_p)
 # triangular_solve: op(a) x = b (left_side) or x op(a) = b, reading one triangle of a.
 
 triangular_solve_p = Primitive("triangular_solve")
+triangular_solve_p.kind = Kind.OPAQUE
 
 
 def _triangular_solve_abstract_eval(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
@@ -310,6 +312,7 @@ triangular_solve_p.test_spec = TestSpec(cases=_triangular_solve_cases, tol=_F32_
 # lu: partial-pivoting LU (getrf). Results: packed L\U, int32 pivots (row swaps), int32 permutation.
 
 lu_p = Primitive("lu", multiple_results=True)
+lu_p.kind = Kind.OPAQUE
 
 
 def _lu_abstract_eval(x):
@@ -369,6 +372,7 @@ _unary_batcher(lu_p)
 # lu_pivots_to_permutation: apply the row swaps to the identity permutation.
 
 lu_pivots_to_permutation_p = Primitive("lu_pivots_to_permutation")
+lu_pivots_to_permutation_p.kind = Kind.OPAQUE
 
 
 def _pivots_abstract_eval(pivots, *, permutation_size):
@@ -420,6 +424,7 @@ lu_pivots_to_permutation_p.test_spec = TestSpec(cases=_pivots_cases, differentia
 # qr: Householder QR (geqrf/orgqr); with pivoting, column-pivoted QR (geqp3) and the pivots.
 
 qr_p = Primitive("qr", multiple_results=True)
+qr_p.kind = Kind.OPAQUE
 
 
 def _qr_abstract_eval(x, *, pivoting, full_matrices, use_magma):
@@ -488,6 +493,7 @@ _unary_batcher(qr_p)
 # eigenvectors (columns) and the real eigenvalues in ascending order.
 
 eigh_p = Primitive("eigh", multiple_results=True)
+eigh_p.kind = Kind.OPAQUE
 
 
 def _eigh_abstract_eval(x, *, lower, sort_eigenvalues, subset_by_index, algorithm):
@@ -551,6 +557,7 @@ _unary_batcher(eigh_p)
 # svd: singular values (descending, real) and, with compute_uv, U and V^H. Results (s, u, vh).
 
 svd_p = Primitive("svd", multiple_results=True)
+svd_p.kind = Kind.OPAQUE
 
 
 def _svd_abstract_eval(x, *, full_matrices, compute_uv, subset_by_index, algorithm):
@@ -628,6 +635,7 @@ _unary_batcher(svd_p)
 # eigenvectors (unit 2-norm, largest component real) when asked for.
 
 eig_p = Primitive("eig", multiple_results=True)
+eig_p.kind = Kind.OPAQUE
 
 
 def _eig_abstract_eval(

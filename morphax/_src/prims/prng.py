@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.core.avals import ShapedArray
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.prims._ad import defjvp_zero
 from morphax._src.prims._helpers import broadcasting_shape, elementwise_batcher
 from morphax._src.prims._spec import Case, TestSpec
@@ -23,6 +23,9 @@ _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _KS_PARITY = np.uint32(0x1BD11BDA)
 
 threefry2x32_p = Primitive("threefry2x32", multiple_results=True)
+# Two results, each elementwise in the four (broadcast) operands.
+threefry2x32_p.kind = Kind.ELEMENTWISE
+threefry2x32_p.kernel_op = "threefry2x32"
 
 
 def _abstract_eval(key1, key2, x1, x2):

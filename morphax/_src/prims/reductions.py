@@ -12,7 +12,7 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.prims._ad import Zero, _lax, aval_of, defjvp, defjvp_zero, deflinear, is_zero
 from morphax._src.prims._helpers import check_dtype
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, random_array
@@ -187,6 +187,8 @@ def _reduce_spec(dtype_list, specials=True):
 
 def _reduction(name, impl, dtypes, dtype_list, *, differentiable=True):
     prim = Primitive(name)
+    prim.kind = Kind.REDUCE  # combines the elements along `axes`
+    prim.kernel_op = name
 
     def abstract_eval(x, *, axes):
         check_dtype(name, x.dtype, dtypes)
@@ -356,6 +358,8 @@ defjvp_zero(reduce_xor_p)
 
 def _argminmax(name, np_arg):
     prim = Primitive(name)
+    prim.kind = Kind.REDUCE  # along its one axis in `axes`, to an index of `index_dtype`
+    prim.kernel_op = name
 
     def abstract_eval(x, *, axes, index_dtype):
         check_dtype(name, x.dtype, "real")
@@ -445,6 +449,7 @@ defjvp_zero(argmin_p)
 
 def _cumulative(name, accumulate, dtypes, dtype_list, *, tol=None):
     prim = Primitive(name)
+    prim.kind = Kind.OPAQUE  # a scan along `axis` (in a fixed tree order for sums and products)
 
     def abstract_eval(x, *, axis, reverse):
         check_dtype(name, x.dtype, dtypes)

@@ -14,7 +14,7 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
 from morphax._src.prims._ad import Zero, _lax, aval_of, instantiate, is_undefined_primal, is_zero
 from morphax._src.prims._batching import moveaxis
@@ -256,6 +256,7 @@ def _scatter_cases_for(dtype_list):
 
 def _scatter_primitive(name, ufunc, dtype_list):
     prim = Primitive(name)
+    prim.kind = Kind.SCATTER
 
     def abstract_eval(operand, indices, updates, **params):
         return _scatter_abstract_eval(name, operand, indices, updates, **params)

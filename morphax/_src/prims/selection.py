@@ -9,7 +9,7 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
 from morphax._src.prims._ad import (
     Zero,
@@ -71,6 +71,8 @@ def _select_n_impl(which, *cases):
 
 
 select_n_p = Primitive("select_n")
+select_n_p.kind = Kind.ELEMENTWISE
+select_n_p.kernel_op = "select_n"
 select_n_p.impl = _select_n_impl
 select_n_p.abstract_eval = _select_n_abstract_eval
 
@@ -207,6 +209,8 @@ def _clamp_impl(lo, x, hi):
 
 
 clamp_p = Primitive("clamp")
+clamp_p.kind = Kind.ELEMENTWISE
+clamp_p.kernel_op = "clamp"
 clamp_p.impl = _clamp_impl
 clamp_p.abstract_eval = _clamp_abstract_eval
 

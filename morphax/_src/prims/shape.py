@@ -11,7 +11,8 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.index_expr import const
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.prims._ad import (
     Zero,
     _lax,
@@ -99,9 +100,16 @@ def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions, sharding):
     return fresh(np.broadcast_to(np.reshape(x, expanded), shape))
 
 
+def _broadcast_in_dim_index_map(out_index, x, *, shape, broadcast_dimensions, sharding):
+    # Operand axis i is output axis broadcast_dimensions[i]; a size-1 operand axis is always 0.
+    return [tuple(const(0) if n == 1 else out_index[d] for n, d in zip(x.shape, broadcast_dimensions))]
+
+
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
 broadcast_in_dim_p.impl = _broadcast_in_dim_impl
 broadcast_in_dim_p.abstract_eval = _broadcast_in_dim_abstract_eval
+broadcast_in_dim_p.kind = Kind.LAYOUT
+broadcast_in_dim_p.index_map = _broadcast_in_dim_index_map
 
 _BROADCAST_CONFIGS = (
     ((), (), ()),
@@ -239,9 +247,62 @@ def _reshape_impl(x, *, new_sizes, dimensions, sharding):
     return fresh(np.reshape(x, new_sizes))
 
 
+def _reshape_groups(out_shape, in_shape):
+    """Pair up runs of output and input axes with equal products (size-1 axes left out): each
+    run is reshaped on its own, so axes that both shapes share map one to one."""
+    outs = [(d, n) for d, n in enumerate(out_shape) if n != 1]
+    ins = [(d, n) for d, n in enumerate(in_shape) if n != 1]
+    groups, a, b = [], 0, 0
+    while a < len(outs) and b < len(ins):
+        go, gi = [outs[a]], [ins[b]]
+        po, pi = outs[a][1], ins[b][1]
+        a, b = a + 1, b + 1
+        while po != pi:  # every size here is >= 2, so both runs end together
+            if po < pi:
+                go.append(outs[a])
+                po *= outs[a][1]
+                a += 1
+            else:
+                gi.append(ins[b])
+                pi *= ins[b][1]
+                b += 1
+        groups.append((go, gi))
+    return groups
+
+
+def _reshape_index(out_index, out_shape, in_shape):
+    """Row-major reshape from `in_shape` to `out_shape`, as operand index expressions."""
+    idx = [const(0)] * len(in_shape)
+    if 0 in in_shape:  # no elements: the map is never evaluated
+        return tuple(idx)
+    for go, gi in _reshape_groups(out_shape, in_shape):
+        linear = const(0)
+        for d, n in go:  # the run's linear offset, row-major
+            linear = linear * n + out_index[d]
+        stride = int(np.prod([n for _, n in gi], dtype=np.int64))
+        for k, (d, n) in enumerate(gi):
+            stride //= n
+            e = linear // stride if stride > 1 else linear
+            idx[d] = e % n if k > 0 else e  # the first axis of a run needs no modulo
+    return tuple(idx)
+
+
+def _reshape_index_map(out_index, x, *, new_sizes, dimensions, sharding):
+    # reshape(transpose(x, dimensions)): unflatten into the transposed shape, then un-permute.
+    if dimensions is None:
+        return [_reshape_index(out_index, new_sizes, x.shape)]
+    t_index = _reshape_index(out_index, new_sizes, tuple(x.shape[d] for d in dimensions))
+    idx = [None] * x.ndim
+    for j, d in enumerate(dimensions):
+        idx[d] = t_index[j]
+    return [tuple(idx)]
+
+
 reshape_p = Primitive("reshape")
 reshape_p.impl = _reshape_impl
 reshape_p.abstract_eval = _reshape_abstract_eval
+reshape_p.kind = Kind.LAYOUT
+reshape_p.index_map = _reshape_index_map
 
 _RESHAPE_CONFIGS = (
     ((6,), (2, 3), None),
@@ -329,9 +390,19 @@ def _transpose_abstract_eval(x, *, permutation):
     return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
 
 
+def _transpose_index_map(out_index, x, *, permutation):
+    # Output axis i is operand axis permutation[i].
+    idx = [None] * x.ndim
+    for i, p in enumerate(permutation):
+        idx[p] = out_index[i]
+    return [tuple(idx)]
+
+
 transpose_p = Primitive("transpose")
 transpose_p.impl = lambda x, *, permutation: fresh(np.transpose(x, permutation))
 transpose_p.abstract_eval = _transpose_abstract_eval
+transpose_p.kind = Kind.LAYOUT
+transpose_p.index_map = _transpose_index_map
 
 _TRANSPOSE_CONFIGS = (
     ((), ()),
@@ -403,9 +474,17 @@ def _squeeze_abstract_eval(x, *, dimensions):
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
+def _squeeze_index_map(out_index, x, *, dimensions):
+    # The squeezed (size-1) axes are 0; the others are the output axes in order.
+    it = iter(out_index)
+    return [tuple(const(0) if d in dimensions else next(it) for d in range(x.ndim))]
+
+
 squeeze_p = Primitive("squeeze")
 squeeze_p.impl = lambda x, *, dimensions: fresh(np.squeeze(x, axis=dimensions))
 squeeze_p.abstract_eval = _squeeze_abstract_eval
+squeeze_p.kind = Kind.LAYOUT
+squeeze_p.index_map = _squeeze_index_map
 
 _SQUEEZE_CONFIGS = (
     ((1, 3), (0,)),
@@ -470,9 +549,15 @@ def _rev_abstract_eval(x, *, dimensions):
     return x
 
 
+def _rev_index_map(out_index, x, *, dimensions):
+    return [tuple((n - 1) - i if d in dimensions else i for d, (i, n) in enumerate(zip(out_index, x.shape)))]
+
+
 rev_p = Primitive("rev")
 rev_p.impl = lambda x, *, dimensions: fresh(np.flip(x, dimensions) if dimensions else x)
 rev_p.abstract_eval = _rev_abstract_eval
+rev_p.kind = Kind.LAYOUT
+rev_p.index_map = _rev_index_map
 
 _REV_CONFIGS = (
     ((3,), (0,)),
@@ -565,6 +650,9 @@ def _pad_impl(x, padding_value, *, padding_config):
 pad_p = Primitive("pad")
 pad_p.impl = _pad_impl
 pad_p.abstract_eval = _pad_abstract_eval
+# Data movement, but an output element is either an operand element or the padding value: no
+# index_map until maps can carry a validity predicate.
+pad_p.kind = Kind.LAYOUT
 
 _PAD_CONFIGS = (
     ((), ()),
@@ -710,6 +798,8 @@ def _concatenate_abstract_eval(*xs, dimension):
 concatenate_p = Primitive("concatenate")
 concatenate_p.impl = lambda *xs, dimension: np.concatenate(xs, axis=dimension)
 concatenate_p.abstract_eval = _concatenate_abstract_eval
+# Data movement whose source operand depends on the index: no index_map until maps can select.
+concatenate_p.kind = Kind.LAYOUT
 
 _CONCAT_CONFIGS = (
     (((3,), (2,)), 0),

@@ -14,7 +14,7 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.prims._ad import (
@@ -98,9 +98,16 @@ def _slice_impl(x, *, start_indices, limit_indices, strides):
     return fresh(x[tuple(_pyslice(s, lim, st) for s, lim, st in zip(start_indices, limit_indices, strides))])
 
 
+def _slice_index_map(out_index, x, *, start_indices, limit_indices, strides):
+    strides = strides or (1,) * x.ndim
+    return [tuple(s + i * st for i, s, st in zip(out_index, start_indices, strides))]
+
+
 slice_p = Primitive("slice")
 slice_p.impl = _slice_impl
 slice_p.abstract_eval = _slice_abstract_eval
+slice_p.kind = Kind.LAYOUT
+slice_p.index_map = _slice_index_map
 
 _SLICE_CONFIGS = (
     ((), (), (), None),
@@ -316,6 +323,9 @@ def _dynamic_slice_impl(x, *indices, slice_sizes):
 dynamic_slice_p = Primitive("dynamic_slice")
 dynamic_slice_p.impl = _dynamic_slice_impl
 dynamic_slice_p.abstract_eval = _dynamic_slice_abstract_eval
+# A window of the operand at an offset read from the scalar start operands (clamped in bounds):
+# data movement, but no index_map until maps can take runtime scalars.
+dynamic_slice_p.kind = Kind.LAYOUT
 
 _DYNAMIC_SLICE_CONFIGS = (
     ((), (), ()),
@@ -501,6 +511,8 @@ def _dynamic_update_slice_impl(x, update, *indices):
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
 dynamic_update_slice_p.impl = _dynamic_update_slice_impl
 dynamic_update_slice_p.abstract_eval = _dynamic_update_slice_abstract_eval
+# Writes the update into a copy of the operand at a runtime offset.
+dynamic_update_slice_p.kind = Kind.SCATTER
 
 _DUS_CONFIGS = (
     ((), (), ()),

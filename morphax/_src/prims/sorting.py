@@ -14,7 +14,7 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.prims._ad import Zero, _lax, is_zero
 from morphax._src.prims._batching import moveaxis
 from morphax._src.prims._helpers import check_dtype
@@ -77,6 +77,7 @@ def _take_along_axis(x, idx, axis):
 # sort
 
 sort_p = Primitive("sort", multiple_results=True)
+sort_p.kind = Kind.OPAQUE
 
 
 def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
@@ -218,6 +219,7 @@ def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
 # top_k
 
 top_k_p = Primitive("top_k", multiple_results=True)
+top_k_p.kind = Kind.OPAQUE
 
 
 def _topk_abstract_eval(operand, *, k, axis):

@@ -20,6 +20,7 @@ from morphax._src.prims._helpers import (
     check_dtype,
     elementwise_batcher,
     elementwise_unop,
+    mark_elementwise,
     same_dtypes,
 )
 from morphax._src.prims._operands import lax_binary_operands, lax_nary_operands
@@ -422,7 +423,7 @@ def _betainc_cases(rng):
 
 regularized_incomplete_beta_p.abstract_eval = _betainc_abstract_eval
 regularized_incomplete_beta_p.impl = _in_float64(_sp.betainc)
-regularized_incomplete_beta_p.elementwise = True
+mark_elementwise(regularized_incomplete_beta_p)
 regularized_incomplete_beta_p.test_spec = TestSpec(cases=_betainc_cases, grad_order=0)
 elementwise_batcher(regularized_incomplete_beta_p)
 

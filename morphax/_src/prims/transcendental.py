@@ -119,14 +119,17 @@ def _with_accuracy(name, fn, dtypes, cases=None, **spec_kw):
     """A primitive taking JAX's ``accuracy`` param; every test case passes ``accuracy=None``
     (`cases`, if given, replaces the generated unary cases)."""
 
-    def impl(x, *, accuracy=None):
+    def impl(x, *, accuracy):
         return fn(x)
 
-    def check(x, *, accuracy=None):
+    def check(x, *, accuracy):
         _check_accuracy(name, accuracy)
 
     cases = with_params(cases or unary_cases(dtypes, **spec_kw), accuracy=None)
     prim = elementwise_unop(name, impl, dtypes, check=check, spec=TestSpec(cases=cases))
+    # jnp binds these without `accuracy`, lax with it: the default makes both the same equation
+    # (so CSE merges them); printed jaxprs hide it, as JAX's do.
+    prim.param_defaults = {"accuracy": None}
     prim.print_hidden_defaults = {"accuracy": None}
     return prim
 

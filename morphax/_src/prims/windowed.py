@@ -12,7 +12,7 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.prims._ad import Zero, _lax, deflinear, is_zero, linear_in_first
 from morphax._src.prims._batching import bdim_to_front
@@ -195,6 +195,7 @@ def _windows(x, fill, params):
 
 def _reduce_window(kind, dtypes):
     prim = Primitive(f"reduce_window_{kind}")
+    prim.kind = Kind.OPAQUE
     name = prim.name
 
     def abstract_eval(x, **params):
@@ -335,6 +336,7 @@ def _check_select(name, a, x, select_prim, params, a_shape_is_out):
 
 
 select_and_gather_add_p = Primitive("select_and_gather_add")
+select_and_gather_add_p.kind = Kind.OPAQUE
 
 
 def _gather_abstract_eval(t, x, *, select_prim, **params):
@@ -355,6 +357,7 @@ select_and_gather_add_p.impl = _gather_impl
 
 
 select_and_scatter_add_p = Primitive("select_and_scatter_add")
+select_and_scatter_add_p.kind = Kind.OPAQUE
 
 
 def _scatter_abstract_eval(s, x, *, select_prim, **params):

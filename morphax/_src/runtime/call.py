@@ -11,8 +11,8 @@ from morphax._src.runtime import dispatch, eager
 from morphax._src.transforms.jit import pjit_p
 
 
-def call_compiled(args, jaxpr, name):
-    executable = compile_jaxpr(jaxpr, name)
+def call_compiled(args, jaxpr, name, backend=None):
+    executable = compile_jaxpr(jaxpr, name, backend)
     outs = dispatch.execute(executable, args, executable.out_weak_types)
     if eager._float_checks:
         # jax_debug_nans/infs: a bad output reruns the jaxpr op by op to name the culprit.

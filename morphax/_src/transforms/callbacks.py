@@ -9,7 +9,7 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
 from morphax._src.errors import JaxRuntimeError
 from morphax._src.prims import lax_api as L
@@ -73,6 +73,7 @@ def _as_array(x):
 # ----------------------------------------------------------------------------------- debug_callback
 
 debug_callback_p = Primitive("debug_callback", multiple_results=True)
+debug_callback_p.kind = Kind.EFFECT
 # Higher-order in the eager sense: `impl` receives the original Arrays (weak types intact) and the
 # primitive stays out of the per-primitive NumPy test matrices (its behaviour is the user's).
 debug_callback_p.higher_order = True
@@ -120,6 +121,8 @@ debug_callback_p.transpose = _debug_callback_transpose
 # ------------------------------------------------------------------------------------ pure_callback
 
 pure_callback_p = Primitive("pure_callback", multiple_results=True)
+# Runs user Python on the host; it may still be dropped when unused (has_side_effects is False).
+pure_callback_p.kind = Kind.EFFECT
 pure_callback_p.higher_order = True  # see debug_callback_p
 pure_callback_p.has_side_effects = False
 pure_callback_p.calls_host = True

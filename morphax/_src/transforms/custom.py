@@ -15,7 +15,7 @@ from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.pytree_keys import keystr
 from morphax._src.prims._ad import instantiate, zeros_like_aval
 
@@ -178,6 +178,9 @@ class SymbolicZero:
 # --------------------------------------------------------------------------------------- custom_vjp
 
 custom_lin_p = Primitive("custom_lin", multiple_results=True)
+# Only in linear jaxprs between linearize and transpose; evaluating it raises (forward mode of a
+# custom_vjp): run as its reference, never fused.
+custom_lin_p.kind = Kind.OPAQUE
 # It carries the user's backward function as a parameter, like a higher-order primitive.
 custom_lin_p.higher_order = True
 

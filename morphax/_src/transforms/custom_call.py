@@ -15,7 +15,7 @@ from __future__ import annotations
 from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
 from morphax._src.core.avals import get_aval
 from morphax._src.core.jaxpr import eval_jaxpr
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.prims._ad import instantiate
 from morphax._src.transforms.batching import batch_custom_jvp_call, batch_custom_vjp_call, batch_flat_fun
 from morphax._src.transforms.custom import custom_vjp_jvp
@@ -27,8 +27,10 @@ from morphax._src.transforms.staging import (
 )
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+custom_jvp_call_p.kind = Kind.CALL
 custom_jvp_call_p.higher_order = True
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+custom_vjp_call_p.kind = Kind.CALL
 custom_vjp_call_p.higher_order = True
 
 

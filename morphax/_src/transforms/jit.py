@@ -11,12 +11,13 @@ from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import UndefinedPrimal, Zero, is_undefined_primal, is_zero
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 from morphax._src.core.memo import MISSING, memo_get, memo_put
-from morphax._src.core.primitive import Primitive
+from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.transforms import ad
 from morphax._src.transforms.partial_eval import partial_eval_jaxpr
 from morphax._src.transforms.staging import StagingTrace, call_out_avals, eval_call_jaxpr, trace_to_jaxpr
 
 pjit_p = Primitive("pjit", multiple_results=True)
+pjit_p.kind = Kind.CALL
 pjit_p.higher_order = True
 pjit_p.call_jaxpr_param = "jaxpr"
 

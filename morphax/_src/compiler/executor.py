@@ -1,10 +1,12 @@
-"""The reference (NumPy) backend: turns a closed jaxpr into one generated straight-line Python
-function calling each primitive's NumPy reference, so a compiled call pays no per-operation
-dispatch. Intermediates are deleted right after their last use, so their buffers are freed early.
+"""The one executor of compiled programs: renders a `Program` (compiler/kernel_ir.py) into one
+generated straight-line Python function that calls each step in order, so a compiled call pays no
+per-operation dispatch. Fused kernels are callables the backend built; opaque equations call
+their primitive's NumPy reference (with the numpy backend, every equation is opaque).
+Intermediates are deleted right after their last use, so their buffers are freed early.
 
 Call-like equations (nested `pjit`, `checkpoint`, custom-rule calls: `Primitive.call_jaxpr_param`)
-compile their bodies recursively and are called inline.
-Other higher-order primitives run through `eval_jaxpr` on Arrays (a fallback that stays correct).
+compile their bodies recursively (same backend) and are called inline.
+Other higher-order primitives run through `bind` on Arrays (a fallback that stays correct).
 """
 
 from __future__ import annotations
@@ -28,9 +30,13 @@ _counter = itertools.count()
 class Executable:
     """A compiled jaxpr: call with NumPy arrays, get the list of NumPy outputs."""
 
-    def __init__(self, fn, source: str, closed: ClosedJaxpr, name: str):
+    def __init__(self, fn, source: str, closed: ClosedJaxpr, name: str, backend: str = "numpy", kernels=()):
         self.fn = fn
         self.source = source
+        self.backend = backend
+        # The backend's rendering of each fused kernel (C source, ...), shown by as_text().
+        self.kernel_sources = list(kernels)
+        self.num_kernels = len(self.kernel_sources)
         # Not the jaxpr itself: the executable is memoized on it, and a reference back would
         # make a cycle that only the cyclic GC frees (with the constants inside).
         self.name = name
@@ -51,7 +57,9 @@ class Executable:
                 return self.fn(*args)
 
     def as_text(self) -> str:
-        return self.source
+        if not self.kernel_sources:
+            return self.source
+        return "\n\n".join([*self.kernel_sources, f"# the program, run by the executor\n{self.source}"])
 
 
 def _as_array(dtype):
@@ -76,8 +84,13 @@ def _fallback_call(prim, params, n_out):
     return call
 
 
-def compile_closed_jaxpr(closed: ClosedJaxpr, name: str = "jitted", compile_call=None) -> Executable:
-    """Generate and compile the Python source for `closed`."""
+def compile_program(program, name: str, kernel_fns: dict, compile_call, backend: str = "numpy", sources=()):
+    """Generate and compile the Python source that runs `program`. `kernel_fns` maps each Kernel
+    step (by id) to the callable the backend built for it: inputs in slot order -> outputs in
+    store order."""
+    from morphax._src.compiler.kernel_ir import Kernel
+
+    closed = program.closed
     jaxpr = closed.jaxpr
     names: dict[int, str] = {}
     env: dict[str, object] = {"__name__": _MODULE, "np": np}
@@ -102,53 +115,33 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, name: str = "jitted", compile_call
 
     # Last use of each variable, so it can be deleted right after.
     last_use: dict[int, int] = {}
-    for i, eqn in enumerate(jaxpr.eqns):
-        for v in eqn.invars:
+    for i, step in enumerate(program.steps):
+        for v in step.inputs:
             if type(v) is not Literal:
                 last_use[id(v)] = i
     outvar_ids = {id(v) for v in jaxpr.outvars if type(v) is not Literal}
+    invar_ids = {id(v) for v in jaxpr.invars}
 
     lines = []
     args = [var_name(v) for v in jaxpr.invars]
     consts = [bind_global(np.asarray(c), "const") for c in closed.consts]
     for v, c in zip(jaxpr.constvars, consts):
         lines.append(f"    {var_name(v)} = {c}")
-    for i, eqn in enumerate(jaxpr.eqns):
-        prim = eqn.primitive
-        if getattr(prim, "compile_error", None):
-            raise TypeError(prim.compile_error)
-        ins = ", ".join(operand(v) for v in eqn.invars)
-        outs = [var_name(v) for v in eqn.outvars]
-        if prim.call_jaxpr_param is not None and compile_call is not None:
-            inner = compile_call(eqn.params[prim.call_jaxpr_param], eqn.params.get("name", prim.name))
-            fn = bind_global(inner, "call")
-            lines.append(f"    {', '.join(outs)}, = {fn}({ins})" if outs else f"    {fn}({ins})")
-        elif prim.higher_order:
-            fn = bind_global(_fallback_call(prim, eqn.params, len(outs)), "ho")
-            lines.append(f"    {', '.join(outs)}, = {fn}({ins})" if outs else f"    {fn}({ins})")
+    for i, step in enumerate(program.steps):
+        if isinstance(step, Kernel):
+            fn = bind_global(kernel_fns[id(step)], f"{step.name}_")
+            ins = ", ".join(operand(v) for v in step.inputs)
+            outs = [var_name(v) for v in step.outputs]
+            lines.append(f"    {', '.join(outs)}, = {fn}({ins})")
         else:
-            impl = bind_global(prim.impl, f"{_safe(prim.name)}_")
-            call = f"{impl}({ins}"
-            if eqn.params:
-                params = bind_global(eqn.params, "p")
-                call += f"{', ' if ins else ''}**{params}"  # no-operand primitives (iota) too
-            call += ")"
-            if prim.multiple_results:
-                casts = [bind_global(_as_array(v.aval.dtype), "as_") for v in eqn.outvars]
-                tmp = f"t{i}"
-                lines.append(f"    {tmp} = {call}")
-                for j, (o, c) in enumerate(zip(outs, casts)):
-                    lines.append(f"    {o} = {c}({tmp}[{j}])")
-            else:
-                cast = bind_global(_as_array(eqn.outvars[0].aval.dtype), "as_")
-                lines.append(f"    {outs[0]} = {cast}({call})")
+            lines.extend(_opaque_lines(step.eqn, i, operand, var_name, bind_global, compile_call))
         dead = [
             var_name(v)
-            for v in eqn.invars
+            for v in step.inputs
             if type(v) is not Literal
             and last_use.get(id(v)) == i
             and id(v) not in outvar_ids
-            and v not in jaxpr.invars
+            and id(v) not in invar_ids
         ]
         if dead:
             lines.append(f"    del {', '.join(sorted(set(dead)))}")
@@ -167,7 +160,42 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, name: str = "jitted", compile_call
     exec(code, env)
     # Popped from its own globals: env -> function -> env would be a reference cycle holding the
     # constants until the cyclic GC runs.
-    return Executable(env.pop(fn_name), source, closed, name)
+    return Executable(env.pop(fn_name), source, closed, name, backend, sources)
+
+
+def _opaque_lines(eqn, i, operand, var_name, bind_global, compile_call) -> list:
+    """The lines running one equation outside the fused kernels."""
+    prim = eqn.primitive
+    if getattr(prim, "compile_error", None):
+        raise TypeError(prim.compile_error)
+    ins = ", ".join(operand(v) for v in eqn.invars)
+    outs = [var_name(v) for v in eqn.outvars]
+    if prim.call_jaxpr_param is not None and compile_call is not None:
+        inner = compile_call(eqn.params[prim.call_jaxpr_param], eqn.params.get("name", prim.name))
+        fn = bind_global(inner, "call")
+        return [f"    {', '.join(outs)}, = {fn}({ins})" if outs else f"    {fn}({ins})"]
+    if prim.higher_order:
+        fn = bind_global(_fallback_call(prim, eqn.params, len(outs)), "ho")
+        return [f"    {', '.join(outs)}, = {fn}({ins})" if outs else f"    {fn}({ins})"]
+    impl = bind_global(prim.impl, f"{_safe(prim.name)}_")
+    call = f"{impl}({ins}"
+    if eqn.params:
+        params = bind_global(eqn.params, "p")
+        call += f"{', ' if ins else ''}**{params}"  # no-operand primitives (iota) too
+    call += ")"
+    if prim.multiple_results:
+        casts = [bind_global(_as_array(v.aval.dtype), "as_") for v in eqn.outvars]
+        tmp = f"t{i}"
+        return [f"    {tmp} = {call}"] + [
+            f"    {o} = {c}({tmp}[{j}])" for j, (o, c) in enumerate(zip(outs, casts))
+        ]
+    cast = bind_global(_as_array(eqn.outvars[0].aval.dtype), "as_")
+    return [f"    {outs[0]} = {cast}({call})"]
+
+
+def c_identifier(name: str) -> str:
+    """`name` made a valid identifier in generated Python and C (see `_safe`)."""
+    return _safe(name)
 
 
 def _safe(name: str) -> str:

@@ -1,0 +1,58 @@
+"""The backend contract, and choosing a backend by name.
+
+A backend is one folder here exposing `BACKEND`, an object with:
+  name: str
+  caps: what it fuses -- `supports(eqn) -> bool` for ELEMENTWISE and REDUCE equations and
+        `fuses_view(eqn) -> bool` for LAYOUT ones (loads through their index maps, no copy)
+  build(program) -> ({id(kernel): callable}, [source per kernel]): render and compile every
+        fused kernel of a Program (with whatever caching it does); a kernel callable takes the
+        input arrays in slot order and returns the outputs in store order
+  available() -> bool: whether it can run on this machine (probed once, cached)
+The executor (compiler/executor.py) runs the Program's steps: kernels through those callables,
+opaque equations through their primitive's NumPy reference. Allocation and host transfer are
+NumPy's on every CPU backend: buffers are NumPy arrays.
+
+`morphax_backend` (config) or MORPHAX_BACKEND picks the default: "c" where a C compiler works,
+else "numpy" (with one logged message); `jit(backend=...)` picks per function.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+logger = logging.getLogger("morphax")
+
+NAMES = ("c", "numpy")
+_loaded: dict = {}
+_default: list = []
+
+
+def get_backend(name: str):
+    """The backend called `name` ("c" or "numpy"); "cpu" means the default CPU backend."""
+    if name in (None, "cpu"):
+        name = default_backend_name()
+    backend = _loaded.get(name)
+    if backend is None:
+        if name not in NAMES:
+            raise ValueError(f"Unknown morphax backend {name!r}; choose one of {', '.join(NAMES)}.")
+        backend = _loaded[name] = importlib.import_module(f"{__name__}.{name}").BACKEND
+    return backend
+
+
+def default_backend_name() -> str:
+    """The configured backend; "c" falls back to "numpy" (logged once) where no C compiler works."""
+    from morphax._src.config import config
+
+    wanted = config.morphax_backend or "c"
+    if wanted != "c":
+        return wanted
+    if not _default:
+        ok = get_backend("c").available()
+        if not ok:
+            logger.warning(
+                "morphax: no working C compiler found (%s); jit runs on the NumPy backend.",
+                get_backend("c").unavailable_reason(),
+            )
+        _default.append("c" if ok else "numpy")
+    return _default[0]

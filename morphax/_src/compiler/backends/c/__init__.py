@@ -1,0 +1,110 @@
+"""The native CPU backend: fused kernels rendered to C (render.py), compiled by the system C
+compiler into one shared library per program (build.py, cached in memory and on disk) and called
+through ctypes, which releases the GIL for the duration of each kernel.
+
+A kernel that fails to build falls back to the NumPy rendering (with a warning quoting the
+compiler), never a crash; with no working compiler the default backend is "numpy".
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import warnings
+
+import numpy as np
+
+from morphax._src.compiler.backends.c import build, render
+from morphax._src.compiler.backends.numpy import kernel_callable
+from morphax._src.core.jaxpr import _NameContext, _print_jaxpr
+from morphax._src.core.primitive import Kind
+
+logger = logging.getLogger("morphax")
+
+
+class _Caps:
+    @staticmethod
+    def fuses_view(eqn) -> bool:
+        """LAYOUT equations become index maps of the loads that read them (no copy)."""
+        return all(np.dtype(v.aval.dtype) in render.DTYPES for v in (*eqn.invars, *eqn.outvars))
+
+    @staticmethod
+    def supports(eqn) -> bool:
+        prim = eqn.primitive
+        op = prim.kernel_op
+        if op is None:
+            return False
+        in_dtypes = [v.aval.dtype for v in eqn.invars]
+        out_dtypes = [v.aval.dtype for v in eqn.outvars]
+        if prim.kind is Kind.REDUCE:
+            return render.reduce_supported(op, in_dtypes[0]) and out_dtypes[0] == in_dtypes[0]
+        return render.supports(op, in_dtypes, out_dtypes, eqn.params)
+
+
+def _set_thread_policy() -> None:
+    # OpenMP threads that spin while idle make BLAS (and NumPy) next to them far slower: wait
+    # passively unless the user chose otherwise. Read by the OpenMP runtime when it starts.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from morphax._src.config import config
+
+    if config.morphax_num_threads and "OMP_NUM_THREADS" not in os.environ:
+        os.environ["OMP_NUM_THREADS"] = str(config.morphax_num_threads)
+
+
+class CBackend:
+    name = "c"
+    caps = _Caps()
+
+    @staticmethod
+    def available() -> bool:
+        _set_thread_policy()
+        return build.probe()[0]
+
+    @staticmethod
+    def unavailable_reason() -> str:
+        return build.probe()[1]
+
+    def build(self, program):
+        """Render every kernel of `program` into one C file, build it, and wrap each function."""
+        kernels = program.kernels
+        if not kernels:
+            return {}, []
+        names = _NameContext()
+        _print_jaxpr(program.closed.jaxpr, names, 0)  # names as the printed jaxpr shows them
+        sources = [render.render_kernel(k, names) for k in kernels]
+        source = render.PRELUDE + "\n\n" + "\n\n".join(sources) + "\n"
+        try:
+            lib = build.load(source, kernels[0].name)
+        except build.CompileError as e:
+            warnings.warn(
+                f"morphax: the C compiler failed on a generated program; running it with NumPy instead.\n{e}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return {id(k): kernel_callable(k) for k in kernels}, sources
+        return {id(k): _launcher(getattr(lib, k.name), k) for k in kernels}, sources
+
+
+def _launcher(fn, kernel):
+    """A Python callable for one C kernel: inputs -> freshly allocated outputs."""
+    fn.argtypes = [ctypes.c_void_p]
+    fn.restype = None
+    in_dtypes = [np.dtype(v.aval.dtype) for v in kernel.inputs]
+    out_specs = [(tuple(s.var.aval.shape), np.dtype(s.var.aval.dtype)) for s in kernel.stores]
+    n = len(in_dtypes) + len(out_specs)
+    ptr_array = ctypes.c_void_p * n
+    empty = np.empty
+    asarray = np.ascontiguousarray
+
+    def run(*inputs):
+        ins = [asarray(x, dtype=d) for x, d in zip(inputs, in_dtypes)]
+        outs = [empty(shape, dtype) for shape, dtype in out_specs]
+        ptrs = ptr_array(*[a.ctypes.data for a in ins], *[a.ctypes.data for a in outs])
+        fn(ptrs)
+        return outs
+
+    return run
+
+
+BACKEND = CBackend()

@@ -1,0 +1,631 @@
+"""Rendering fused kernels to C: one function per kernel, named after the program, with locals
+named after the jaxpr variables they hold (`v_c` for the printed jaxpr's `c`) and a comment listing
+the equations it fuses.
+
+C's traps are JAX's defined answers here: signed arithmetic wraps (done in unsigned types), integer
+division and remainder by zero and INT_MIN / -1 give XLA's results, shifts by >= the bit width
+give 0 (or the sign), float -> int conversions saturate (NaN -> 0). No undefined behaviour.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.index_expr import IndexExpr
+
+CODEGEN_VERSION = "1"
+
+_STORAGE = {
+    np.dtype(np.bool_): "uint8_t",
+    np.dtype(np.int8): "int8_t",
+    np.dtype(np.int16): "int16_t",
+    np.dtype(np.int32): "int32_t",
+    np.dtype(np.int64): "int64_t",
+    np.dtype(np.uint8): "uint8_t",
+    np.dtype(np.uint16): "uint16_t",
+    np.dtype(np.uint32): "uint32_t",
+    np.dtype(np.uint64): "uint64_t",
+    np.dtype(np.float32): "float",
+    np.dtype(np.float64): "double",
+}
+DTYPES = frozenset(_STORAGE)
+
+# Transcendental kernel ops: (float32 function, float64 function), from the C library for now.
+_MATH = {
+    "exp": ("expf", "exp"),
+    "exp2": ("exp2f", "exp2"),
+    "expm1": ("expm1f", "expm1"),
+    "log": ("logf", "log"),
+    "log1p": ("log1pf", "log1p"),
+    "tanh": ("tanhf", "tanh"),
+    "sin": ("sinf", "sin"),
+    "cos": ("cosf", "cos"),
+    "tan": ("tanf", "tan"),
+    "asin": ("asinf", "asin"),
+    "acos": ("acosf", "acos"),
+    "atan": ("atanf", "atan"),
+    "sinh": ("sinhf", "sinh"),
+    "cosh": ("coshf", "cosh"),
+    "asinh": ("asinhf", "asinh"),
+    "acosh": ("acoshf", "acosh"),
+    "atanh": ("atanhf", "atanh"),
+    "erf": ("erff", "erf"),
+    "erfc": ("erfcf", "erfc"),
+    "cbrt": ("cbrtf", "cbrt"),
+    "sqrt": ("sqrtf", "sqrt"),
+    "floor": ("floorf", "floor"),
+    "ceil": ("ceilf", "ceil"),
+    "atan2": ("atan2f", "atan2"),
+    "pow": ("powf", "pow"),
+    "nextafter": ("nextafterf", "nextafter"),
+}
+_ARITH = {"add": "+", "sub": "-", "mul": "*"}
+_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_BITWISE = {"and": "&", "or": "|", "xor": "^"}
+_FLOAT_ONLY = set(_MATH) | {"logistic", "rsqrt", "is_finite", "round"}
+_INT_ONLY = {"shift_left", "shift_right_logical", "shift_right_arithmetic", "population_count", "clz"}
+_ANY = {
+    "neg",
+    "abs",
+    "sign",
+    "max",
+    "min",
+    "div",
+    "rem",
+    "square",
+    "integer_pow",
+    "copy",
+    "stop_gradient",
+    "name",
+}
+_ANY |= set(_ARITH) | set(_COMPARE)
+_STRUCTURAL = {"select_n", "clamp", "convert_element_type", "iota", "threefry2x32", "not"} | set(_BITWISE)
+ELEMENTWISE_OPS = frozenset(_FLOAT_ONLY | _INT_ONLY | _ANY | _STRUCTURAL)
+REDUCE_OPS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or"})
+
+
+def ctype(dtype) -> str:
+    return _STORAGE[np.dtype(dtype)]
+
+
+def _bits(dtype) -> int:
+    return np.dtype(dtype).itemsize * 8
+
+
+def _wide_unsigned(dtype) -> str:
+    # Arithmetic type for wrapping integer math: never promoted to (signed) int, so no overflow UB.
+    return "uint64_t" if _bits(dtype) == 64 else "uint32_t"
+
+
+def _same_unsigned(dtype) -> str:
+    return {8: "uint8_t", 16: "uint16_t", 32: "uint32_t", 64: "uint64_t"}[_bits(dtype)]
+
+
+def _int_min(dtype) -> str:
+    if _dtypes.is_unsigned(dtype) or _dtypes.is_bool(dtype):
+        return "0"
+    return {8: "INT8_MIN", 16: "INT16_MIN", 32: "INT32_MIN", 64: "INT64_MIN"}[_bits(dtype)]
+
+
+def _int_max(dtype) -> str:
+    b = _bits(dtype)
+    if _dtypes.is_unsigned(dtype):
+        return {8: "UINT8_MAX", 16: "UINT16_MAX", 32: "UINT32_MAX", 64: "UINT64_MAX"}[b]
+    return {8: "INT8_MAX", 16: "INT16_MAX", 32: "INT32_MAX", 64: "INT64_MAX"}[b]
+
+
+def literal(value, dtype) -> str:
+    """A C literal of `dtype` for `value` (exact: floats in hexadecimal)."""
+    dtype = np.dtype(dtype)
+    value = np.asarray(value, dtype).item()
+    if dtype == np.bool_:
+        return "1" if value else "0"
+    if _dtypes.is_floating(dtype):
+        suffix = "f" if dtype == np.float32 else ""
+        if math.isnan(value):
+            return f'__builtin_nan{suffix}("")'
+        if math.isinf(value):
+            return f"{'-' if value < 0 else ''}__builtin_inf{suffix}()"
+        return f"({float(value).hex()}{suffix})"
+    if _dtypes.is_unsigned(dtype):
+        return f"(({ctype(dtype)}){value}u{'LL' if _bits(dtype) == 64 else ''})"
+    if value == np.iinfo(dtype).min:
+        return _int_min(dtype)
+    return f"(({ctype(dtype)}){value}{'LL' if _bits(dtype) == 64 else ''})"
+
+
+# ------------------------------------------------------------------------------------------ ops
+
+
+def supports(op: str, in_dtypes, out_dtypes, params) -> bool:
+    """Whether an elementwise `op` on these dtypes renders to C."""
+    dts = [np.dtype(d) for d in (*in_dtypes, *out_dtypes)]
+    if any(d not in DTYPES for d in dts) or op not in ELEMENTWISE_OPS:
+        return False
+    operand = np.dtype(in_dtypes[0]) if in_dtypes else np.dtype(out_dtypes[0])
+    if op in _FLOAT_ONLY and not _dtypes.is_floating(operand):
+        return False
+    if op in _INT_ONLY and not _dtypes.is_integer(operand):
+        return False
+    if op in _ARITH or op in ("div", "rem", "neg", "abs", "sign", "square", "integer_pow"):
+        return not _dtypes.is_bool(operand)
+    if op == "round":
+        return params.get("rounding_method", 0) in (0, 1) or hasattr(params.get("rounding_method"), "value")
+    return True
+
+
+def expr(op: str, args: list, node, arg_dtypes: list) -> str:
+    """The C expression computing `op` on the C expressions `args`."""
+    t = node.dtype
+    a = args[0] if args else None
+    adt = np.dtype(arg_dtypes[0]) if arg_dtypes else None
+    if op in _MATH:
+        f32, f64 = _MATH[op]
+        fn = f32 if adt == np.float32 else f64
+        return f"{fn}({', '.join(args)})"
+    if op in _ARITH:
+        if _dtypes.is_floating(t):
+            return f"({a} {_ARITH[op]} {args[1]})"
+        w = _wide_unsigned(t)
+        return f"(({ctype(t)})(({w}){a} {_ARITH[op]} ({w}){args[1]}))"
+    if op in _COMPARE:
+        return f"(({a}) {_COMPARE[op]} ({args[1]}))"
+    if op in _BITWISE:
+        return f"(({ctype(t)})(({a}) {_BITWISE[op]} ({args[1]})))"
+    if op == "not":
+        return f"(({ctype(t)})!({a}))" if _dtypes.is_bool(t) else f"(({ctype(t)})~({a}))"
+    if op in ("copy", "stop_gradient", "name"):  # the identity when evaluated
+        return a
+    if op == "square":
+        return expr("mul", [a, a], node, arg_dtypes)
+    if op == "neg":
+        if _dtypes.is_floating(t):
+            return f"(-{a})"
+        return f"(({ctype(t)})(0u - ({_wide_unsigned(t)}){a}))"
+    if op == "abs":
+        if _dtypes.is_floating(t):
+            return f"{'fabsf' if t == np.float32 else 'fabs'}({a})"
+        if _dtypes.is_unsigned(t):
+            return a
+        return f"(({a}) < 0 ? ({ctype(t)})(0u - ({_wide_unsigned(t)}){a}) : ({a}))"
+    if op == "sign":
+        if _dtypes.is_floating(t):
+            one = literal(1, t)
+            return f"(({a}) > 0 ? {one} : ({a}) < 0 ? -{one} : ({a}))"
+        if _dtypes.is_unsigned(t):
+            return f"(({ctype(t)})(({a}) != 0))"
+        return f"(({ctype(t)})((({a}) > 0) - (({a}) < 0)))"
+    if op in ("max", "min"):
+        b = args[1]
+        if _dtypes.is_floating(t):
+            fn = "mxk_max" if op == "max" else "mxk_min"
+            return f"{fn}{'f' if t == np.float32 else ''}({a}, {b})"
+        cmp = ">" if op == "max" else "<"
+        return f"(({a}) {cmp} ({b}) ? ({a}) : ({b}))"
+    if op == "div":
+        if _dtypes.is_floating(t):
+            return f"({a} / {args[1]})"
+        return f"MXK_IDIV({ctype(t)}, {_int_min(t)}, {a}, {args[1]})"
+    if op == "rem":
+        if _dtypes.is_floating(t):
+            return f"{'fmodf' if t == np.float32 else 'fmod'}({a}, {args[1]})"
+        return f"MXK_IREM({ctype(t)}, {_int_min(t)}, {a}, {args[1]})"
+    if op == "logistic":
+        one = literal(1, t)
+        ex = "expf" if t == np.float32 else "exp"
+        return f"({one} / ({one} + {ex}(-({a}))))"
+    if op == "rsqrt":
+        one = literal(1, t)
+        return f"({one} / {'sqrtf' if t == np.float32 else 'sqrt'}({a}))"
+    if op == "is_finite":
+        return f"((uint8_t)isfinite({a}))"
+    if op == "round":
+        method = node.params.get("rounding_method", 0)
+        method = getattr(method, "value", method)
+        fn = ("roundf", "rintf") if t == np.float32 else ("round", "rint")
+        return f"{fn[int(method)]}({a})"
+    if op == "integer_pow":
+        return _integer_pow(a, int(node.params["y"]), t)
+    if op in ("shift_left", "shift_right_logical", "shift_right_arithmetic"):
+        return _shift(op, a, args[1], t)
+    if op == "population_count":
+        fn = "__builtin_popcountll" if _bits(t) == 64 else "__builtin_popcount"
+        return f"(({ctype(t)}){fn}(({_same_unsigned(t)}){a}))"
+    if op == "clz":
+        b = _bits(t)
+        if b == 64:
+            return f"(({ctype(t)})(({a}) == 0 ? 64 : __builtin_clzll((uint64_t){a})))"
+        return (
+            f"(({ctype(t)})(({a}) == 0 ? {b} : __builtin_clz((uint32_t)({_same_unsigned(t)}){a}) - {32 - b}))"
+        )
+    if op == "select_n":
+        which, cases = a, args[1:]
+        if len(cases) == 1:
+            return cases[0]
+        if _dtypes.is_bool(adt):
+            return f"(({which}) ? ({cases[1]}) : ({cases[0]}))"
+        out = cases[-1]
+        for k in range(len(cases) - 2, -1, -1):
+            test = f"({which}) <= 0" if k == 0 else f"({which}) == {k}"
+            out = f"({test} ? ({cases[k]}) : {out})"
+        return out
+    if op == "clamp":
+        lo, x, hi = args
+        if _dtypes.is_floating(t):
+            sfx = "f" if t == np.float32 else ""
+            return f"mxk_clamp{sfx}({lo}, {x}, {hi})"
+        c = ctype(t)
+        return f"({{ {c} lo_ = {lo}, hi_ = {hi}, t_ = ({x}) < lo_ ? lo_ : ({x}); t_ > hi_ ? hi_ : t_; }})"
+    if op == "convert_element_type":
+        return _convert(a, adt, t)
+    if op == "iota":
+        return f"(({ctype(t)})i{int(node.params['dimension'])})"
+    raise NotImplementedError(f"C rendering of kernel op {op!r}")
+
+
+def _integer_pow(a: str, y: int, t) -> str:
+    """Square-and-multiply in the operand's type, in the reference's order (a GNU statement
+    expression of straight-line products)."""
+    if y == 0:
+        return literal(1, t)
+    c = ctype(t)
+    if _dtypes.is_floating(t):
+        mul = lambda p, q: f"{p} * {q}"  # noqa: E731
+    else:
+        w = _wide_unsigned(t)
+        mul = lambda p, q: f"({c})(({w}){p} * ({w}){q})"  # noqa: E731
+    stmts, acc, base, k, n = [f"{c} t0 = {a};"], None, "t0", 1, abs(y)
+    while n:
+        if n & 1:
+            if acc is None:
+                acc = base
+            else:
+                stmts.append(f"{c} t{k} = {mul(acc, base)};")
+                acc, k = f"t{k}", k + 1
+        n >>= 1
+        if n:
+            stmts.append(f"{c} t{k} = {mul(base, base)};")
+            base, k = f"t{k}", k + 1
+    value = f"{literal(1, t)} / {acc}" if y < 0 else acc
+    return f"({{ {' '.join(stmts)} {value}; }})"
+
+
+def _shift(op: str, a: str, b: str, t) -> str:
+    w = _bits(t)
+    oob = f"((int64_t)({b}) < 0 || (int64_t)({b}) >= {w})"
+    if op == "shift_left":
+        return f"({oob} ? ({ctype(t)})0 : ({ctype(t)})(({_wide_unsigned(t)}){a} << ({b})))"
+    if op == "shift_right_logical":
+        return f"({oob} ? ({ctype(t)})0 : ({ctype(t)})(({_same_unsigned(t)}){a} >> ({b})))"
+    # Arithmetic shifts read the bits as signed, unsigned operands too (XLA's semantics).
+    sgn = {8: "int8_t", 16: "int16_t", 32: "int32_t", 64: "int64_t"}[w]
+    return f"({oob} ? ({ctype(t)})(({sgn})({a}) < 0 ? -1 : 0) : ({ctype(t)})(({sgn})({a}) >> ({b})))"
+
+
+def _convert(a: str, src, dst) -> str:
+    if src == dst:
+        return a
+    if _dtypes.is_bool(dst):
+        return f"((uint8_t)(({a}) != 0))"
+    if _dtypes.is_integer(dst) and _dtypes.is_floating(src):
+        hi = f"({float(np.iinfo(dst).max) + 1.0!r})"
+        lo = f"({float(np.iinfo(dst).min)!r})"
+        return (
+            f"(({a}) != ({a}) ? ({ctype(dst)})0 : (double)({a}) >= {hi} ? {_int_max(dst)} : "
+            f"(double)({a}) < {lo} ? {_int_min(dst)} : ({ctype(dst)})({a}))"
+        )
+    return f"(({ctype(dst)})({a}))"
+
+
+PRELUDE = r"""
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* max/min as XLA: NaN from either side wins; max(-0, +0) = +0 and min = -0 in either order. */
+static inline float mxk_maxf(float a, float b) {
+  return a != a ? a : b != b ? b : a > b ? a : a < b ? b : (signbit(a) ? b : a);
+}
+static inline double mxk_max(double a, double b) {
+  return a != a ? a : b != b ? b : a > b ? a : a < b ? b : (signbit(a) ? b : a);
+}
+static inline float mxk_minf(float a, float b) {
+  return a != a ? a : b != b ? b : a < b ? a : a > b ? b : (signbit(a) ? a : b);
+}
+static inline double mxk_min(double a, double b) {
+  return a != a ? a : b != b ? b : a < b ? a : a > b ? b : (signbit(a) ? a : b);
+}
+/* clamp as XLA: min(max(x, lo), hi) with NaN propagating and ties taking the bound. */
+static inline float mxk_clampf(float lo, float x, float hi) {
+  float t = x != x ? x : lo != lo ? lo : x > lo ? x : lo;
+  return t != t ? t : hi != hi ? hi : t < hi ? t : hi;
+}
+static inline double mxk_clamp(double lo, double x, double hi) {
+  double t = x != x ? x : lo != lo ? lo : x > lo ? x : lo;
+  return t != t ? t : hi != hi ? hi : t < hi ? t : hi;
+}
+/* Integer division and remainder with XLA's answers where C traps: x / 0 = -1 (all ones),
+   x % 0 = x, INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0. */
+#define MXK_IDIV(T, TMIN, a, b) \
+  ((b) == 0 ? (T)-1 : ((TMIN) != 0 && (a) == (T)(TMIN) && (b) == (T)-1) ? (T)(a) : (T)((a) / (b)))
+#define MXK_IREM(T, TMIN, a, b) \
+  ((b) == 0 ? (T)(a) : ((TMIN) != 0 && (b) == (T)-1) ? (T)0 : (T)((a) % (b)))
+
+/* Threefry-2x32, 20 rounds (Salmon et al. 2011), as JAX's threefry2x32. */
+static inline void mxk_threefry2x32(uint32_t k0, uint32_t k1, uint32_t x0, uint32_t x1,
+                                    uint32_t *o0, uint32_t *o1) {
+  static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
+  uint32_t v0 = x0 + ks[0], v1 = x1 + ks[1];
+  for (int block = 0; block < 5; block++) {
+    for (int r = 0; r < 4; r++) {
+      int s = rot[block % 2][r];
+      v0 += v1;
+      v1 = ((v1 << s) | (v1 >> (32 - s))) ^ v0;
+    }
+    v0 += ks[(block + 1) % 3];
+    v1 += ks[(block + 2) % 3] + (uint32_t)(block + 1);
+  }
+  *o0 = v0;
+  *o1 = v1;
+}
+"""
+
+
+# -------------------------------------------------------------------------------------- kernels
+
+
+def _strides(shape) -> list:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return out[::-1]
+
+
+def _offset(index, shape, loop_names) -> str:
+    """C expression of the row-major offset of `index` (IndexExprs) into an array of `shape`."""
+    if not shape:
+        return "0"
+    total = IndexExpr.lift(0)
+    for i, s in zip(index, _strides(shape)):
+        total = total + IndexExpr.lift(i) * s
+    return total.to_c(loop_names)
+
+
+_REDUCE_INIT = {
+    "reduce_sum": lambda t: literal(0, t),
+    "reduce_prod": lambda t: literal(1, t),
+    "reduce_and": lambda t: literal(1, t) if _dtypes.is_bool(t) else f"(({ctype(t)})~({ctype(t)})0)",
+    "reduce_or": lambda t: literal(0, t),
+    "reduce_max": lambda t: literal(-np.inf, t) if _dtypes.is_floating(t) else _int_min(t),
+    "reduce_min": lambda t: literal(np.inf, t) if _dtypes.is_floating(t) else _int_max(t),
+}
+
+
+def reduce_supported(op: str, dtype) -> bool:
+    dtype = np.dtype(dtype)
+    if op not in REDUCE_OPS or dtype not in DTYPES:
+        return False
+    if op in ("reduce_and", "reduce_or"):
+        return _dtypes.is_integer(dtype) or _dtypes.is_bool(dtype)
+    return not _dtypes.is_bool(dtype) or op in ("reduce_max", "reduce_min")
+
+
+def _combine(op: str, acc: str, v: str, t) -> str:
+    fake = type("N", (), {"dtype": np.dtype(t), "params": {}})()
+    if op == "reduce_sum":
+        return expr("add", [acc, v], fake, [t, t])
+    if op == "reduce_prod":
+        return expr("mul", [acc, v], fake, [t, t])
+    if op == "reduce_max":
+        return expr("max", [acc, v], fake, [t, t])
+    if op == "reduce_min":
+        return expr("min", [acc, v], fake, [t, t])
+    if op == "reduce_and":
+        return f"(({ctype(t)})(({acc}) & ({v})))"
+    return f"(({ctype(t)})(({acc}) | ({v})))"
+
+
+def render_kernel(kernel, names_ctx, threads_threshold: int = 1 << 17) -> str:
+    """The C function for `kernel`. `names_ctx` (a jaxpr name context) names the variables as the
+    printed program does: `in_a` points at input `a`, `v_c` holds `c`."""
+    names = names_ctx.name
+    domain = kernel.domain
+    rank = len(domain)
+    size = int(np.prod(domain, dtype=np.int64)) if domain else 1
+    red_axes = tuple(sorted(a % rank for a in kernel.reduce_axes)) if rank else ()
+    has_iota = any(n.op == "iota" for n in kernel.nodes)
+    loads = [n.params["load"] for n in kernel.nodes if n.op == "load"]
+    in_shapes = [tuple(v.aval.shape) for v in kernel.inputs]
+    identity = tuple(IndexExpr.var(f"i{d}", n) for d, n in enumerate(domain))
+    flat = (
+        not any(st.reduce for st in kernel.stores)
+        and not has_iota
+        and all(
+            in_shapes[ld.slot] == tuple(domain)
+            and tuple(ld.index) == identity
+            or all(IndexExpr.lift(i).is_const for i in ld.index)
+            for ld in loads
+        )
+    )
+    lines = []
+    comment = kernel.describe(names_ctx).replace("*/", "* /")
+    lines.append(
+        f"/* {kernel.name}: fuses\n" + "\n".join(f" *   {ln}" for ln in comment.splitlines()) + "\n */"
+    )
+    lines.append(f"void {kernel.name}(void *const *restrict buf) {{")
+    pointers = {}
+    for slot, v in enumerate(kernel.inputs):
+        p = f"in_{names(v)}"
+        pointers[slot] = p
+        t = ctype(v.aval.dtype)
+        lines.append(f"  const {t} *restrict {p} = (const {t} *)buf[{slot}];")
+    outs = []
+    for k, store in enumerate(kernel.stores):
+        p = f"out_{names(store.var)}"
+        t = ctype(store.var.aval.dtype)
+        outs.append(p)
+        lines.append(f"  {t} *restrict {p} = (({t} *)buf[{len(kernel.inputs) + k}]);")
+    loop_names = {f"i{d}": f"i{d}" for d in range(rank)}
+    flat_names = {f"i{d}": "i" for d in range(rank)}
+
+    def body(indent: str, index_names: dict, flat_index: bool) -> list:
+        out = []
+        local = {}
+        used = set()
+        for nid, node in enumerate(kernel.nodes):
+            name = (
+                f"{'x' if node.op == 'load' else 'v'}_{names(node.var)}"
+                if node.var is not None
+                else f"t{nid}"
+            )
+            if name in used:
+                name = f"{name}_{nid}"
+            used.add(name)
+            local[nid] = name
+            if node.op == "load":
+                ld = node.params["load"]
+                shape = in_shapes[ld.slot]
+                if flat_index and shape:
+                    all_const = all(IndexExpr.lift(i).is_const for i in ld.index)
+                    off = _offset(ld.index, shape, index_names) if all_const else "i"
+                else:
+                    off = _offset(ld.index, shape, index_names)
+                out.append(f"{indent}const {ctype(node.dtype)} {name} = {pointers[ld.slot]}[{off}];")
+            elif node.op == "const":
+                out.append(
+                    f"{indent}const {ctype(node.dtype)} {name} = {literal(node.params['value'], node.dtype)};"
+                )
+            elif node.op == "result":
+                out.append(f"{indent}const uint32_t {name} = {local[node.args[0]]}_{node.params['index']};")
+            elif node.dtype is None:  # a multiple-result op (threefry2x32)
+                args = [local[a] for a in node.args]
+                out.append(f"{indent}uint32_t {name}_0, {name}_1;")
+                out.append(f"{indent}mxk_threefry2x32({', '.join(args)}, &{name}_0, &{name}_1);")
+            else:
+                args = [local[a] for a in node.args]
+                arg_dtypes = [kernel.nodes[a].dtype for a in node.args]
+                code = expr(node.op, args, node, arg_dtypes)
+                out.append(f"{indent}const {ctype(node.dtype)} {name} = {code};")
+        return out, local
+
+    def store_lines(indent, local, index_names, flat_index) -> list:
+        out = []
+        for p, store in zip(outs, kernel.stores):
+            if store.reduce is not None:
+                continue
+            off = "i" if flat_index else _offset(identity, domain, index_names)
+            out.append(f"{indent}{p}[{off}] = {local[store.node]};")
+        return out
+
+    if flat:
+        lines.append(f"  const int64_t n = {size};")
+        par = size >= threads_threshold
+        lines.append(
+            f"  #pragma omp parallel for simd if(n >= {threads_threshold})" if par else "  #pragma omp simd"
+        )
+        lines.append("  for (int64_t i = 0; i < n; i++) {")
+        stmts, local = body("    ", flat_names, True)
+        lines += stmts + store_lines("    ", local, flat_names, True)
+        lines.append("  }")
+        lines.append("}")
+        return "\n".join(lines)
+
+    # Nested loops over the domain. Reductions accumulate in `m_<out>` (the output itself, or a
+    # wider scratch array: float32 sums accumulate in float64); a suffix of reduced axes
+    # accumulates into a local first (vectorizable), other reduced axes straight into memory.
+    red_stores = [(p, s) for p, s in zip(outs, kernel.stores) if s.reduce is not None]
+    kept = [d for d in range(rank) if d not in red_axes]
+    out_shape = tuple(domain[d] for d in kept)
+    out_size = int(np.prod(out_shape, dtype=np.int64)) if out_shape else 1
+    acc_dt = {p: _acc_dtype(s.reduce, s.var.aval.dtype) for p, s in red_stores}
+    for p, s in red_stores:
+        a = acc_dt[p]
+        if a != np.dtype(s.var.aval.dtype):
+            lines.append(
+                f"  {ctype(a)} *restrict m_{p} = ({ctype(a)} *)malloc(sizeof({ctype(a)}) * {max(out_size, 1)});"
+            )
+            lines.append(f"  if (!m_{p}) return;")
+        else:
+            lines.append(f"  {ctype(a)} *restrict m_{p} = {p};")
+        lines.append(f"  for (int64_t o = 0; o < {out_size}; o++) m_{p}[o] = {_REDUCE_INIT[s.reduce](a)};")
+    suffix_start = rank
+    while suffix_start > 0 and (suffix_start - 1) in red_axes:
+        suffix_start -= 1
+    out_index = tuple(IndexExpr.var(f"i{d}", domain[d]) for d in kept)
+    indent = "  "
+    outer_par = rank > 0 and 0 not in red_axes and size >= threads_threshold and domain[0] > 1
+    for d in range(rank):
+        if red_stores and d == suffix_start:
+            for p, s in red_stores:
+                a = acc_dt[p]
+                lines.append(f"{indent}{ctype(a)} acc_{p} = {_REDUCE_INIT[s.reduce](a)};")
+        if d == 0 and outer_par:
+            lines.append(f"{indent}#pragma omp parallel for if({size} >= {threads_threshold})")
+        elif d == rank - 1 and not (red_stores and d >= suffix_start and _float_minmax(red_stores)):
+            lines.append(f"{indent}#pragma omp simd{_simd_reduction(red_stores, suffix_start, d)}")
+        lines.append(f"{indent}for (int64_t i{d} = 0; i{d} < {domain[d]}; i{d}++) {{")
+        indent += "  "
+    stmts, local = body(indent, loop_names, False)
+    lines += stmts + store_lines(indent, local, loop_names, False)
+    off = _offset(out_index, out_shape, loop_names)
+    for p, s in red_stores:
+        a = acc_dt[p]
+        v = local[s.node] if a == np.dtype(s.var.aval.dtype) else f"(({ctype(a)}){local[s.node]})"
+        if suffix_start < rank:
+            lines.append(f"{indent}acc_{p} = {_combine(s.reduce, f'acc_{p}', v, a)};")
+        else:
+            lines.append(f"{indent}m_{p}[{off}] = {_combine(s.reduce, f'm_{p}[{off}]', v, a)};")
+    for d in range(rank - 1, -1, -1):
+        indent = indent[:-2]
+        lines.append(f"{indent}}}")
+        if red_stores and d == suffix_start:
+            for p, s in red_stores:
+                a = acc_dt[p]
+                lines.append(f"{indent}m_{p}[{off}] = {_combine(s.reduce, f'm_{p}[{off}]', f'acc_{p}', a)};")
+    if red_stores and suffix_start == 0 and rank == 0:
+        pass  # a 0-d domain accumulated into memory directly above
+    for p, s in red_stores:
+        if acc_dt[p] != np.dtype(s.var.aval.dtype):
+            t = ctype(s.var.aval.dtype)
+            lines.append(f"  for (int64_t o = 0; o < {out_size}; o++) {p}[o] = ({t})m_{p}[o];")
+            lines.append(f"  free(m_{p});")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _acc_dtype(reduce: str, dtype) -> np.dtype:
+    """The accumulator type: float32 sums accumulate in float64, so a sum of millions of
+    elements stays accurate (NumPy's pairwise summation is the oracle); others in their own type."""
+    dtype = np.dtype(dtype)
+    if reduce == "reduce_sum" and dtype == np.float32:
+        return np.dtype(np.float64)
+    return dtype
+
+
+def _float_minmax(red_stores) -> bool:
+    return any(
+        s.reduce in ("reduce_max", "reduce_min") and _dtypes.is_floating(s.var.aval.dtype)
+        for _, s in red_stores
+    )
+
+
+def _simd_reduction(red_stores, suffix_start, d) -> str:
+    """The reduction clause for the innermost loop when it accumulates into locals."""
+    if not red_stores or d < suffix_start:
+        return ""
+    # Floating sums and products only: integer accumulators wrap through unsigned casts, which
+    # OpenMP's combiner would not do (signed overflow there would be undefined behaviour).
+    ops = {"reduce_sum": "+", "reduce_prod": "*"}
+    parts = []
+    for p, s in red_stores:
+        op = ops.get(s.reduce)
+        if op is None or not _dtypes.is_floating(s.var.aval.dtype):
+            return ""
+        parts.append(f" reduction({op}:acc_{p})")
+    return "".join(parts)

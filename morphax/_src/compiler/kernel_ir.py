@@ -1,0 +1,109 @@
+"""The kernel IR every backend renders: a `Program` is a list of steps over buffers (jaxpr
+variables that live in memory), each step a fused `Kernel` or an `Opaque` equation.
+
+A `Kernel` is one loop nest over a domain (a shape): it loads its input buffers (through an
+index map: broadcasts, transposes, slices, reshapes of a materialized buffer cost no copy),
+computes an expression DAG of kernel ops at each point of the domain, and stores some nodes:
+at the domain index, or reduced over some axes (one reduction per kernel, several outputs may
+share it). `Opaque` steps run one equation by other means (BLAS, LAPACK, sort, control flow,
+callbacks): the backend's library call or the primitive's reference.
+
+Produced by `compiler/fusion.py`; imports nothing above core.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class Node:
+    """One value computed at each point of the kernel's domain.
+
+    op: "load" (params: input slot and index map), "const" (params: value), or a kernel op
+    (a key of compiler/kernel_ops.py, params: the primitive's params). `args` are node ids.
+    """
+
+    op: str
+    args: tuple
+    params: dict
+    dtype: np.dtype
+    var: object = None  # the jaxpr variable it computes (or loads), to name it in generated code
+
+
+@dataclasses.dataclass
+class Load:
+    """How a kernel reads input slot `slot`: `index` maps the domain index (a tuple of
+    core.index_expr.IndexExpr over the loop variables) to the buffer's index."""
+
+    slot: int
+    index: tuple
+
+
+@dataclasses.dataclass
+class Store:
+    """Output `var` of the kernel: node `node` stored at each domain point, or, when `reduce`
+    is set, combined with the reduction op over `Kernel.reduce_axes` (the output then has the
+    domain's shape without those axes)."""
+
+    var: object
+    node: int
+    reduce: str | None = None
+    reduce_params: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class Kernel:
+    name: str
+    domain: tuple  # the loop extents
+    inputs: list  # jaxpr variables read (materialized buffers), one per slot
+    nodes: list  # Node, topologically ordered
+    stores: list  # Store
+    reduce_axes: tuple = ()
+    eqns: list = dataclasses.field(default_factory=list)  # the jaxpr equations fused, in order
+
+    @property
+    def outputs(self) -> list:
+        return [s.var for s in self.stores]
+
+    def describe(self, names=None) -> str:
+        """One line per fused equation, for the comment above the rendered kernel (`names`: a
+        jaxpr name context, so the names match the printed program)."""
+        from morphax._src.core.jaxpr import _NameContext, _print_eqn
+
+        names = names if names is not None else _NameContext()
+        return "\n".join(_print_eqn(e, names, 0).strip() for e in self.eqns)
+
+
+@dataclasses.dataclass
+class Opaque:
+    """One equation run outside the fused kernels."""
+
+    eqn: object
+
+    @property
+    def inputs(self) -> list:
+        return list(self.eqn.invars)
+
+    @property
+    def outputs(self) -> list:
+        return list(self.eqn.outvars)
+
+
+@dataclasses.dataclass
+class Program:
+    """The steps of one compiled jaxpr, in execution order."""
+
+    closed: object  # the optimized ClosedJaxpr
+    steps: list
+
+    @property
+    def kernels(self) -> list:
+        return [s for s in self.steps if isinstance(s, Kernel)]
+
+    def summary(self) -> str:
+        kernels = len(self.kernels)
+        opaque = len(self.steps) - kernels
+        return f"{kernels} fused kernel{'s' * (kernels != 1)}, {opaque} other step{'s' * (opaque != 1)}"
