@@ -206,6 +206,43 @@ def lower(closed, caps, name: str = "kernel") -> Program:
             b.reduced_vars.add(id(out))
             owner[id(out)] = b
             continue
+        form = (
+            prim.elementwise_form(*[v.aval for v in eqn.invars], **eqn.params)
+            if prim.elementwise_form
+            else None
+        )
+        if form is not None and caps.supports_op(form[0], eqn):
+            # One elementwise op on operands read through index maps: they are loads of
+            # materialized buffers (a value computed at the tail's index cannot be re-indexed).
+            op, maps = form
+            domain = tuple(eqn.outvars[0].aval.shape)
+            if (
+                tail is None
+                or tail.kernel.domain != domain
+                or any(
+                    type(v) is not Literal and (owner.get(id(v)) is tail or not readable_in(tail, v))
+                    for v in eqn.invars
+                )
+            ):
+                tail = new_kernel(domain)
+            b = tail
+            index = _domain_index(domain)
+            args = []
+            for v, index_map in zip(eqn.invars, maps):
+                if type(v) is Literal:
+                    args.append(operand_node(b, v))
+                    continue
+                view = views.get(id(v))
+                mapped = tuple(index_map(index))
+                if view is not None:
+                    args.append(load(b, view.base, view.index(mapped), v.aval))
+                else:
+                    args.append(load(b, v, mapped, v.aval))
+            b.kernel.eqns.append(eqn)
+            out = eqn.outvars[0]
+            b.define(out, b.add_node(Node(op, tuple(args), {}, np.dtype(out.aval.dtype))))
+            owner[id(out)] = b
+            continue
         for v in eqn.invars:
             materialize(v)
         steps.append(Opaque(eqn))

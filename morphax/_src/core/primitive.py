@@ -104,6 +104,11 @@ class Primitive:
         # index: ``index_map(out_index, *in_avals, **params) -> [operand index tuple, ...]``, each
         # tuple of `index_expr.IndexExpr` over the output index expressions (one per operand).
         self.index_map = None
+        # A non-elementwise primitive some of whose equations are one elementwise op on operands
+        # read through index maps (dot_general without contracting dims is a broadcast multiply):
+        # ``elementwise_form(*in_avals, **params) -> (kernel_op, [index_map per operand]) | None``,
+        # each index_map(out_index) -> operand index tuple. The compiler fuses such equations.
+        self.elementwise_form = None
         # Canonical values of params that some binders leave out, filled in by `bind`, so equal
         # programs have equal params (CSE and compile caches compare params).
         self.param_defaults: dict = {}

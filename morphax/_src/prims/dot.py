@@ -271,6 +271,46 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
 
 
 dot_general_p.impl = _dot_general_impl
+
+
+def _dot_general_elementwise_form(
+    lhs, rhs, *, dimension_numbers, precision, preferred_element_type, out_sharding
+):
+    """Without contracting dims (the outer products vmap(grad) produces) each output element is
+    one product: a broadcast multiply the compiler fuses, not a BLAS call. Output axes are
+    (batch, lhs free, rhs free), as XLA orders them."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    if (
+        lc
+        or rc
+        or _result_dtype(lhs.dtype, rhs.dtype, preferred_element_type) != lhs.dtype
+        or lhs.dtype != rhs.dtype
+    ):
+        return None
+    lf = [d for d in range(len(lhs.shape)) if d not in lb]
+    rf = [d for d in range(len(rhs.shape)) if d not in rb]
+    nb = len(lb)
+
+    def lhs_map(out_index):
+        idx = [None] * len(lhs.shape)
+        for k, d in enumerate(lb):
+            idx[d] = out_index[k]
+        for k, d in enumerate(lf):
+            idx[d] = out_index[nb + k]
+        return tuple(idx)
+
+    def rhs_map(out_index):
+        idx = [None] * len(rhs.shape)
+        for k, d in enumerate(rb):
+            idx[d] = out_index[k]
+        for k, d in enumerate(rf):
+            idx[d] = out_index[nb + len(lf) + k]
+        return tuple(idx)
+
+    return "mul", [lhs_map, rhs_map]
+
+
+dot_general_p.elementwise_form = _dot_general_elementwise_form
 dot_general_p.abstract_eval = _dot_general_abstract_eval
 
 

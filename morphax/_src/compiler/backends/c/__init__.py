@@ -30,6 +30,13 @@ class _Caps:
         return all(np.dtype(v.aval.dtype) in render.DTYPES for v in (*eqn.invars, *eqn.outvars))
 
     @staticmethod
+    def supports_op(op: str, eqn) -> bool:
+        """Whether `eqn`, computed as the elementwise `op`, renders to C."""
+        in_dtypes = [v.aval.dtype for v in eqn.invars]
+        out_dtypes = [v.aval.dtype for v in eqn.outvars]
+        return render.supports(op, in_dtypes, out_dtypes, {})
+
+    @staticmethod
     def supports(eqn) -> bool:
         prim = eqn.primitive
         op = prim.kernel_op
@@ -38,7 +45,7 @@ class _Caps:
         in_dtypes = [v.aval.dtype for v in eqn.invars]
         out_dtypes = [v.aval.dtype for v in eqn.outvars]
         if prim.kind is Kind.REDUCE:
-            return render.reduce_supported(op, in_dtypes[0]) and out_dtypes[0] == in_dtypes[0]
+            return render.reduce_supported(op, in_dtypes[0], out_dtypes[0])
         return render.supports(op, in_dtypes, out_dtypes, eqn.params)
 
 

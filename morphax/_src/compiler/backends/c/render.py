@@ -407,9 +407,14 @@ _REDUCE_INIT = {
 }
 
 
-def reduce_supported(op: str, dtype) -> bool:
-    dtype = np.dtype(dtype)
-    if op not in REDUCE_OPS or dtype not in DTYPES:
+def reduce_supported(op: str, dtype, out_dtype) -> bool:
+    dtype, out_dtype = np.dtype(dtype), np.dtype(out_dtype)
+    if dtype not in DTYPES or out_dtype not in DTYPES:
+        return False
+    if op in ("argmax", "argmin"):
+        # Values are compared as doubles: exact for every dtype up to 32 bits and float64.
+        return _dtypes.is_integer(out_dtype) and (dtype.itemsize <= 4 or dtype == np.float64)
+    if op not in REDUCE_OPS or out_dtype != dtype:
         return False
     if op in ("reduce_and", "reduce_or"):
         return _dtypes.is_integer(dtype) or _dtypes.is_bool(dtype)
@@ -536,67 +541,141 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = 1 << 17) -> str:
         lines.append("}")
         return "\n".join(lines)
 
-    # Nested loops over the domain. Reductions accumulate in `m_<out>` (the output itself, or a
-    # wider scratch array: float32 sums accumulate in float64); a suffix of reduced axes
-    # accumulates into a local first (vectorizable), other reduced axes straight into memory.
-    red_stores = [(p, s) for p, s in zip(outs, kernel.stores) if s.reduce is not None]
+    # Nested loops over the domain. Each reduction accumulates in memory (`m_<out>`: the output
+    # itself, or wider scratch); a suffix of reduced axes accumulates into locals first
+    # (vectorizable), other reduced axes straight into memory.
     kept = [d for d in range(rank) if d not in red_axes]
     out_shape = tuple(domain[d] for d in kept)
     out_size = int(np.prod(out_shape, dtype=np.int64)) if out_shape else 1
-    acc_dt = {p: _acc_dtype(s.reduce, s.var.aval.dtype) for p, s in red_stores}
-    for p, s in red_stores:
-        a = acc_dt[p]
-        if a != np.dtype(s.var.aval.dtype):
-            lines.append(
-                f"  {ctype(a)} *restrict m_{p} = ({ctype(a)} *)malloc(sizeof({ctype(a)}) * {max(out_size, 1)});"
-            )
-            lines.append(f"  if (!m_{p}) return;")
-        else:
-            lines.append(f"  {ctype(a)} *restrict m_{p} = {p};")
-        lines.append(f"  for (int64_t o = 0; o < {out_size}; o++) m_{p}[o] = {_REDUCE_INIT[s.reduce](a)};")
+    accs = [
+        _Accumulator(p, s, out_size, red_axes) for p, s in zip(outs, kernel.stores) if s.reduce is not None
+    ]
+    for acc in accs:
+        lines += acc.setup()
     suffix_start = rank
     while suffix_start > 0 and (suffix_start - 1) in red_axes:
         suffix_start -= 1
     out_index = tuple(IndexExpr.var(f"i{d}", domain[d]) for d in kept)
+    off = _offset(out_index, out_shape, loop_names)
     indent = "  "
     outer_par = rank > 0 and 0 not in red_axes and size >= threads_threshold and domain[0] > 1
     for d in range(rank):
-        if red_stores and d == suffix_start:
-            for p, s in red_stores:
-                a = acc_dt[p]
-                lines.append(f"{indent}{ctype(a)} acc_{p} = {_REDUCE_INIT[s.reduce](a)};")
+        if accs and d == suffix_start:
+            for acc in accs:
+                lines += acc.locals(indent)
         if d == 0 and outer_par:
             lines.append(f"{indent}#pragma omp parallel for if({size} >= {threads_threshold})")
-        elif d == rank - 1 and not (red_stores and d >= suffix_start and _float_minmax(red_stores)):
-            lines.append(f"{indent}#pragma omp simd{_simd_reduction(red_stores, suffix_start, d)}")
+        elif d == rank - 1:
+            clause = _simd_reduction(accs) if d >= suffix_start else ""
+            if clause is not None:
+                lines.append(f"{indent}#pragma omp simd{clause}")
         lines.append(f"{indent}for (int64_t i{d} = 0; i{d} < {domain[d]}; i{d}++) {{")
         indent += "  "
     stmts, local = body(indent, loop_names, False)
     lines += stmts + store_lines(indent, local, loop_names, False)
-    off = _offset(out_index, out_shape, loop_names)
-    for p, s in red_stores:
-        a = acc_dt[p]
-        v = local[s.node] if a == np.dtype(s.var.aval.dtype) else f"(({ctype(a)}){local[s.node]})"
+    for acc in accs:
         if suffix_start < rank:
-            lines.append(f"{indent}acc_{p} = {_combine(s.reduce, f'acc_{p}', v, a)};")
+            lines += acc.into_local(indent, local[acc.store.node])
         else:
-            lines.append(f"{indent}m_{p}[{off}] = {_combine(s.reduce, f'm_{p}[{off}]', v, a)};")
+            lines += acc.into_memory(indent, local[acc.store.node], off)
     for d in range(rank - 1, -1, -1):
         indent = indent[:-2]
         lines.append(f"{indent}}}")
-        if red_stores and d == suffix_start:
-            for p, s in red_stores:
-                a = acc_dt[p]
-                lines.append(f"{indent}m_{p}[{off}] = {_combine(s.reduce, f'm_{p}[{off}]', f'acc_{p}', a)};")
-    if red_stores and suffix_start == 0 and rank == 0:
-        pass  # a 0-d domain accumulated into memory directly above
-    for p, s in red_stores:
-        if acc_dt[p] != np.dtype(s.var.aval.dtype):
-            t = ctype(s.var.aval.dtype)
-            lines.append(f"  for (int64_t o = 0; o < {out_size}; o++) {p}[o] = ({t})m_{p}[o];")
-            lines.append(f"  free(m_{p});")
+        if accs and d == suffix_start:
+            for acc in accs:
+                lines += acc.local_into_memory(indent, off)
+    for acc in accs:
+        lines += acc.finish()
     lines.append("}")
     return "\n".join(lines)
+
+
+class _Accumulator:
+    """The C of one reduction output `p`: setup, per-element combine, finish."""
+
+    def __init__(self, p, store, out_size, red_axes):
+        self.p, self.store, self.out_size = p, store, out_size
+        self.op = store.reduce
+        self.out_dt = np.dtype(store.var.aval.dtype)
+        self.arg = self.op in ("argmax", "argmin")
+        if self.arg:
+            self.axis = int(store.reduce_params["axes"][0])
+            self.val_dt = None  # set from the operand node's dtype by the kernel (see setup)
+        self.acc_dt = _acc_dtype(self.op, self.out_dt) if not self.arg else None
+
+    def setup(self) -> list:
+        p, n = self.p, max(self.out_size, 1)
+        if self.arg:
+            return [
+                f"  int64_t *restrict mi_{p} = (int64_t *)malloc(sizeof(int64_t) * {n});",
+                f"  double *restrict mv_{p} = (double *)malloc(sizeof(double) * {n});",
+                f"  if (!mi_{p} || !mv_{p}) {{ free(mi_{p}); free(mv_{p}); return; }}",
+                f"  for (int64_t o = 0; o < {self.out_size}; o++) mi_{p}[o] = -1;",
+            ]
+        a = self.acc_dt
+        if a != self.out_dt:
+            head = [
+                f"  {ctype(a)} *restrict m_{p} = ({ctype(a)} *)malloc(sizeof({ctype(a)}) * {n});",
+                f"  if (!m_{p}) return;",
+            ]
+        else:
+            head = [f"  {ctype(a)} *restrict m_{p} = {p};"]
+        return head + [
+            f"  for (int64_t o = 0; o < {self.out_size}; o++) m_{p}[o] = {_REDUCE_INIT[self.op](a)};"
+        ]
+
+    def _take(self, best: str, v: str) -> str:
+        # argmax/argmin: NaN beats everything and the first one wins; ties keep the first index.
+        cmp = ">" if self.op == "argmax" else "<"
+        return f"(({best}) == ({best}) && (({v}) != ({v}) || ({v}) {cmp} ({best})))"
+
+    def locals(self, indent) -> list:
+        p = self.p
+        if self.arg:
+            return [f"{indent}int64_t li_{p} = -1;", f"{indent}double lv_{p} = 0;"]
+        return [f"{indent}{ctype(self.acc_dt)} acc_{p} = {_REDUCE_INIT[self.op](self.acc_dt)};"]
+
+    def into_local(self, indent, v) -> list:
+        p = self.p
+        if self.arg:
+            return [
+                f"{indent}if (li_{p} < 0 || {self._take(f'lv_{p}', f'(double)({v})')}) "
+                f"{{ lv_{p} = (double)({v}); li_{p} = i{self.axis}; }}"
+            ]
+        val = v if self.acc_dt == self.out_dt else f"(({ctype(self.acc_dt)}){v})"
+        return [f"{indent}acc_{p} = {_combine(self.op, f'acc_{p}', val, self.acc_dt)};"]
+
+    def into_memory(self, indent, v, off) -> list:
+        p = self.p
+        if self.arg:
+            return [
+                f"{indent}if (mi_{p}[{off}] < 0 || {self._take(f'mv_{p}[{off}]', f'(double)({v})')}) "
+                f"{{ mv_{p}[{off}] = (double)({v}); mi_{p}[{off}] = i{self.axis}; }}"
+            ]
+        val = v if self.acc_dt == self.out_dt else f"(({ctype(self.acc_dt)}){v})"
+        return [f"{indent}m_{p}[{off}] = {_combine(self.op, f'm_{p}[{off}]', val, self.acc_dt)};"]
+
+    def local_into_memory(self, indent, off) -> list:
+        p = self.p
+        if self.arg:
+            # The suffix holds the only reduced axis: this local is the whole answer.
+            return [f"{indent}mi_{p}[{off}] = li_{p};"]
+        return [f"{indent}m_{p}[{off}] = {_combine(self.op, f'm_{p}[{off}]', f'acc_{p}', self.acc_dt)};"]
+
+    def finish(self) -> list:
+        p, t = self.p, ctype(self.out_dt)
+        if self.arg:
+            return [
+                f"  for (int64_t o = 0; o < {self.out_size}; o++) {p}[o] = ({t})mi_{p}[o];",
+                f"  free(mi_{p});",
+                f"  free(mv_{p});",
+            ]
+        if self.acc_dt != self.out_dt:
+            return [
+                f"  for (int64_t o = 0; o < {self.out_size}; o++) {p}[o] = ({t})m_{p}[o];",
+                f"  free(m_{p});",
+            ]
+        return []
 
 
 def _acc_dtype(reduce: str, dtype) -> np.dtype:
@@ -608,24 +687,15 @@ def _acc_dtype(reduce: str, dtype) -> np.dtype:
     return dtype
 
 
-def _float_minmax(red_stores) -> bool:
-    return any(
-        s.reduce in ("reduce_max", "reduce_min") and _dtypes.is_floating(s.var.aval.dtype)
-        for _, s in red_stores
-    )
-
-
-def _simd_reduction(red_stores, suffix_start, d) -> str:
-    """The reduction clause for the innermost loop when it accumulates into locals."""
-    if not red_stores or d < suffix_start:
-        return ""
-    # Floating sums and products only: integer accumulators wrap through unsigned casts, which
-    # OpenMP's combiner would not do (signed overflow there would be undefined behaviour).
+def _simd_reduction(accs):
+    """The clause for an innermost loop that accumulates into locals: floating sums and
+    products vectorize with OpenMP's reduction; max/min (NaN rules), arg reductions and integer
+    accumulators (which wrap through unsigned casts) are left to the compiler (None: no pragma)."""
     ops = {"reduce_sum": "+", "reduce_prod": "*"}
     parts = []
-    for p, s in red_stores:
-        op = ops.get(s.reduce)
-        if op is None or not _dtypes.is_floating(s.var.aval.dtype):
-            return ""
-        parts.append(f" reduction({op}:acc_{p})")
+    for acc in accs:
+        op = ops.get(acc.op)
+        if op is None or not _dtypes.is_floating(acc.out_dt):
+            return None
+        parts.append(f" reduction({op}:acc_{acc.p})")
     return "".join(parts)

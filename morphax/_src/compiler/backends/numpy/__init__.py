@@ -21,6 +21,10 @@ class _Caps:
     def supports(eqn) -> bool:
         return False
 
+    @staticmethod
+    def supports_op(op: str, eqn) -> bool:
+        return False
+
 
 class NumpyBackend:
     name = "numpy"
