@@ -436,7 +436,71 @@ def _combine(op: str, acc: str, v: str, t) -> str:
     return f"(({ctype(t)})(({acc}) | ({v})))"
 
 
-def render_kernel(kernel, names_ctx, threads_threshold: int = 1 << 17) -> str:
+# Threads pay off only for enough work: memory-bound loops of a few hundred thousand elements
+# run faster on one core than a thread team costs to wake (and far slower when another process
+# holds the other cores). Work is elements times ops, a transcendental counting as 20.
+PARALLEL_WORK = 4_000_000
+PARALLEL_MIN_ELEMENTS = 1 << 16
+TILE = 32
+
+
+def _worth_threads(kernel, size: int, min_elements: int) -> bool:
+    if size < min_elements:
+        return False
+    weight = sum(20 if n.op in _MATH or n.op in ("logistic", "pow", "rsqrt") else 1 for n in kernel.nodes)
+    return size * weight >= PARALLEL_WORK
+
+
+def _strided_inner_load(loads, in_shapes, domain) -> bool:
+    """Whether some load walks its buffer with a stride > 1 along the innermost loop (a transpose):
+    such kernels are tiled so both the load and the store stay in cache."""
+    inner = f"i{len(domain) - 1}"
+    names = {f"i{d}": f"i{d}" for d in range(len(domain))}
+    for ld in loads:
+        shape = in_shapes[ld.slot]
+        if not shape:
+            continue
+        total = IndexExpr.lift(0)
+        for i, st in zip(ld.index, _strides(shape)):
+            total = total + IndexExpr.lift(i) * st
+        for atom, coeff in total.terms:
+            if getattr(atom, "name", None) == inner and abs(coeff) > 1:
+                return True
+    del names
+    return False
+
+
+def _tiled_loops(kernel, domain, par, body, store_lines, loop_names) -> list:
+    """The last two loops in TILE x TILE blocks (threads over the outermost loop)."""
+    rank = len(domain)
+    a, b = rank - 2, rank - 1
+    lines, indent = [], "  "
+    for d in range(a):
+        if d == 0 and par:
+            lines.append(f"{indent}#pragma omp parallel for")
+        lines.append(f"{indent}for (int64_t i{d} = 0; i{d} < {domain[d]}; i{d}++) {{")
+        indent += "  "
+    if a == 0 and par:
+        lines.append(f"{indent}#pragma omp parallel for")
+    lines.append(f"{indent}for (int64_t t{a} = 0; t{a} < {domain[a]}; t{a} += {TILE}) {{")
+    lines.append(f"{indent}  for (int64_t t{b} = 0; t{b} < {domain[b]}; t{b} += {TILE}) {{")
+    indent += "    "
+    for d in (a, b):
+        end = f"(t{d} + {TILE} < {domain[d]} ? t{d} + {TILE} : {domain[d]})"
+        if d == b:
+            lines.append(f"{indent}#pragma omp simd")
+        lines.append(f"{indent}for (int64_t i{d} = t{d}; i{d} < {end}; i{d}++) {{")
+        indent += "  "
+    stmts, local = body(indent, loop_names, False)
+    lines += stmts + store_lines(indent, local, loop_names, False)
+    for _ in range(rank + 2):
+        indent = indent[:-2]
+        lines.append(f"{indent}}}")
+    lines.append("}")
+    return lines
+
+
+def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEMENTS) -> str:
     """The C function for `kernel`. `names_ctx` (a jaxpr name context) names the variables as the
     printed program does: `in_a` points at input `a`, `v_c` holds `c`."""
     names = names_ctx.name
@@ -528,12 +592,10 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = 1 << 17) -> str:
             out.append(f"{indent}{p}[{off}] = {local[store.node]};")
         return out
 
+    par = _worth_threads(kernel, size, threads_threshold)
     if flat:
         lines.append(f"  const int64_t n = {size};")
-        par = size >= threads_threshold
-        lines.append(
-            f"  #pragma omp parallel for simd if(n >= {threads_threshold})" if par else "  #pragma omp simd"
-        )
+        lines.append("  #pragma omp parallel for simd" if par else "  #pragma omp simd")
         lines.append("  for (int64_t i = 0; i < n; i++) {")
         stmts, local = body("    ", flat_names, True)
         lines += stmts + store_lines("    ", local, flat_names, True)
@@ -557,14 +619,16 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = 1 << 17) -> str:
         suffix_start -= 1
     out_index = tuple(IndexExpr.var(f"i{d}", domain[d]) for d in kept)
     off = _offset(out_index, out_shape, loop_names)
+    if not accs and rank >= 2 and _strided_inner_load(loads, in_shapes, domain):
+        return "\n".join(lines + _tiled_loops(kernel, domain, par, body, store_lines, loop_names))
     indent = "  "
-    outer_par = rank > 0 and 0 not in red_axes and size >= threads_threshold and domain[0] > 1
+    outer_par = par and rank > 0 and 0 not in red_axes and domain[0] > 1
     for d in range(rank):
         if accs and d == suffix_start:
             for acc in accs:
                 lines += acc.locals(indent)
         if d == 0 and outer_par:
-            lines.append(f"{indent}#pragma omp parallel for if({size} >= {threads_threshold})")
+            lines.append(f"{indent}#pragma omp parallel for")
         elif d == rank - 1:
             clause = _simd_reduction(accs) if d >= suffix_start else ""
             if clause is not None:
