@@ -72,3 +72,6 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
 def clear_cache():
     global _generation
     _generation += 1
+    from morphax._src.compiler.backends.c.build import clear_disk_cache  # memory and disk (issue 13)
+
+    clear_disk_cache()

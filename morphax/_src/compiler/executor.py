@@ -22,7 +22,7 @@ from morphax._src.core.jaxpr import ClosedJaxpr, Literal, any_eqn
 _MODULE = "morphax._src.compiler.generated"
 # NumPy's float warnings (log(-1), inf - inf) are attributed to the generated module: silence them
 # there, like the eager path does, without touching the user's NumPy settings.
-warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"morphax\._src\.compiler\..*")
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"morphax\._src\.compiler\.generated")
 
 _counter = itertools.count()
 

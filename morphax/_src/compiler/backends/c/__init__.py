@@ -23,6 +23,11 @@ from morphax._src.core.primitive import Kind
 logger = logging.getLogger("morphax")
 
 
+class CompilerFallbackWarning(UserWarning):
+    """A program ran on the NumPy backend because the C compiler failed on it. (Not a
+    RuntimeWarning: morphax silences those from its own modules, NumPy's float edge cases.)"""
+
+
 class _Caps:
     @staticmethod
     def fuses_view(eqn) -> bool:
@@ -86,7 +91,7 @@ class CBackend:
         except build.CompileError as e:
             warnings.warn(
                 f"morphax: the C compiler failed on a generated program; running it with NumPy instead.\n{e}",
-                RuntimeWarning,
+                CompilerFallbackWarning,
                 stacklevel=2,
             )
             return {id(k): kernel_callable(k) for k in kernels}, sources

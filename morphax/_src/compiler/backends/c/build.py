@@ -6,7 +6,16 @@ version and the host CPU. Entries are written atomically (a temporary file renam
 under a file lock) with a SHA-256 checksum written last; an entry whose checksum does not match
 (truncated, corrupt) is rebuilt, never loaded. The cache is capped (MORPHAX_CACHE_MAX_MB,
 default 512) with least-recently-used eviction. A read-only cache directory falls back to a
-temporary one. Counters (`stats`) are what tests assert on.
+temporary one. Counters (`stats`) are what tests assert on: `compiles` counts generated programs
+built by the compiler (the probe is not one), `disk_hits`/`memory_hits` the cache hits and
+`rebuilt_corrupt` the entries found damaged (bad checksum, missing checksum, unloadable) and rebuilt.
+
+Whether the compiler works (and takes -fopenmp) is probed once per machine: the answer is kept in
+the cache directory, keyed by the compiler binary, its flags and the host CPU.
+
+MORPHAX_C_EXTRA_FLAGS (whitespace-separated) is appended to the compiler flags and is part of the
+cache key: a debugging hook, e.g. to build the generated programs under sanitizers
+(`-fsanitize=undefined,address -fno-sanitize-recover=all`; ASan also needs libasan preloaded).
 """
 
 from __future__ import annotations
@@ -14,8 +23,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
+import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -23,7 +34,18 @@ import threading
 
 from morphax._src.compiler.backends.c.render import CODEGEN_VERSION
 
-FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fPIC", "-shared", "-std=gnu11", "-w"]
+# -ffp-contract=off: a*b+c rounds twice, as NumPy (the reference) and eager morphax compute it,
+# so jit and eager agree bit for bit on arithmetic (the math library uses fma explicitly).
+FLAGS = [
+    "-O3",
+    "-march=native",
+    "-fno-math-errno",
+    "-ffp-contract=off",
+    "-fPIC",
+    "-shared",
+    "-std=gnu11",
+    "-w",
+]
 OPENMP = ["-fopenmp"]
 
 stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0, "rebuilt_corrupt": 0}
@@ -55,6 +77,13 @@ def _version(cc: str) -> str:
 
 def _cpu() -> str:
     """The host CPU, for the cache key (-march=native code must not move to another CPU)."""
+    got = _probe.get("cpu")
+    if got is None:
+        got = _probe["cpu"] = _read_cpu()
+    return got
+
+
+def _read_cpu() -> str:
     model, flags = platform.machine(), ""
     try:
         with open("/proc/cpuinfo") as fh:
@@ -72,31 +101,100 @@ def _cpu() -> str:
 
 
 def probe() -> tuple[bool, str]:
-    """Whether the compiler builds and loads a library here (checked once per process)."""
+    """Whether the compiler builds and loads a library here: checked once per process, and the
+    positive answer kept on disk (once per machine and compiler binary)."""
     if "result" not in _probe:
         cc = compiler()
         if cc is None:
             _probe["result"] = (False, "no C compiler on the PATH (set CC)")
         else:
-            _probe["cc"], _probe["version"] = cc, _version(cc)
-            src = "int morphax_probe(int x) { return x + 1; }\n"
-            try:
-                for extra in (OPENMP, []):
-                    try:
-                        lib = _compile_and_load(src, "probe", extra, use_disk=False)
-                        if lib.morphax_probe(41) == 42:
-                            _probe["openmp"] = bool(extra)
-                            _probe["result"] = (True, "")
-                            break
-                    except CompileError as e:
-                        _probe["result"] = (False, str(e))
-            except OSError as e:
-                _probe["result"] = (False, f"{type(e).__name__}: {e}")
+            _probe["cc"] = cc
+            known = _read_probe(cc)
+            if known is not None:
+                _probe["version"], _probe["openmp"] = known["version"], known["openmp"]
+                _probe["result"] = (True, "")
+            else:
+                _probe["version"] = _version(cc)
+                _run_probe()
+                if _probe["result"][0]:
+                    _write_probe(cc)
     return _probe["result"]
 
 
+def _run_probe() -> None:
+    src = "int morphax_probe(int x) { return x + 1; }\n"
+    try:
+        for extra in (OPENMP, []):
+            try:
+                lib = _compile_and_load(src, "probe", extra, use_disk=False, count=False)
+                if lib.morphax_probe(41) == 42:
+                    _probe["openmp"] = bool(extra)
+                    _probe["result"] = (True, "")
+                    break
+            except CompileError as e:
+                _probe["result"] = (False, str(e))
+    except OSError as e:
+        _probe["result"] = (False, f"{type(e).__name__}: {e}")
+
+
+def _probe_path(cc: str) -> str | None:
+    """Where the probe's answer for compiler binary `cc` is kept (None: nowhere)."""
+    try:
+        st = os.stat(os.path.realpath(cc))
+    except OSError:
+        return None
+    h = hashlib.sha256()
+    for part in (
+        os.path.realpath(cc),
+        str(st.st_size),
+        str(st.st_mtime_ns),
+        " ".join(FLAGS + OPENMP),
+        _extra_flags_text(),
+        _cpu(),
+    ):
+        h.update(part.encode())
+        h.update(b"\0")
+    return os.path.join(cache_dir(), f"probe-{h.hexdigest()[:32]}.json")
+
+
+def _read_probe(cc: str) -> dict | None:
+    path = _probe_path(cc)
+    if path is None:
+        return None
+    try:
+        with open(path) as fh:
+            got = json.load(fh)
+        if (
+            isinstance(got, dict)
+            and isinstance(got.get("version"), str)
+            and isinstance(got.get("openmp"), bool)
+        ):
+            return got
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _write_probe(cc: str) -> None:
+    path = _probe_path(cc)
+    if path is None:
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(prefix="probe-", suffix=".tmp", dir=os.path.dirname(path))
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"version": _probe["version"], "openmp": bool(_probe.get("openmp"))}, fh)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError, UnboundLocalError):
+            os.remove(tmp)
+
+
+def _extra_flags_text() -> str:
+    return os.environ.get("MORPHAX_C_EXTRA_FLAGS", "")
+
+
 def _flags() -> list:
-    return FLAGS + (OPENMP if _probe.get("openmp") else [])
+    return FLAGS + (OPENMP if _probe.get("openmp") else []) + shlex.split(_extra_flags_text())
 
 
 def cache_dir() -> str:
@@ -139,6 +237,7 @@ def cache_key(source: str) -> str:
 
 def load(source: str, name: str) -> ctypes.CDLL:
     """The library built from `source`, from memory, disk, or a fresh compile."""
+    probe()  # the key names the compiler and its version, and the flags depend on the probe
     key = cache_key(source)
     lib = _libraries.get(key)
     if lib is not None:
@@ -187,39 +286,64 @@ def _file_lock(path: str):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def _load_entry(so_path: str, sum_path: str) -> ctypes.CDLL | None:
+    """The entry's library if its checksum matches and it loads (None: absent or damaged)."""
+    if not _valid(so_path, sum_path):
+        return None
+    try:
+        lib = ctypes.CDLL(so_path)
+    except OSError:  # evicted by another process since, or not a loadable library
+        return None
+    stats["disk_hits"] += 1
+    with contextlib.suppress(OSError):
+        os.utime(so_path)  # recently used: last to be evicted
+    return lib
+
+
 def _from_disk_or_compile(source: str, key: str, name: str) -> ctypes.CDLL:
     try:
         so_path, sum_path = _entry_paths(key)
     except OSError:
         return _compile_and_load(source, name, None, use_disk=False)
-    if _valid(so_path, sum_path):
-        stats["disk_hits"] += 1
-        os.utime(so_path)  # recently used: last to be evicted
-        return ctypes.CDLL(so_path)
-    with _file_lock(so_path + ".lock"):
-        if _valid(so_path, sum_path):  # another process built it while we waited
-            stats["disk_hits"] += 1
-            return ctypes.CDLL(so_path)
-        if os.path.exists(so_path):
-            stats["rebuilt_corrupt"] += 1
-        tmp_dir = tempfile.mkdtemp(prefix="build-", dir=os.path.dirname(so_path))
-        try:
-            built = _compile(source, name, tmp_dir, None)
-            tmp_so = os.path.join(tmp_dir, "lib.so")
-            os.replace(built, tmp_so)
-            digest = _checksum(tmp_so)
-            os.replace(tmp_so, so_path)
-            tmp_sum = os.path.join(tmp_dir, "sum")
-            with open(tmp_sum, "w") as fh:
-                fh.write(digest)
-            os.replace(tmp_sum, sum_path)  # last: a present checksum means a complete entry
-        finally:
-            shutil.rmtree(tmp_dir, ignore_errors=True)
-    _evict()
-    return ctypes.CDLL(so_path)
+    lib = _load_entry(so_path, sum_path)
+    if lib is not None:
+        return lib
+    try:
+        with _file_lock(so_path + ".lock"):
+            lib = _load_entry(so_path, sum_path)  # another process built it while we waited
+            if lib is not None:
+                return lib
+            if os.path.exists(so_path) or os.path.exists(sum_path):
+                stats["rebuilt_corrupt"] += 1
+            lib = _build_entry(source, name, so_path, sum_path)
+    except OSError:  # the cache directory went away or filled up: build privately
+        return _compile_and_load(source, name, None, use_disk=False)
+    _evict(keep=so_path)
+    return lib
 
 
-def _compile(source: str, name: str, out_dir: str, extra) -> str:
+def _build_entry(source: str, name: str, so_path: str, sum_path: str) -> ctypes.CDLL:
+    """Compile into a private directory next to the entry, then publish it: library first,
+    checksum last, so a present checksum always describes a complete library."""
+    tmp_dir = tempfile.mkdtemp(prefix="build-", dir=os.path.dirname(so_path))
+    try:
+        built = _compile(source, name, tmp_dir, None)
+        digest = _checksum(built)
+        # Loaded from the private copy: it stays mapped whatever later happens to the entry.
+        lib = ctypes.CDLL(built)
+        with contextlib.suppress(OSError):
+            os.remove(sum_path)  # a stale checksum must never vouch for the new library
+        os.replace(built, so_path)
+        tmp_sum = os.path.join(tmp_dir, "sum")
+        with open(tmp_sum, "w") as fh:
+            fh.write(digest)
+        os.replace(tmp_sum, sum_path)
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+    return lib
+
+
+def _compile(source: str, name: str, out_dir: str, extra, count: bool = True) -> str:
     cc = _probe.get("cc") or compiler()
     if cc is None:
         raise CompileError("no C compiler")
@@ -228,7 +352,8 @@ def _compile(source: str, name: str, out_dir: str, extra) -> str:
     with open(c_path, "w") as fh:
         fh.write(source)
     flags = _flags() if extra is None else FLAGS + list(extra)
-    stats["compiles"] += 1
+    if count:
+        stats["compiles"] += 1
     try:
         res = subprocess.run(
             [cc, *flags, c_path, "-o", so_path, "-lm"], capture_output=True, text=True, timeout=300
@@ -240,41 +365,62 @@ def _compile(source: str, name: str, out_dir: str, extra) -> str:
     return so_path
 
 
-def _compile_and_load(source: str, name: str, extra, use_disk: bool) -> ctypes.CDLL:
+def _compile_and_load(source: str, name: str, extra, use_disk: bool, count: bool = True) -> ctypes.CDLL:
     tmp_dir = tempfile.mkdtemp(prefix="morphax-c-")
     try:
-        return ctypes.CDLL(_compile(source, name, tmp_dir, extra))
+        return ctypes.CDLL(_compile(source, name, tmp_dir, extra, count))
     finally:
         # The loaded library stays mapped after its file is removed (POSIX).
         shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
-def _evict() -> None:
-    """Keep the disk cache under its size cap, dropping the least recently used entries."""
-    cap = int(float(os.environ.get("MORPHAX_CACHE_MAX_MB", "512")) * 2**20)
-    entries, total = [], 0
+def _entries() -> list:
+    """(mtime, size, path) of every library in the disk cache."""
+    out = []
     for root, _, files in os.walk(cache_dir()):
         for f in files:
-            if f.endswith(".so"):
+            if f.endswith(".so") and not os.path.basename(root).startswith("build-"):
                 p = os.path.join(root, f)
                 try:
                     st = os.stat(p)
                 except OSError:
                     continue
-                entries.append((st.st_mtime, st.st_size, p))
-                total += st.st_size
+                out.append((st.st_mtime_ns, st.st_size, p))
+    return out
+
+
+def _remove_entry(so_path: str) -> None:
+    for path in (so_path[:-3] + ".sha256", so_path):  # checksum first: never a checksum alone
+        with contextlib.suppress(OSError):
+            os.remove(path)
+
+
+def _evict(keep: str | None = None) -> None:
+    """Keep the disk cache under its size cap, dropping the least recently used entries (never
+    `keep`, the entry just built)."""
+    cap = int(float(os.environ.get("MORPHAX_CACHE_MAX_MB", "512")) * 2**20)
+    entries = _entries()
+    total = sum(size for _, size, _ in entries)
     if total <= cap:
         return
     for _, size, p in sorted(entries):
-        for path in (p, p[:-3] + ".sha256"):
-            with contextlib.suppress(OSError):
-                os.remove(path)
+        if p == keep:
+            continue
+        _remove_entry(p)
         total -= size
         if total <= cap:
             break
 
 
 def clear_disk_cache() -> None:
-    shutil.rmtree(cache_dir(), ignore_errors=True)
-    reset_cache_dir()
-    _libraries.clear()
+    """Remove every entry of the disk cache (and forget the libraries loaded from it). Lock files
+    and builds in progress in other processes are left alone."""
+    with _lock:
+        for _, _, p in _entries():
+            _remove_entry(p)
+        for root, _, files in os.walk(cache_dir()):
+            for f in files:
+                if f.startswith("probe-") and f.endswith(".json"):
+                    with contextlib.suppress(OSError):
+                        os.remove(os.path.join(root, f))
+        _libraries.clear()
