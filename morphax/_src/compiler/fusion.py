@@ -46,11 +46,19 @@ class _Builder:
         self.var_of: dict[int, object] = {}  # id(var) -> var
         self.slot_of: dict[int, int] = {}  # id(base var) -> input slot
         self.load_nodes: dict[tuple, int] = {}  # (slot, index key) -> node id
-        self.reduced_vars: set[int] = set()  # outputs of this kernel's reduction
+        self.reduced_vars: dict[int, object] = {}  # id -> var: outputs of this kernel's reduction
+        self.epi_node_of: dict[int, int] = {}  # id(var) -> epilogue (phase 1) node
+        self.epi_loads: dict[tuple, int] = {}
 
     def add_node(self, node: Node) -> int:
         self.kernel.nodes.append(node)
         return len(self.kernel.nodes) - 1
+
+    def define_epilogue(self, var, node: int) -> None:
+        self.epi_node_of[id(var)] = node
+        self.var_of[id(var)] = var
+        if self.kernel.nodes[node].var is None:
+            self.kernel.nodes[node].var = var
 
     def define(self, var, node: int) -> None:
         self.node_of[id(var)] = node
@@ -59,16 +67,58 @@ class _Builder:
             self.kernel.nodes[node].var = var
 
 
+def canonical(shape) -> tuple:
+    """A kernel's loop domain for values of `shape`: its dims other than 1. Shapes that differ
+    only in unit dims have the same element order, so one loop serves them all (a reshape that
+    adds or drops unit dims is free)."""
+    return tuple(d for d in shape if d != 1)
+
+
 def _domain_index(domain) -> tuple:
     return tuple(IndexExpr.var(f"i{d}", n) for d, n in enumerate(domain))
 
 
-def _broadcast_index(index, shape, domain) -> tuple:
-    """The index of an operand of `shape` read at the domain index (lax broadcasting: rank-0
-    operands, and size-1 dims of a same-rank operand, broadcast)."""
-    if not shape:
+def _shape_index(shape) -> tuple:
+    """The index of an array of `shape` at the loop index of the domain `canonical(shape)`."""
+    index, k = [], 0
+    for n in shape:
+        if n == 1:
+            index.append(IndexExpr.lift(0))
+        else:
+            index.append(IndexExpr.var(f"i{k}", n))
+            k += 1
+    return tuple(index)
+
+
+def _operand_index(operand_shape, out_shape) -> tuple:
+    """The index of an operand of `operand_shape` of an equation whose output has `out_shape`
+    (lax broadcasting: rank-0 operands, and size-1 dims of a same-rank operand, broadcast)."""
+    if not operand_shape:
         return ()
-    return tuple(IndexExpr.lift(0) if s == 1 and d != 1 else i for i, s, d in zip(index, shape, domain))
+    out_index = _shape_index(out_shape)
+    return tuple(IndexExpr.lift(0) if n == 1 else i for i, n in zip(out_index, operand_shape))
+
+
+def _canonical_axes(shape, axes) -> tuple:
+    """`axes` of an array of `shape` as dims of `canonical(shape)` (unit axes dropped)."""
+    out = []
+    for a in sorted(int(a) % max(len(shape), 1) for a in axes):
+        if shape[a] != 1:
+            out.append(sum(1 for n in shape[:a] if n != 1))
+    return tuple(out)
+
+
+def _is_unit_relabel(index_map, in_aval, out_aval, params) -> bool:
+    """Whether a LAYOUT equation only adds, drops or moves unit dims: its input and output have
+    the same elements in the same order (then its result is its operand, relabelled)."""
+    if canonical(in_aval.shape) != canonical(out_aval.shape):
+        return False
+    try:
+        mapped = tuple(index_map(_shape_index(out_aval.shape), in_aval, **params)[0])
+    except Exception:
+        return False
+    kept = [IndexExpr.lift(i) for i, n in zip(mapped, in_aval.shape) if n != 1]
+    return kept == list(_domain_index(canonical(in_aval.shape)))
 
 
 def lower(closed, caps, name: str = "kernel") -> Program:
@@ -103,14 +153,14 @@ def lower(closed, caps, name: str = "kernel") -> Program:
             )
         return got
 
-    def operand_node(b: _Builder, v) -> int:
-        """The node holding operand `v` at the kernel's domain index."""
+    def operand_node(b: _Builder, v, out_shape) -> int:
+        """The node holding operand `v` of an equation with output `out_shape` in kernel `b`."""
         if type(v) is Literal:
             return b.add_node(Node("const", (), {"value": v.val}, np.dtype(v.aval.dtype)))
         got = b.node_of.get(id(v))
         if got is not None:
             return got
-        index = _broadcast_index(_domain_index(b.kernel.domain), v.aval.shape, b.kernel.domain)
+        index = _operand_index(v.aval.shape, out_shape)
         view = views.get(id(v))
         if view is not None:
             return load(b, view.base, view.index(index), v.aval)
@@ -120,10 +170,52 @@ def lower(closed, caps, name: str = "kernel") -> Program:
         """Whether kernel `b` may read `v` (not a value it only has once its loop is done)."""
         if b is None or type(v) is Literal:
             return True
-        if id(v) in b.reduced_vars:
+        if id(v) in b.reduced_vars or id(v) in b.epi_node_of:
             return False
         view = views.get(id(v))
         return view is None or owner.get(id(view.base)) is not b
+
+    def epilogue_ok(b: _Builder | None, eqn, out_shape) -> bool:
+        """Whether `eqn` can run in `b`'s epilogue: on its reduced domain, reading reduced
+        outputs, epilogue values and materialized buffers (not values of `b`'s main loop)."""
+        if b is None or not b.reduced_vars or canonical(out_shape) != b.kernel.epilogue_domain:
+            return False
+        for v in eqn.invars:
+            if type(v) is Literal or id(v) in b.reduced_vars or id(v) in b.epi_node_of:
+                continue
+            if owner.get(id(v)) is b:
+                return False
+            view = views.get(id(v))
+            if view is not None and owner.get(id(view.base)) is b:
+                return False
+        return True
+
+    def epilogue_operand(b: _Builder, v, out_shape) -> int:
+        if type(v) is Literal:
+            return b.add_node(Node("const", (), {"value": v.val}, np.dtype(v.aval.dtype), phase=1))
+        got = b.epi_node_of.get(id(v))
+        if got is not None:
+            return got
+        if id(v) in b.reduced_vars:
+            node = b.add_node(Node("reduced", (), {"var": v}, np.dtype(v.aval.dtype), v, phase=1))
+            b.epi_node_of[id(v)] = node
+            return node
+        index = _operand_index(v.aval.shape, out_shape)
+        view = views.get(id(v))
+        base, index = (view.base, view.index(index)) if view is not None else (v, index)
+        slot = b.slot_of.get(id(base))
+        if slot is None:
+            slot = b.slot_of[id(base)] = len(b.kernel.inputs)
+            b.kernel.inputs.append(base)
+            if id(base) in owner:
+                outside_readers.add(id(base))
+        key = (slot, tuple(str(i) for i in index))
+        got = b.epi_loads.get(key)
+        if got is None:
+            got = b.epi_loads[key] = b.add_node(
+                Node("load", (), {"load": Load(slot, tuple(index))}, np.dtype(v.aval.dtype), base, phase=1)
+            )
+        return got
 
     def materialize(v):
         """`v` must exist as a buffer (an opaque step reads it, or it is an output)."""
@@ -136,8 +228,8 @@ def lower(closed, caps, name: str = "kernel") -> Program:
         view = views.pop(id(v), None)
         if view is None:
             return
-        b = new_kernel(v.aval.shape)
-        node = load(b, view.base, view.index(_domain_index(v.aval.shape)), v.aval)
+        b = new_kernel(canonical(v.aval.shape))
+        node = load(b, view.base, view.index(_shape_index(v.aval.shape)), v.aval)
         b.define(v, node)
         owner[id(v)] = b
         outside_readers.add(id(v))
@@ -146,8 +238,20 @@ def lower(closed, caps, name: str = "kernel") -> Program:
     for eqn in jaxpr.eqns:
         prim = eqn.primitive
         kind = prim.kind_of(*[v.aval for v in eqn.invars], **eqn.params) if prim.kind_rule else prim.kind
+        if kind is Kind.ELEMENTWISE and caps.supports(eqn) and not prim.multiple_results:
+            out_shape = tuple(eqn.outvars[0].aval.shape)
+            if epilogue_ok(tail, eqn, out_shape):
+                b = tail
+                args = tuple(epilogue_operand(b, v, out_shape) for v in eqn.invars)
+                b.kernel.eqns.append(eqn)
+                out = eqn.outvars[0]
+                node = Node(prim.kernel_op, args, dict(eqn.params), np.dtype(out.aval.dtype), phase=1)
+                b.define_epilogue(out, b.add_node(node))
+                owner[id(out)] = b
+                continue
         if kind is Kind.ELEMENTWISE and caps.supports(eqn):
-            domain = tuple(eqn.outvars[0].aval.shape)
+            out_shape = tuple(eqn.outvars[0].aval.shape)
+            domain = canonical(out_shape)
             if (
                 tail is None
                 or tail.kernel.domain != domain
@@ -155,7 +259,7 @@ def lower(closed, caps, name: str = "kernel") -> Program:
             ):
                 tail = new_kernel(domain)
             b = tail
-            args = tuple(operand_node(b, v) for v in eqn.invars)
+            args = tuple(operand_node(b, v, out_shape) for v in eqn.invars)
             b.kernel.eqns.append(eqn)
             if prim.multiple_results:
                 whole = b.add_node(Node(prim.kernel_op, args, dict(eqn.params), None))
@@ -180,16 +284,31 @@ def lower(closed, caps, name: str = "kernel") -> Program:
         ):
             # A view: readers load the base buffer through the composed index map. A base
             # computed in a kernel is stored by it; readers of the view run in later kernels.
+            # A relabelling of unit dims of a value computed in a kernel is that value.
             (operand,) = eqn.invars
+            out = eqn.outvars[0]
+            src = owner.get(id(operand))
+            if (
+                src is not None
+                and (id(operand) in src.node_of or src is tail and epilogue_ok(src, eqn, out.aval.shape))
+                and _is_unit_relabel(prim.index_map, operand.aval, out.aval, eqn.params)
+            ):
+                if id(operand) in src.node_of:
+                    src.define(out, src.node_of[id(operand)])
+                else:  # a reduced output or an epilogue value, relabelled in the epilogue
+                    src.define_epilogue(out, epilogue_operand(src, operand, out.aval.shape))
+                owner[id(out)] = src
+                continue
             inner = views.get(id(operand))
-            if inner is None and id(operand) in owner:
+            if inner is None and src is not None:
                 outside_readers.add(id(operand))
-            views[id(eqn.outvars[0])] = _compose_view(prim.index_map, operand, eqn.params, inner)
+            views[id(out)] = _compose_view(prim.index_map, operand, eqn.params, inner)
             continue
         if kind is Kind.REDUCE and caps.supports(eqn):
             (operand,) = eqn.invars
-            axes = tuple(eqn.params.get("axes", ()))
-            domain = tuple(operand.aval.shape)
+            in_shape = tuple(operand.aval.shape)
+            axes = _canonical_axes(in_shape, eqn.params.get("axes", ()))
+            domain = canonical(in_shape)
             b = tail
             if (
                 b is None
@@ -198,12 +317,12 @@ def lower(closed, caps, name: str = "kernel") -> Program:
                 or not readable_in(b, operand)
             ):
                 b = tail = new_kernel(domain)
-            node = operand_node(b, operand)
+            node = operand_node(b, operand, in_shape)
             b.kernel.reduce_axes = axes
             b.kernel.eqns.append(eqn)
             out = eqn.outvars[0]
             b.kernel.stores.append(Store(out, node, reduce=prim.kernel_op, reduce_params=dict(eqn.params)))
-            b.reduced_vars.add(id(out))
+            b.reduced_vars[id(out)] = out
             owner[id(out)] = b
             continue
         form = (
@@ -215,7 +334,8 @@ def lower(closed, caps, name: str = "kernel") -> Program:
             # One elementwise op on operands read through index maps: they are loads of
             # materialized buffers (a value computed at the tail's index cannot be re-indexed).
             op, maps = form
-            domain = tuple(eqn.outvars[0].aval.shape)
+            out_shape = tuple(eqn.outvars[0].aval.shape)
+            domain = canonical(out_shape)
             if (
                 tail is None
                 or tail.kernel.domain != domain
@@ -226,11 +346,11 @@ def lower(closed, caps, name: str = "kernel") -> Program:
             ):
                 tail = new_kernel(domain)
             b = tail
-            index = _domain_index(domain)
+            index = _shape_index(out_shape)
             args = []
             for v, index_map in zip(eqn.invars, maps):
                 if type(v) is Literal:
-                    args.append(operand_node(b, v))
+                    args.append(operand_node(b, v, out_shape))
                     continue
                 view = views.get(id(v))
                 mapped = tuple(index_map(index))
@@ -256,8 +376,9 @@ def lower(closed, caps, name: str = "kernel") -> Program:
         stored = {id(s.var) for s in b.kernel.stores}
         extra = [
             Store(b.var_of[var_id], node)
-            for var_id, node in b.node_of.items()
-            if var_id in outside_readers and var_id not in stored
+            for table in (b.node_of, b.epi_node_of)
+            for var_id, node in table.items()
+            if var_id in outside_readers and var_id not in stored and var_id not in b.reduced_vars
         ]
         b.kernel.stores[:0] = extra
     steps = [s for s in steps if not isinstance(s, Kernel) or s.stores]

@@ -22,8 +22,11 @@ import numpy as np
 class Node:
     """One value computed at each point of the kernel's domain.
 
-    op: "load" (params: input slot and index map), "const" (params: value), or a kernel op
-    (a key of compiler/kernel_ops.py, params: the primitive's params). `args` are node ids.
+    op: "load" (params: input slot and index map), "const" (params: value), "reduced" (params:
+    the reduced output var it reads, in the epilogue), or a kernel op (a key of
+    compiler/kernel_ops.py, params: the primitive's params). `args` are node ids.
+    phase 0 nodes run at every point of the domain; phase 1 nodes (the epilogue) at every point of
+    the reduced domain, once the reductions are done.
     """
 
     op: str
@@ -31,6 +34,7 @@ class Node:
     params: dict
     dtype: np.dtype
     var: object = None  # the jaxpr variable it computes (or loads), to name it in generated code
+    phase: int = 0
 
 
 @dataclasses.dataclass
@@ -44,9 +48,9 @@ class Load:
 
 @dataclasses.dataclass
 class Store:
-    """Output `var` of the kernel: node `node` stored at each domain point, or, when `reduce`
-    is set, combined with the reduction op over `Kernel.reduce_axes` (the output then has the
-    domain's shape without those axes)."""
+    """Output `var` of the kernel: node `node` stored at each point of its phase's domain, or,
+    when `reduce` is set, combined with the reduction op over `Kernel.reduce_axes` (the output
+    then has the domain's shape without those axes)."""
 
     var: object
     node: int
@@ -63,6 +67,11 @@ class Kernel:
     stores: list  # Store
     reduce_axes: tuple = ()
     eqns: list = dataclasses.field(default_factory=list)  # the jaxpr equations fused, in order
+
+    @property
+    def epilogue_domain(self) -> tuple:
+        """The domain of phase-1 nodes: the domain without the reduced axes."""
+        return tuple(n for d, n in enumerate(self.domain) if d not in self.reduce_axes)
 
     @property
     def outputs(self) -> list:

@@ -387,14 +387,19 @@ def _strides(shape) -> list:
     return out[::-1]
 
 
+def _offset_expr(index, shape):
+    """The row-major offset of `index` (IndexExprs) into an array of `shape`, as an IndexExpr."""
+    total = IndexExpr.lift(0)
+    for i, st in zip(index, _strides(shape)):
+        total = total + IndexExpr.lift(i) * st
+    return total
+
+
 def _offset(index, shape, loop_names) -> str:
     """C expression of the row-major offset of `index` (IndexExprs) into an array of `shape`."""
     if not shape:
         return "0"
-    total = IndexExpr.lift(0)
-    for i, s in zip(index, _strides(shape)):
-        total = total + IndexExpr.lift(i) * s
-    return total.to_c(loop_names)
+    return _offset_expr(index, shape).to_c(loop_names)
 
 
 _REDUCE_INIT = {
@@ -512,12 +517,12 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
     loads = [n.params["load"] for n in kernel.nodes if n.op == "load"]
     in_shapes = [tuple(v.aval.shape) for v in kernel.inputs]
     identity = tuple(IndexExpr.var(f"i{d}", n) for d, n in enumerate(domain))
+    linear = _offset_expr(identity, domain)
     flat = (
         not any(st.reduce for st in kernel.stores)
         and not has_iota
         and all(
-            in_shapes[ld.slot] == tuple(domain)
-            and tuple(ld.index) == identity
+            _offset_expr(ld.index, in_shapes[ld.slot]) == linear
             or all(IndexExpr.lift(i).is_const for i in ld.index)
             for ld in loads
         )
@@ -543,11 +548,13 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
     loop_names = {f"i{d}": f"i{d}" for d in range(rank)}
     flat_names = {f"i{d}": "i" for d in range(rank)}
 
-    def body(indent: str, index_names: dict, flat_index: bool) -> list:
+    def body(indent: str, index_names: dict, flat_index: bool, phase: int = 0) -> list:
         out = []
         local = {}
         used = set()
         for nid, node in enumerate(kernel.nodes):
+            if node.phase != phase:
+                continue
             name = (
                 f"{'x' if node.op == 'load' else 'v'}_{names(node.var)}"
                 if node.var is not None
@@ -566,6 +573,11 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
                 else:
                     off = _offset(ld.index, shape, index_names)
                 out.append(f"{indent}const {ctype(node.dtype)} {name} = {pointers[ld.slot]}[{off}];")
+            elif node.op == "reduced":  # the epilogue reads a finished reduction
+                p = f"out_{names(node.params['var'])}"
+                epi = kernel.epilogue_domain
+                off = _offset(tuple(IndexExpr.var(f"i{d}", n) for d, n in enumerate(epi)), epi, index_names)
+                out.append(f"{indent}const {ctype(node.dtype)} {name} = {p}[{off}];")
             elif node.op == "const":
                 out.append(
                     f"{indent}const {ctype(node.dtype)} {name} = {literal(node.params['value'], node.dtype)};"
@@ -583,12 +595,14 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
                 out.append(f"{indent}const {ctype(node.dtype)} {name} = {code};")
         return out, local
 
-    def store_lines(indent, local, index_names, flat_index) -> list:
+    def store_lines(indent, local, index_names, flat_index, phase: int = 0) -> list:
         out = []
+        dom = domain if phase == 0 else kernel.epilogue_domain
+        ident = identity if phase == 0 else tuple(IndexExpr.var(f"i{d}", n) for d, n in enumerate(dom))
         for p, store in zip(outs, kernel.stores):
-            if store.reduce is not None:
+            if store.reduce is not None or kernel.nodes[store.node].phase != phase:
                 continue
-            off = "i" if flat_index else _offset(identity, domain, index_names)
+            off = "i" if flat_index else _offset(ident, dom, index_names)
             out.append(f"{indent}{p}[{off}] = {local[store.node]};")
         return out
 
@@ -650,8 +664,31 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
                 lines += acc.local_into_memory(indent, off)
     for acc in accs:
         lines += acc.finish()
+    if any(n.phase == 1 for n in kernel.nodes):
+        lines += _epilogue(kernel, body, store_lines)
     lines.append("}")
     return "\n".join(lines)
+
+
+def _epilogue(kernel, body, store_lines) -> list:
+    """Loops over the reduced domain running the phase-1 nodes on the finished reductions."""
+    epi = kernel.epilogue_domain
+    lines, indent = [], "  "
+    names = {f"i{d}": f"i{d}" for d in range(len(epi))}
+    for d, n in enumerate(epi):
+        if d == len(epi) - 1:
+            lines.append(f"{indent}#pragma omp simd")
+        lines.append(f"{indent}for (int64_t i{d} = 0; i{d} < {n}; i{d}++) {{")
+        indent += "  "
+    if not epi:
+        lines.append(f"{indent}{{")
+        indent += "  "
+    stmts, local = body(indent, names, False, phase=1)
+    lines += stmts + store_lines(indent, local, names, False, phase=1)
+    for _ in range(max(len(epi), 1)):
+        indent = indent[:-2]
+        lines.append(f"{indent}}}")
+    return lines
 
 
 class _Accumulator:
@@ -663,8 +700,8 @@ class _Accumulator:
         self.out_dt = np.dtype(store.var.aval.dtype)
         self.arg = self.op in ("argmax", "argmin")
         if self.arg:
-            self.axis = int(store.reduce_params["axes"][0])
-            self.val_dt = None  # set from the operand node's dtype by the kernel (see setup)
+            # The loop variable of the reduced axis (none when it has size 1: the index is 0).
+            self.index_var = f"i{red_axes[0]}" if red_axes else "0"
         self.acc_dt = _acc_dtype(self.op, self.out_dt) if not self.arg else None
 
     def setup(self) -> list:
@@ -704,7 +741,7 @@ class _Accumulator:
         if self.arg:
             return [
                 f"{indent}if (li_{p} < 0 || {self._take(f'lv_{p}', f'(double)({v})')}) "
-                f"{{ lv_{p} = (double)({v}); li_{p} = i{self.axis}; }}"
+                f"{{ lv_{p} = (double)({v}); li_{p} = {self.index_var}; }}"
             ]
         val = v if self.acc_dt == self.out_dt else f"(({ctype(self.acc_dt)}){v})"
         return [f"{indent}acc_{p} = {_combine(self.op, f'acc_{p}', val, self.acc_dt)};"]
@@ -714,7 +751,7 @@ class _Accumulator:
         if self.arg:
             return [
                 f"{indent}if (mi_{p}[{off}] < 0 || {self._take(f'mv_{p}[{off}]', f'(double)({v})')}) "
-                f"{{ mv_{p}[{off}] = (double)({v}); mi_{p}[{off}] = i{self.axis}; }}"
+                f"{{ mv_{p}[{off}] = (double)({v}); mi_{p}[{off}] = {self.index_var}; }}"
             ]
         val = v if self.acc_dt == self.out_dt else f"(({ctype(self.acc_dt)}){v})"
         return [f"{indent}m_{p}[{off}] = {_combine(self.op, f'm_{p}[{off}]', val, self.acc_dt)};"]

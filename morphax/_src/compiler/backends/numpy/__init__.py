@@ -59,33 +59,50 @@ def _gather(buf: np.ndarray, index, domain) -> np.ndarray:
     return buf[coords]
 
 
+def _evaluate_nodes(kernel, inputs, phase, domain, values, reduced) -> None:
+    for nid, node in enumerate(kernel.nodes):
+        if node.phase != phase:
+            continue
+        if node.op == "load":
+            load = node.params["load"]
+            values[nid] = _gather(np.asarray(inputs[load.slot]), load.index, domain)
+        elif node.op == "const":
+            values[nid] = np.broadcast_to(np.asarray(node.params["value"], node.dtype), domain)
+        elif node.op == "reduced":
+            values[nid] = reduced[id(node.params["var"])].reshape(domain)
+        elif node.op == "result":
+            values[nid] = np.asarray(values[node.args[0]][node.params["index"]])
+        else:
+            fn = kernel_ops.reference(node.op)
+            args = [values[a] for a in node.args]
+            out = fn(*args, **node.params) if node.params else fn(*args)
+            if node.dtype is not None:
+                out = np.broadcast_to(np.asarray(out, node.dtype), domain)
+            values[nid] = out
+
+
 def evaluate_kernel(kernel, inputs) -> list:
-    domain = kernel.domain
-    values: list = []
+    values: dict = {}
+    reduced: dict = {}
     with np.errstate(all="ignore"):
-        for node in kernel.nodes:
-            if node.op == "load":
-                load = node.params["load"]
-                values.append(_gather(np.asarray(inputs[load.slot]), load.index, domain))
-            elif node.op == "const":
-                values.append(np.broadcast_to(np.asarray(node.params["value"], node.dtype), domain))
-            elif node.op == "result":
-                values.append(np.asarray(values[node.args[0]][node.params["index"]]))
-            else:
-                fn = kernel_ops.reference(node.op)
-                args = [values[a] for a in node.args]
-                out = fn(*args, **node.params) if node.params else fn(*args)
-                if node.dtype is not None:
-                    out = np.broadcast_to(np.asarray(out, node.dtype), domain)
-                values.append(out)
+        _evaluate_nodes(kernel, inputs, 0, kernel.domain, values, reduced)
+        for store in kernel.stores:
+            if store.reduce is None:
+                continue
+            value, aval = values[store.node], store.var.aval
+            # The domain drops unit dims (compiler/fusion.py), so reduce over its own axes.
+            params = dict(store.reduce_params, axes=tuple(kernel.reduce_axes))
+            if params["axes"] or store.reduce not in ("argmax", "argmin"):
+                value = kernel_ops.reference(store.reduce)(value, **params)
+            else:  # an arg reduction over a unit axis
+                value = np.zeros(value.shape, aval.dtype)
+            reduced[id(store.var)] = np.asarray(value, aval.dtype)
+        _evaluate_nodes(kernel, inputs, 1, kernel.epilogue_domain, values, reduced)
         outs = []
         for store in kernel.stores:
-            value = values[store.node]
-            if store.reduce is None:
-                outs.append(np.array(value, dtype=store.var.aval.dtype))
-            else:
-                fn = kernel_ops.reference(store.reduce)
-                outs.append(np.asarray(fn(value, **store.reduce_params), store.var.aval.dtype))
+            aval = store.var.aval
+            value = reduced[id(store.var)] if store.reduce is not None else values[store.node]
+            outs.append(np.array(value, dtype=aval.dtype).reshape(aval.shape))
     return outs
 
 
