@@ -12,6 +12,7 @@ import pytest
 import morphax
 from morphax._src.compiler.backends import get_backend
 from morphax._src.compiler.compile import _optimize
+from morphax._src.core import dtypes
 from morphax._src.core.primitive import Kind, registry
 
 C = get_backend("c")
@@ -60,12 +61,13 @@ def _ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _check(op, got, want, where):
     got, want = np.asarray(got), np.asarray(want)
     assert got.dtype == want.dtype and got.shape == want.shape, where
-    if got.dtype.kind == "f" and op in MATH_OPS and got.size:
+    floating = got.dtype.kind == "f" or got.dtype in (dtypes.bfloat16,)
+    if floating and op in MATH_OPS and got.size:
         assert (np.isnan(got) == np.isnan(want)).all(), f"{where}: NaN positions differ"
         worst = int(_ulp_distance(got, want).max())
         tol = MATH_ULP if op not in ("reduce_sum", "reduce_prod") else 1 << 12
         assert worst <= tol, f"{where}: {worst} ulp (allowed {tol})"
-    elif got.dtype.kind in "fc":
+    elif floating or got.dtype.kind == "c":
         np.testing.assert_array_equal(got, want, err_msg=where)  # NaN == NaN here
         assert (np.signbit(got.real) == np.signbit(want.real)).all(), f"{where}: signs of zeros differ"
     else:

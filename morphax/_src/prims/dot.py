@@ -262,12 +262,13 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
         # type is integral), are widened exactly to the accumulator, and round once at the end.
         src = common if _dtypes.is_inexact(common) else out_dt
         acc = _float_accumulator(src, out_dt)
-        a = lhs.astype(src).astype(acc)
-        b = rhs.astype(src).astype(acc)
+        # copy=False: float32 operands (the common case) go to BLAS without two needless copies.
+        a = lhs.astype(src, copy=False).astype(acc, copy=False)
+        b = rhs.astype(src, copy=False).astype(acc, copy=False)
         out = _matmul_form(a, b, dimension_numbers)
         if _dtypes.is_complex(out.dtype) and not _dtypes.is_complex(out_dt):
             out = out.real
-        return out.astype(out_dt)
+        return out.astype(out_dt, copy=False)
 
 
 dot_general_p.impl = _dot_general_impl

@@ -10,6 +10,7 @@ give 0 (or the sign), float -> int conversions saturate (NaN -> 0). No undefined
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -31,41 +32,56 @@ _STORAGE = {
     np.dtype(np.float32): "float",
     np.dtype(np.float64): "double",
 }
+# float16 and bfloat16 are stored as their bits and computed in float32, rounded back to their
+# own precision after every operation (as XLA on CPU, and NumPy / ml_dtypes per ufunc call).
+_NARROW = {np.dtype(_dtypes.float16): ("mx_f16_to_f32", "mx_f32_to_f16", "mx_f64_to_f16")}
+_NARROW[np.dtype(_dtypes.bfloat16)] = ("mx_bf16_to_f32", "mx_f32_to_bf16", "mx_f64_to_bf16")
+_STORAGE.update({d: "uint16_t" for d in _NARROW})
 DTYPES = frozenset(_STORAGE)
+# Reductions and arg-reductions accumulate in the storage dtype: not the narrow floats.
+REDUCE_DTYPES = DTYPES - set(_NARROW)
 
-# Transcendental kernel ops: (float32 function, float64 function), from the C library for now.
+# Math kernel ops: (float32 function, float64 function). The mx_ functions are morphax's own
+# vectorizable implementations (mathlib.h, with their measured ulp bounds); sqrt/floor/ceil are
+# single instructions under -fno-math-errno. erf_inv in float32 is XLA's algorithm bit for bit,
+# as the reference (random.normal is bit-identical to JAX through it).
 _MATH = {
-    "exp": ("expf", "exp"),
-    "exp2": ("exp2f", "exp2"),
-    "expm1": ("expm1f", "expm1"),
-    "log": ("logf", "log"),
-    "log1p": ("log1pf", "log1p"),
-    "tanh": ("tanhf", "tanh"),
-    "sin": ("sinf", "sin"),
-    "cos": ("cosf", "cos"),
-    "tan": ("tanf", "tan"),
-    "asin": ("asinf", "asin"),
-    "acos": ("acosf", "acos"),
-    "atan": ("atanf", "atan"),
-    "sinh": ("sinhf", "sinh"),
-    "cosh": ("coshf", "cosh"),
-    "asinh": ("asinhf", "asinh"),
-    "acosh": ("acoshf", "acosh"),
-    "atanh": ("atanhf", "atanh"),
-    "erf": ("erff", "erf"),
-    "erfc": ("erfcf", "erfc"),
-    "cbrt": ("cbrtf", "cbrt"),
+    "exp": ("mx_expf", "mx_exp"),
+    "exp2": ("mx_exp2f", "mx_exp2"),
+    "expm1": ("mx_expm1f", "mx_expm1"),
+    "log": ("mx_logf", "mx_log"),
+    "log1p": ("mx_log1pf", "mx_log1p"),
+    "tanh": ("mx_tanhf", "mx_tanh"),
+    "logistic": ("mx_logisticf", "mx_logistic"),
+    "sin": ("mx_sinf", "mx_sin"),
+    "cos": ("mx_cosf", "mx_cos"),
+    "tan": ("mx_tanf", "mx_tan"),
+    "asin": ("mx_asinf", "mx_asin"),
+    "acos": ("mx_acosf", "mx_acos"),
+    "atan": ("mx_atanf", "mx_atan"),
+    "sinh": ("mx_sinhf", "mx_sinh"),
+    "cosh": ("mx_coshf", "mx_cosh"),
+    "asinh": ("mx_asinhf", "mx_asinh"),
+    "acosh": ("mx_acoshf", "mx_acosh"),
+    "atanh": ("mx_atanhf", "mx_atanh"),
+    "erf": ("mx_erff", "mx_erf"),
+    "erfc": ("mx_erfcf", "mx_erfc"),
+    "erf_inv": ("mx_xla_erf_invf", "mx_erf_inv"),
+    "lgamma": ("mx_lgammaf", "mx_lgamma"),
+    "digamma": ("mx_digammaf", "mx_digamma"),
+    "cbrt": ("mx_cbrtf", "mx_cbrt"),
+    "rsqrt": ("mx_rsqrtf", "mx_rsqrt"),
     "sqrt": ("sqrtf", "sqrt"),
     "floor": ("floorf", "floor"),
     "ceil": ("ceilf", "ceil"),
-    "atan2": ("atan2f", "atan2"),
-    "pow": ("powf", "pow"),
+    "atan2": ("mx_atan2f", "mx_atan2"),
+    "pow": ("mx_powf", "mx_pow"),
     "nextafter": ("nextafterf", "nextafter"),
 }
 _ARITH = {"add": "+", "sub": "-", "mul": "*"}
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _BITWISE = {"and": "&", "or": "|", "xor": "^"}
-_FLOAT_ONLY = set(_MATH) | {"logistic", "rsqrt", "is_finite", "round"}
+_FLOAT_ONLY = set(_MATH) | {"is_finite", "round"}
 _INT_ONLY = {"shift_left", "shift_right_logical", "shift_right_arithmetic", "population_count", "clz"}
 _ANY = {
     "neg",
@@ -88,7 +104,32 @@ REDUCE_OPS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min",
 
 
 def ctype(dtype) -> str:
+    """The C type holding a value of `dtype` in memory."""
     return _STORAGE[np.dtype(dtype)]
+
+
+def compute_dtype(dtype) -> np.dtype:
+    """The dtype a value is computed in: float32 for the narrow floats, else its own."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype in _NARROW else dtype
+
+
+def widen(code: str, dtype) -> str:
+    """A loaded (stored) value of `dtype` as its compute type."""
+    narrow = _NARROW.get(np.dtype(dtype))
+    return f"{narrow[0]}({code})" if narrow else code
+
+
+def narrow_store(code: str, dtype) -> str:
+    """A computed value of `dtype` as its storage bits."""
+    narrow = _NARROW.get(np.dtype(dtype))
+    return f"{narrow[1]}({code})" if narrow else code
+
+
+def round_to(code: str, dtype) -> str:
+    """A float32 result rounded to `dtype`'s precision (the narrow floats), as a float32."""
+    narrow = _NARROW.get(np.dtype(dtype))
+    return f"{narrow[0]}({narrow[1]}({code}))" if narrow else code
 
 
 def _bits(dtype) -> int:
@@ -154,6 +195,8 @@ def supports(op: str, in_dtypes, out_dtypes, params) -> bool:
         return not _dtypes.is_bool(operand)
     if op == "round":
         return params.get("rounding_method", 0) in (0, 1) or hasattr(params.get("rounding_method"), "value")
+    if op == "nextafter":  # the next float16 is not the next float32 rounded
+        return operand not in _NARROW
     return True
 
 
@@ -213,13 +256,6 @@ def expr(op: str, args: list, node, arg_dtypes: list) -> str:
         if _dtypes.is_floating(t):
             return f"{'fmodf' if t == np.float32 else 'fmod'}({a}, {args[1]})"
         return f"MXK_IREM({ctype(t)}, {_int_min(t)}, {a}, {args[1]})"
-    if op == "logistic":
-        one = literal(1, t)
-        ex = "expf" if t == np.float32 else "exp"
-        return f"({one} / ({one} + {ex}(-({a}))))"
-    if op == "rsqrt":
-        one = literal(1, t)
-        return f"({one} / {'sqrtf' if t == np.float32 else 'sqrt'}({a}))"
     if op == "is_finite":
         return f"((uint8_t)isfinite({a}))"
     if op == "round":
@@ -266,14 +302,47 @@ def expr(op: str, args: list, node, arg_dtypes: list) -> str:
     raise NotImplementedError(f"C rendering of kernel op {op!r}")
 
 
-def _integer_pow(a: str, y: int, t) -> str:
+class _ComputeNode:
+    """A node seen at its compute dtype (the narrow floats compute in float32)."""
+
+    __slots__ = ("op", "params", "dtype")
+
+    def __init__(self, node):
+        self.op, self.params, self.dtype = node.op, node.params, compute_dtype(node.dtype)
+
+
+def _node_expr(node, args: list, arg_dtypes: list) -> str:
+    """The C expression of an op node, at the compute dtype, rounded to the node's own dtype."""
+    dst = np.dtype(node.dtype)
+    if node.op == "convert_element_type" and dst in _NARROW:
+        # Convert once from double (exact for every source but int64 > 2^53): no double rounding.
+        return f"{_NARROW[dst][0]}({_NARROW[dst][2]}((double)({args[0]})))"
+    if node.op == "integer_pow" and dst in _NARROW:
+        return _integer_pow(args[0], int(node.params["y"]), np.dtype(np.float32), rounding=dst)
+    computed = [compute_dtype(d) for d in arg_dtypes]
+    code = expr(node.op, args, _ComputeNode(node), computed)
+    if dst in _NARROW and node.op not in (
+        "select_n",
+        "max",
+        "min",
+        "neg",
+        "abs",
+        "copy",
+        "stop_gradient",
+        "name",
+    ):
+        code = round_to(code, dst)
+    return code
+
+
+def _integer_pow(a: str, y: int, t, rounding=None) -> str:
     """Square-and-multiply in the operand's type, in the reference's order (a GNU statement
     expression of straight-line products)."""
     if y == 0:
         return literal(1, t)
     c = ctype(t)
     if _dtypes.is_floating(t):
-        mul = lambda p, q: f"{p} * {q}"  # noqa: E731
+        mul = lambda p, q: round_to(f"{p} * {q}", rounding) if rounding is not None else f"{p} * {q}"  # noqa: E731
     else:
         w = _wide_unsigned(t)
         mul = lambda p, q: f"({c})(({w}){p} * ({w}){q})"  # noqa: E731
@@ -320,7 +389,13 @@ def _convert(a: str, src, dst) -> str:
     return f"(({ctype(dst)})({a}))"
 
 
-PRELUDE = r"""
+_MATHLIB = os.path.join(os.path.dirname(__file__), "mathlib.h")
+with open(_MATHLIB) as _fh:
+    MATHLIB = _fh.read()
+
+PRELUDE = (
+    MATHLIB
+    + r"""
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -355,6 +430,21 @@ static inline double mxk_clamp(double lo, double x, double hi) {
 #define MXK_IREM(T, TMIN, a, b) \
   ((b) == 0 ? (T)(a) : ((TMIN) != 0 && (b) == (T)-1) ? (T)0 : (T)((a) % (b)))
 
+/* Order-preserving integer keys of float bits (-0 < +0; NaNs sort outside +-inf), so float
+   max/min reductions run as integer max/min, which vectorize. The map is its own inverse. */
+static inline int32_t mxk_key32(float x) {
+  int32_t b; memcpy(&b, &x, 4); return b ^ ((b >> 31) & 0x7fffffff);
+}
+static inline float mxk_unkey32(int32_t k) {
+  int32_t b = k ^ ((k >> 31) & 0x7fffffff); float x; memcpy(&x, &b, 4); return x;
+}
+static inline int64_t mxk_key64(double x) {
+  int64_t b; memcpy(&b, &x, 8); return b ^ ((b >> 63) & 0x7fffffffffffffffLL);
+}
+static inline double mxk_unkey64(int64_t k) {
+  int64_t b = k ^ ((k >> 63) & 0x7fffffffffffffffLL); double x; memcpy(&x, &b, 8); return x;
+}
+
 /* Threefry-2x32, 20 rounds (Salmon et al. 2011), as JAX's threefry2x32. */
 static inline void mxk_threefry2x32(uint32_t k0, uint32_t k1, uint32_t x0, uint32_t x1,
                                     uint32_t *o0, uint32_t *o1) {
@@ -374,6 +464,7 @@ static inline void mxk_threefry2x32(uint32_t k0, uint32_t k1, uint32_t x0, uint3
   *o1 = v1;
 }
 """
+)
 
 
 # -------------------------------------------------------------------------------------- kernels
@@ -414,7 +505,7 @@ _REDUCE_INIT = {
 
 def reduce_supported(op: str, dtype, out_dtype) -> bool:
     dtype, out_dtype = np.dtype(dtype), np.dtype(out_dtype)
-    if dtype not in DTYPES or out_dtype not in DTYPES:
+    if dtype not in REDUCE_DTYPES or out_dtype not in REDUCE_DTYPES:
         return False
     if op in ("argmax", "argmin"):
         # Values are compared as doubles: exact for every dtype up to 32 bits and float64.
@@ -452,7 +543,7 @@ TILE = 32
 def _worth_threads(kernel, size: int, min_elements: int) -> bool:
     if size < min_elements:
         return False
-    weight = sum(20 if n.op in _MATH or n.op in ("logistic", "pow", "rsqrt") else 1 for n in kernel.nodes)
+    weight = sum(20 if n.op in _MATH else 1 for n in kernel.nodes)
     return size * weight >= PARALLEL_WORK
 
 
@@ -572,16 +663,20 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
                     off = _offset(ld.index, shape, index_names) if all_const else "i"
                 else:
                     off = _offset(ld.index, shape, index_names)
-                out.append(f"{indent}const {ctype(node.dtype)} {name} = {pointers[ld.slot]}[{off}];")
+                ct = ctype(compute_dtype(node.dtype))
+                out.append(f"{indent}const {ct} {name} = {widen(f'{pointers[ld.slot]}[{off}]', node.dtype)};")
             elif node.op == "reduced":  # the epilogue reads a finished reduction
                 p = f"out_{names(node.params['var'])}"
                 epi = kernel.epilogue_domain
                 off = _offset(tuple(IndexExpr.var(f"i{d}", n) for d, n in enumerate(epi)), epi, index_names)
-                out.append(f"{indent}const {ctype(node.dtype)} {name} = {p}[{off}];")
+                ct = ctype(compute_dtype(node.dtype))
+                out.append(f"{indent}const {ct} {name} = {widen(f'{p}[{off}]', node.dtype)};")
             elif node.op == "const":
-                out.append(
-                    f"{indent}const {ctype(node.dtype)} {name} = {literal(node.params['value'], node.dtype)};"
+                value = literal(
+                    np.asarray(node.params["value"], node.dtype).astype(compute_dtype(node.dtype)),
+                    compute_dtype(node.dtype),
                 )
+                out.append(f"{indent}const {ctype(compute_dtype(node.dtype))} {name} = {value};")
             elif node.op == "result":
                 out.append(f"{indent}const uint32_t {name} = {local[node.args[0]]}_{node.params['index']};")
             elif node.dtype is None:  # a multiple-result op (threefry2x32)
@@ -590,9 +685,8 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
                 out.append(f"{indent}mxk_threefry2x32({', '.join(args)}, &{name}_0, &{name}_1);")
             else:
                 args = [local[a] for a in node.args]
-                arg_dtypes = [kernel.nodes[a].dtype for a in node.args]
-                code = expr(node.op, args, node, arg_dtypes)
-                out.append(f"{indent}const {ctype(node.dtype)} {name} = {code};")
+                code = _node_expr(node, args, [kernel.nodes[a].dtype for a in node.args])
+                out.append(f"{indent}const {ctype(compute_dtype(node.dtype))} {name} = {code};")
         return out, local
 
     def store_lines(indent, local, index_names, flat_index, phase: int = 0) -> list:
@@ -603,7 +697,7 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
             if store.reduce is not None or kernel.nodes[store.node].phase != phase:
                 continue
             off = "i" if flat_index else _offset(ident, dom, index_names)
-            out.append(f"{indent}{p}[{off}] = {local[store.node]};")
+            out.append(f"{indent}{p}[{off}] = {narrow_store(local[store.node], store.var.aval.dtype)};")
         return out
 
     par = _worth_threads(kernel, size, threads_threshold)
@@ -703,6 +797,13 @@ class _Accumulator:
             # The loop variable of the reduced axis (none when it has size 1: the index is 0).
             self.index_var = f"i{red_axes[0]}" if red_axes else "0"
         self.acc_dt = _acc_dtype(self.op, self.out_dt) if not self.arg else None
+        # Float max/min over a suffix of axes accumulate an order-preserving integer key of the
+        # bits (-0 < +0, as XLA's max) plus a NaN flag: integer max vectorizes, NaN rules don't.
+        self.keyed = self.op in ("reduce_max", "reduce_min") and self.out_dt in (
+            np.dtype(np.float32),
+            np.dtype(np.float64),
+        )
+        self.bits = 32 if self.out_dt == np.float32 else 64
 
     def setup(self) -> list:
         p, n = self.p, max(self.out_size, 1)
@@ -734,6 +835,12 @@ class _Accumulator:
         p = self.p
         if self.arg:
             return [f"{indent}int64_t li_{p} = -1;", f"{indent}double lv_{p} = 0;"]
+        if self.keyed:
+            b, start = self.bits, "-__builtin_inf()" if self.op == "reduce_max" else "__builtin_inf()"
+            return [
+                f"{indent}int{b}_t acc_{p} = mxk_key{b}({start});",
+                f"{indent}uint8_t nan_{p} = 0;",
+            ]
         return [f"{indent}{ctype(self.acc_dt)} acc_{p} = {_REDUCE_INIT[self.op](self.acc_dt)};"]
 
     def into_local(self, indent, v) -> list:
@@ -742,6 +849,12 @@ class _Accumulator:
             return [
                 f"{indent}if (li_{p} < 0 || {self._take(f'lv_{p}', f'(double)({v})')}) "
                 f"{{ lv_{p} = (double)({v}); li_{p} = {self.index_var}; }}"
+            ]
+        if self.keyed:
+            cmp = ">" if self.op == "reduce_max" else "<"
+            return [
+                f"{indent}{{ const int{self.bits}_t k_ = mxk_key{self.bits}({v}); "
+                f"acc_{p} = k_ {cmp} acc_{p} ? k_ : acc_{p}; nan_{p} |= ({v}) != ({v}); }}"
             ]
         val = v if self.acc_dt == self.out_dt else f"(({ctype(self.acc_dt)}){v})"
         return [f"{indent}acc_{p} = {_combine(self.op, f'acc_{p}', val, self.acc_dt)};"]
@@ -761,6 +874,10 @@ class _Accumulator:
         if self.arg:
             # The suffix holds the only reduced axis: this local is the whole answer.
             return [f"{indent}mi_{p}[{off}] = li_{p};"]
+        if self.keyed:
+            t = ctype(self.out_dt)
+            value = f'(nan_{p} ? ({t})__builtin_nan("") : mxk_unkey{self.bits}(acc_{p}))'
+            return [f"{indent}m_{p}[{off}] = {_combine(self.op, f'm_{p}[{off}]', value, self.out_dt)};"]
         return [f"{indent}m_{p}[{off}] = {_combine(self.op, f'm_{p}[{off}]', f'acc_{p}', self.acc_dt)};"]
 
     def finish(self) -> list:
@@ -795,6 +912,9 @@ def _simd_reduction(accs):
     ops = {"reduce_sum": "+", "reduce_prod": "*"}
     parts = []
     for acc in accs:
+        if acc.keyed:
+            parts.append(f" reduction({acc.op[7:]}:acc_{acc.p}) reduction(|:nan_{acc.p})")
+            continue
         op = ops.get(acc.op)
         if op is None or not _dtypes.is_floating(acc.out_dt):
             return None
