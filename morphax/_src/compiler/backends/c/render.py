@@ -98,7 +98,16 @@ _ANY = {
     "name",
 }
 _ANY |= set(_ARITH) | set(_COMPARE)
-_STRUCTURAL = {"select_n", "clamp", "convert_element_type", "iota", "threefry2x32", "not"} | set(_BITWISE)
+_STRUCTURAL = {
+    "select_n",
+    "clamp",
+    "convert_element_type",
+    "bitcast_convert_type",
+    "iota",
+    "threefry2x32",
+    "not",
+}
+_STRUCTURAL |= set(_BITWISE)
 ELEMENTWISE_OPS = frozenset(_FLOAT_ONLY | _INT_ONLY | _ANY | _STRUCTURAL)
 REDUCE_OPS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or"})
 
@@ -197,6 +206,9 @@ def supports(op: str, in_dtypes, out_dtypes, params) -> bool:
         return params.get("rounding_method", 0) in (0, 1) or hasattr(params.get("rounding_method"), "value")
     if op == "nextafter":  # the next float16 is not the next float32 rounded
         return operand not in _NARROW
+    if op == "bitcast_convert_type":  # same width only: each element's bits, reinterpreted
+        out = np.dtype(out_dtypes[0])
+        return operand.itemsize == out.itemsize and not _dtypes.is_bool(operand) and not _dtypes.is_bool(out)
     return True
 
 
@@ -317,6 +329,11 @@ def _node_expr(node, args: list, arg_dtypes: list) -> str:
     if node.op == "convert_element_type" and dst in _NARROW:
         # Convert once from double (exact for every source but int64 > 2^53): no double rounding.
         return f"{_NARROW[dst][0]}({_NARROW[dst][2]}((double)({args[0]})))"
+    if node.op == "bitcast_convert_type":
+        src = np.dtype(arg_dtypes[0])
+        bits = f"{_NARROW[src][1]}({args[0]})" if src in _NARROW else args[0]
+        code = f"({{ {ctype(src)} s_ = {bits}; {ctype(dst)} r_; memcpy(&r_, &s_, sizeof r_); r_; }})"
+        return widen(code, dst)
     if node.op == "integer_pow" and dst in _NARROW:
         return _integer_pow(args[0], int(node.params["y"]), np.dtype(np.float32), rounding=dst)
     computed = [compute_dtype(d) for d in arg_dtypes]
