@@ -30,13 +30,22 @@ _counter = itertools.count()
 class Executable:
     """A compiled jaxpr: call with NumPy arrays, get the list of NumPy outputs."""
 
-    def __init__(self, fn, source: str, closed: ClosedJaxpr, name: str, backend: str = "numpy", kernels=()):
+    def __init__(
+        self,
+        fn,
+        source: str,
+        closed: ClosedJaxpr,
+        name: str,
+        backend: str = "numpy",
+        kernels=(),
+        num_kernels=0,
+    ):
         self.fn = fn
         self.source = source
         self.backend = backend
         # The backend's rendering of each fused kernel (C source, ...), shown by as_text().
-        self.kernel_sources = list(kernels)
-        self.num_kernels = len(self.kernel_sources)
+        self._kernel_sources = kernels  # may render lazily (a disk-cache hit renders nothing)
+        self.num_kernels = num_kernels
         # Not the jaxpr itself: the executable is memoized on it, and a reference back would
         # make a cycle that only the cyclic GC frees (with the constants inside).
         self.name = name
@@ -57,9 +66,10 @@ class Executable:
                 return self.fn(*args)
 
     def as_text(self) -> str:
-        if not self.kernel_sources:
+        sources = list(self._kernel_sources)
+        if not sources:
             return self.source
-        return "\n\n".join([*self.kernel_sources, f"# the program, run by the executor\n{self.source}"])
+        return "\n\n".join([*sources, f"# the program, run by the executor\n{self.source}"])
 
 
 def _as_array(dtype):
@@ -160,7 +170,7 @@ def compile_program(program, name: str, kernel_fns: dict, compile_call, backend:
     exec(code, env)
     # Popped from its own globals: env -> function -> env would be a reference cycle holding the
     # constants until the cyclic GC runs.
-    return Executable(env.pop(fn_name), source, closed, name, backend, sources)
+    return Executable(env.pop(fn_name), source, closed, name, backend, sources, len(kernel_fns))
 
 
 def _opaque_lines(eqn, i, operand, var_name, bind_global, compile_call) -> list:

@@ -82,20 +82,47 @@ class CBackend:
         kernels = program.kernels
         if not kernels:
             return {}, []
-        names = _NameContext()
-        _print_jaxpr(program.closed.jaxpr, names, 0)  # names as the printed jaxpr shows them
-        sources = [render.render_kernel(k, names) for k in kernels]
-        source = render.PRELUDE + "\n\n" + "\n\n".join(sources) + "\n"
+        rendered: list = []
+
+        def render_all() -> list:
+            if not rendered:
+                names = _NameContext()
+                _print_jaxpr(program.closed.jaxpr, names, 0)  # names as the printed jaxpr shows them
+                rendered.extend(render.render_kernel(k, names) for k in kernels)
+            return rendered
+
+        def source() -> str:
+            return render.PRELUDE + "\n\n" + "\n\n".join(render_all()) + "\n"
+
+        # Keyed by what determines the source (the optimized jaxpr, the kernel names, the code
+        # generator and math library), so a cache hit skips rendering.
+        key_text = "\n".join(
+            [str(program.closed), kernels[0].name, render.CODEGEN_VERSION, render.MATHLIB_HASH]
+        )
         try:
-            lib = build.load(source, kernels[0].name)
+            lib = build.load(source, kernels[0].name, key_text)
         except build.CompileError as e:
             warnings.warn(
                 f"morphax: the C compiler failed on a generated program; running it with NumPy instead.\n{e}",
                 CompilerFallbackWarning,
                 stacklevel=2,
             )
-            return {id(k): kernel_callable(k) for k in kernels}, sources
-        return {id(k): _launcher(getattr(lib, k.name), k) for k in kernels}, sources
+            return {id(k): kernel_callable(k) for k in kernels}, render_all()
+        return {id(k): _launcher(getattr(lib, k.name), k) for k in kernels}, _LazySources(render_all)
+
+
+class _LazySources:
+    """The kernels' C source, rendered only when someone asks (as_text): a disk-cache hit does
+    not render at all."""
+
+    def __init__(self, render_all):
+        self._render_all = render_all
+
+    def __iter__(self):
+        return iter(self._render_all())
+
+    def __len__(self):
+        return len(self._render_all())
 
 
 def _launcher(fn, kernel):

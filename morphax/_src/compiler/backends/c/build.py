@@ -235,10 +235,15 @@ def cache_key(source: str) -> str:
     return h.hexdigest()
 
 
-def load(source: str, name: str) -> ctypes.CDLL:
-    """The library built from `source`, from memory, disk, or a fresh compile."""
+def load(source, name: str, key_text: str | None = None) -> ctypes.CDLL:
+    """The library built from `source` (a string, or a callable making it), from memory, disk,
+    or a fresh compile. `key_text` (default: the source) is what the cache is keyed by: a
+    description that determines the source, so a hit never has to render it."""
     probe()  # the key names the compiler and its version, and the flags depend on the probe
-    key = cache_key(source)
+    if key_text is None:
+        source = source() if callable(source) else source
+        key_text = source
+    key = cache_key(key_text)
     lib = _libraries.get(key)
     if lib is not None:
         stats["memory_hits"] += 1
@@ -343,7 +348,8 @@ def _build_entry(source: str, name: str, so_path: str, sum_path: str) -> ctypes.
     return lib
 
 
-def _compile(source: str, name: str, out_dir: str, extra, count: bool = True) -> str:
+def _compile(source, name: str, out_dir: str, extra, count: bool = True) -> str:
+    source = source() if callable(source) else source
     cc = _probe.get("cc") or compiler()
     if cc is None:
         raise CompileError("no C compiler")
