@@ -96,8 +96,15 @@ class CBackend:
 
         # Keyed by what determines the source (the optimized jaxpr, the kernel names, the code
         # generator and math library), so a cache hit skips rendering.
+        # The literals' bits too: the printed jaxpr shows them in their shortest repr.
+        literal_bits = "".join(
+            np.asarray(n.params["value"], n.dtype).tobytes().hex()
+            for k in kernels
+            for n in k.nodes
+            if n.op == "const"
+        )
         key_text = "\n".join(
-            [str(program.closed), kernels[0].name, render.CODEGEN_VERSION, render.MATHLIB_HASH]
+            [str(program.closed), literal_bits, kernels[0].name, render.CODEGEN_VERSION, render.MATHLIB_HASH]
         )
         try:
             lib = build.load(source, kernels[0].name, key_text)
