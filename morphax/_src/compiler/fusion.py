@@ -127,6 +127,8 @@ def lower(closed, caps, name: str = "kernel") -> Program:
     steps: list = []
     builders: list[_Builder] = []
     views: dict[int, _View] = {}
+    # Values that are a scalar literal broadcast (a LAYOUT op of a literal): every element is it.
+    fills: dict[int, Literal] = {}
     owner: dict[int, _Builder] = {}  # id(var) -> the kernel that computes it
     outside_readers: set[int] = set()  # ids of kernel-computed vars read outside their kernel
     tail: _Builder | None = None
@@ -157,6 +159,8 @@ def lower(closed, caps, name: str = "kernel") -> Program:
         """The node holding operand `v` of an equation with output `out_shape` in kernel `b`."""
         if type(v) is Literal:
             return b.add_node(Node("const", (), {"value": v.val}, np.dtype(v.aval.dtype)))
+        if id(v) in fills:
+            return b.add_node(Node("const", (), {"value": fills[id(v)].val}, np.dtype(v.aval.dtype)))
         got = b.node_of.get(id(v))
         if got is not None:
             return got
@@ -191,8 +195,9 @@ def lower(closed, caps, name: str = "kernel") -> Program:
         return True
 
     def epilogue_operand(b: _Builder, v, out_shape) -> int:
-        if type(v) is Literal:
-            return b.add_node(Node("const", (), {"value": v.val}, np.dtype(v.aval.dtype), phase=1))
+        if type(v) is Literal or id(v) in fills:
+            value = v.val if type(v) is Literal else fills[id(v)].val
+            return b.add_node(Node("const", (), {"value": value}, np.dtype(v.aval.dtype), phase=1))
         got = b.epi_node_of.get(id(v))
         if got is not None:
             return got
@@ -224,6 +229,13 @@ def lower(closed, caps, name: str = "kernel") -> Program:
             return
         if id(v) in owner:
             outside_readers.add(id(v))
+            return
+        if id(v) in fills:  # a broadcast scalar: a kernel fills its buffer
+            b = new_kernel(canonical(v.aval.shape))
+            b.define(v, operand_node(b, v, v.aval.shape))
+            owner[id(v)] = b
+            outside_readers.add(id(v))
+            tail = None
             return
         view = views.pop(id(v), None)
         if view is None:
@@ -274,6 +286,16 @@ def lower(closed, caps, name: str = "kernel") -> Program:
                     out, b.add_node(Node(prim.kernel_op, args, dict(eqn.params), np.dtype(out.aval.dtype)))
                 )
                 owner[id(out)] = b
+            continue
+        if (
+            kind is Kind.LAYOUT
+            and prim.index_map is not None
+            and caps.fuses_view(eqn)
+            and len(eqn.invars) == 1
+            and (type(eqn.invars[0]) is Literal or id(eqn.invars[0]) in fills)
+        ):
+            (operand,) = eqn.invars
+            fills[id(eqn.outvars[0])] = operand if type(operand) is Literal else fills[id(operand)]
             continue
         if (
             kind is Kind.LAYOUT
@@ -349,7 +371,7 @@ def lower(closed, caps, name: str = "kernel") -> Program:
             index = _shape_index(out_shape)
             args = []
             for v, index_map in zip(eqn.invars, maps):
-                if type(v) is Literal:
+                if type(v) is Literal or id(v) in fills:
                     args.append(operand_node(b, v, out_shape))
                     continue
                 view = views.get(id(v))
