@@ -65,7 +65,9 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
     def compile_call(inner, inner_name):
         return compile_jaxpr(inner, inner_name, chosen.name)
 
-    executable = executor.compile_program(program, name, kernel_fns, compile_call, chosen.name, sources)
+    executable = executor.compile_program(
+        program, name, kernel_fns, compile_call, chosen.name, sources, getattr(chosen, "opaque", None)
+    )
     return memo_put(closed, key, executable)
 
 

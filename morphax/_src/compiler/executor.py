@@ -94,7 +94,9 @@ def _fallback_call(prim, params, n_out):
     return call
 
 
-def compile_program(program, name: str, kernel_fns: dict, compile_call, backend: str = "numpy", sources=()):
+def compile_program(
+    program, name: str, kernel_fns: dict, compile_call, backend: str = "numpy", sources=(), opaque=None
+):
     """Generate and compile the Python source that runs `program`. `kernel_fns` maps each Kernel
     step (by id) to the callable the backend built for it: inputs in slot order -> outputs in
     store order."""
@@ -144,7 +146,14 @@ def compile_program(program, name: str, kernel_fns: dict, compile_call, backend:
             outs = [var_name(v) for v in step.outputs]
             lines.append(f"    {', '.join(outs)}, = {fn}({ins})")
         else:
-            lines.extend(_opaque_lines(step.eqn, i, operand, var_name, bind_global, compile_call))
+            native = opaque(step.eqn) if opaque is not None else None
+            if native is not None:
+                # The backend's own implementation of this equation (e.g. a gather as a C loop).
+                fn = bind_global(native, f"{_safe(step.eqn.primitive.name)}_native_")
+                ins = ", ".join(operand(v) for v in step.eqn.invars)
+                lines.append(f"    {', '.join(var_name(v) for v in step.eqn.outvars)}, = {fn}({ins})")
+            else:
+                lines.extend(_opaque_lines(step.eqn, i, operand, var_name, bind_global, compile_call))
         dead = [
             var_name(v)
             for v in step.inputs

@@ -8,6 +8,8 @@ A backend is one folder here exposing `BACKEND`, an object with:
         fused kernel of a Program (with whatever caching it does); a kernel callable takes the
         input arrays in slot order and returns the outputs in store order
   available() -> bool: whether it can run on this machine (probed once, cached)
+  opaque(eqn) -> callable | None (optional): its own implementation of an equation left out of
+        the kernels (arrays in, list of arrays out), else the primitive's NumPy reference runs
 The executor (compiler/executor.py) runs the Program's steps: kernels through those callables,
 opaque equations through their primitive's NumPy reference. Allocation and host transfer are
 NumPy's on every CPU backend: buffers are NumPy arrays.
