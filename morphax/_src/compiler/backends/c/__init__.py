@@ -77,6 +77,12 @@ class CBackend:
     def unavailable_reason() -> str:
         return build.probe()[1]
 
+    def opaque(self, eqn):
+        """Gather and the scatter family as C loops (indexing.py); None: the reference runs."""
+        from morphax._src.compiler.backends.c import indexing
+
+        return indexing.opaque(eqn)
+
     def build(self, program):
         """Render every kernel of `program` into one C file, build it, and wrap each function."""
         kernels = program.kernels
