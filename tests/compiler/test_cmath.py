@@ -234,6 +234,18 @@ def reference(name, x, dtype, *more):
 # float32 <= 2 ulp everywhere except erf_inv (the XLA polynomial, the float32 reference itself);
 # float64 <= 4 ulp against long double; SciPy-oracle functions get SciPy's own error on top.
 F32_BOUND = 2.0
+# float32 per function: the measured maximum (2e6 points, benchmarks/cmath_ulp.py) plus a little.
+# The native float32 kernels are 0.8-1.65 ulp; the widened ones (double kernel, one rounding) 0.5.
+F32_BOUNDS = {
+    "exp": 0.9, "exp2": 0.8, "expm1": 1.5, "log": 0.85, "log1p": 0.95, "log2": 1.2, "rsqrt": 1.5,
+    "sin": 1.7, "cos": 1.7, "atan": 1.4, "tanh": 1.4, "logistic": 0.85, "erf": 1.3, "pow": 0.51,
+}  # fmt: skip
+
+
+def f32_bound(name):
+    return F32_BOUNDS.get(name, 0.51)
+
+
 F64_BOUND = 4.0
 # SciPy itself is off by up to ~30 ulp for gammaln near 1 < x < 3 and erfc near 0.5 (checked with
 # mpmath): those bounds cover SciPy's error, the mpmath measurement is in the header.
@@ -262,7 +274,7 @@ def test_unary_accuracy(shim, name, dtype):
     err = ulp_error(y[keep], ref[keep], dtype)
     if dtype == "float32":
         # erf_inv float32 is XLA's polynomial (the reference itself): bound its true error loosely
-        bound = 80.0 if name == "erf_inv" else F32_BOUND
+        bound = 80.0 if name == "erf_inv" else f32_bound(name)
     else:
         bound = F64_BOUND if name in LD_OK else F64_SCIPY_BOUND[name]
     worst = int(np.argmax(err))
@@ -287,14 +299,14 @@ def test_pow_atan2_accuracy(shim, dtype):
     x, y = x.astype(dtype), y.astype(dtype)
     out = shim(f"pow_{suffix}", x, y)
     err = ulp_error(out, reference("pow", x, dtype, y), dtype)
-    assert err.max() <= (F32_BOUND if dtype == "float32" else F64_BOUND), float(err.max())
+    assert err.max() <= (f32_bound("pow") if dtype == "float32" else F64_BOUND), float(err.max())
     a = sample(dtype, n, (-np.inf, np.inf), (-5, 5), rng)
     b = sample(dtype, n, (-np.inf, np.inf), (-5, 5), rng)
     m = min(a.size, b.size)
     a, b = a[:m], b[:m]
     out = shim(f"atan2_{suffix}", a, b)
     err = ulp_error(out, reference("atan2", a, dtype, b), dtype)
-    assert err.max() <= (F32_BOUND if dtype == "float32" else F64_BOUND), float(err.max())
+    assert err.max() <= (f32_bound("atan2") if dtype == "float32" else F64_BOUND), float(err.max())
 
 
 def test_sin_cos_large_arguments(shim):
@@ -305,7 +317,11 @@ def test_sin_cos_large_arguments(shim):
         for name in ("sin", "cos"):
             out = shim(f"{name}_{'f32' if dtype == 'float32' else 'f64'}", x)
             err = ulp_error(out, reference(name, x, dtype), dtype)
-            assert err.max() <= (F32_BOUND if dtype == "float32" else F64_BOUND), (name, dtype, err.max())
+            assert err.max() <= (f32_bound(name) if dtype == "float32" else F64_BOUND), (
+                name,
+                dtype,
+                err.max(),
+            )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -89,11 +89,14 @@ class CBackend:
         if not kernels:
             return {}, []
         rendered: list = []
+        # The open jaxpr only: the executable is memoized on the closed jaxpr, and holding that
+        # (with its constants) from here would make a cycle only the cyclic GC frees.
+        jaxpr = program.closed.jaxpr
 
         def render_all() -> list:
             if not rendered:
                 names = _NameContext()
-                _print_jaxpr(program.closed.jaxpr, names, 0)  # names as the printed jaxpr shows them
+                _print_jaxpr(jaxpr, names, 0)  # names as the printed jaxpr shows them
                 rendered.extend(render.render_kernel(k, names) for k in kernels)
             return rendered
 
