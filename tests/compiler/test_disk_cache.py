@@ -455,3 +455,20 @@ def test_extra_flags_are_part_of_the_key(fresh_cache, monkeypatch):
     f, c = _program()
     x = np.arange(3, dtype=np.float32)
     np.testing.assert_allclose(_run_c(f, x), np.asarray(morphax.jit(f, backend="numpy")(x)), rtol=1e-6)
+
+
+def test_a_code_generator_change_changes_the_key(fresh_cache, monkeypatch):
+    # Entries are keyed by a description of the program (its jaxpr), not its rendered C, so the
+    # key must cover the code that renders it: another generator version never reuses an entry.
+    from morphax._src.compiler.backends import c as c_backend
+
+    x = np.arange(5, dtype=np.float32)
+    morphax.jit(lambda v: v * 3 + 2, backend="c")(x).block_until_ready()
+    compiles, hits = build.stats["compiles"], build.stats["disk_hits"]
+    build._libraries.clear()
+    morphax.jit(lambda v: v * 3 + 2, backend="c")(x).block_until_ready()  # same program: a disk hit
+    assert (build.stats["compiles"], build.stats["disk_hits"]) == (compiles, hits + 1)
+    build._libraries.clear()
+    monkeypatch.setattr(c_backend, "_CODEGEN_HASH", ["another generator"])
+    morphax.jit(lambda v: v * 3 + 2, backend="c")(x).block_until_ready()
+    assert build.stats["compiles"] == compiles + 1

@@ -9,8 +9,10 @@ compiler), never a crash; with no working compiler the default backend is "numpy
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import logging
 import os
+import sys
 import warnings
 
 import numpy as np
@@ -113,7 +115,7 @@ class CBackend:
             if n.op == "const"
         )
         key_text = "\n".join(
-            [str(program.closed), literal_bits, kernels[0].name, render.CODEGEN_VERSION, render.MATHLIB_HASH]
+            [str(program.closed), literal_bits, kernels[0].name, render.CODEGEN_VERSION, _codegen_hash()]
         )
         try:
             lib = build.load(source, kernels[0].name, key_text)
@@ -125,6 +127,24 @@ class CBackend:
             )
             return {id(k): kernel_callable(k) for k in kernels}, render_all()
         return {id(k): _launcher(getattr(lib, k.name), k) for k in kernels}, _LazySources(render_all)
+
+
+_CODEGEN_HASH: list = []
+
+
+def _codegen_hash() -> str:
+    """A hash of everything that turns a jaxpr into C: lowering and fusion, the kernel IR, the
+    renderer with its prelude and math library, and this module. The disk cache is keyed by a
+    description of the program, so a change to any of them must change the key."""
+    if not _CODEGEN_HASH:
+        from morphax._src.compiler import fusion, kernel_ir
+
+        h = hashlib.sha256(render.RENDERER_HASH.encode())
+        for module in (fusion, kernel_ir, sys.modules[__name__]):
+            with open(module.__file__, "rb") as fh:
+                h.update(fh.read())
+        _CODEGEN_HASH.append(h.hexdigest())
+    return _CODEGEN_HASH[0]
 
 
 class _LazySources:

@@ -411,6 +411,10 @@ _MATHLIB = os.path.join(os.path.dirname(__file__), "mathlib.h")
 with open(_MATHLIB) as _fh:
     MATHLIB = _fh.read()
 MATHLIB_HASH = hashlib.sha256(MATHLIB.encode()).hexdigest()
+with open(__file__, "rb") as _fh:
+    # The renderer's own text: the disk cache is keyed by a description of the program, not the
+    # rendered source, so any change here (helpers, prelude, rendering) must change the key.
+    RENDERER_HASH = hashlib.sha256(_fh.read() + MATHLIB.encode()).hexdigest()
 
 PRELUDE = (
     MATHLIB
@@ -420,18 +424,42 @@ PRELUDE = (
 #include <stdlib.h>
 #include <string.h>
 
-/* max/min as XLA: NaN from either side wins; max(-0, +0) = +0 and min = -0 in either order. */
+/* Order-preserving integer keys of float bits (-0 < +0; NaNs sort outside +-inf), so float
+   max/min reductions run as integer max/min, which vectorize. The map is its own inverse. */
+static inline int32_t mxk_key32(float x) {
+  int32_t b; memcpy(&b, &x, 4); return b ^ ((b >> 31) & 0x7fffffff);
+}
+static inline float mxk_unkey32(int32_t k) {
+  int32_t b = k ^ ((k >> 31) & 0x7fffffff); float x; memcpy(&x, &b, 4); return x;
+}
+static inline int64_t mxk_key64(double x) {
+  int64_t b; memcpy(&b, &x, 8); return b ^ ((b >> 63) & 0x7fffffffffffffffLL);
+}
+static inline double mxk_unkey64(int64_t k) {
+  int64_t b = k ^ ((k >> 63) & 0x7fffffffffffffffLL); double x; memcpy(&x, &b, 8); return x;
+}
+
+/* max/min as XLA: NaN from either side wins; max(-0, +0) = +0 and min = -0 in either order.
+   Written as selects on integer keys so loops calling them stay vectorizable. */
 static inline float mxk_maxf(float a, float b) {
-  return a != a ? a : b != b ? b : a > b ? a : a < b ? b : (signbit(a) ? b : a);
+  const float m = mxk_key32(a) > mxk_key32(b) ? a : b;
+  const float n = b != b ? b : m;
+  return a != a ? a : n;
 }
 static inline double mxk_max(double a, double b) {
-  return a != a ? a : b != b ? b : a > b ? a : a < b ? b : (signbit(a) ? b : a);
+  const double m = mxk_key64(a) > mxk_key64(b) ? a : b;
+  const double n = b != b ? b : m;
+  return a != a ? a : n;
 }
 static inline float mxk_minf(float a, float b) {
-  return a != a ? a : b != b ? b : a < b ? a : a > b ? b : (signbit(a) ? a : b);
+  const float m = mxk_key32(a) < mxk_key32(b) ? a : b;
+  const float n = b != b ? b : m;
+  return a != a ? a : n;
 }
 static inline double mxk_min(double a, double b) {
-  return a != a ? a : b != b ? b : a < b ? a : a > b ? b : (signbit(a) ? a : b);
+  const double m = mxk_key64(a) < mxk_key64(b) ? a : b;
+  const double n = b != b ? b : m;
+  return a != a ? a : n;
 }
 /* clamp as XLA: min(max(x, lo), hi) with NaN propagating and ties taking the bound. */
 static inline float mxk_clampf(float lo, float x, float hi) {
@@ -449,36 +477,37 @@ static inline double mxk_clamp(double lo, double x, double hi) {
 #define MXK_IREM(T, TMIN, a, b) \
   ((b) == 0 ? (T)(a) : ((TMIN) != 0 && (b) == (T)-1) ? (T)0 : (T)((a) % (b)))
 
-/* Order-preserving integer keys of float bits (-0 < +0; NaNs sort outside +-inf), so float
-   max/min reductions run as integer max/min, which vectorize. The map is its own inverse. */
-static inline int32_t mxk_key32(float x) {
-  int32_t b; memcpy(&b, &x, 4); return b ^ ((b >> 31) & 0x7fffffff);
-}
-static inline float mxk_unkey32(int32_t k) {
-  int32_t b = k ^ ((k >> 31) & 0x7fffffff); float x; memcpy(&x, &b, 4); return x;
-}
-static inline int64_t mxk_key64(double x) {
-  int64_t b; memcpy(&b, &x, 8); return b ^ ((b >> 63) & 0x7fffffffffffffffLL);
-}
-static inline double mxk_unkey64(int64_t k) {
-  int64_t b = k ^ ((k >> 63) & 0x7fffffffffffffffLL); double x; memcpy(&x, &b, 8); return x;
-}
-
-/* Threefry-2x32, 20 rounds (Salmon et al. 2011), as JAX's threefry2x32. */
+/* Threefry-2x32, 20 rounds (Salmon et al. 2011), as JAX's threefry2x32: straight-line code with
+   constant rotations, so loops calling it vectorize. */
 static inline void mxk_threefry2x32(uint32_t k0, uint32_t k1, uint32_t x0, uint32_t x1,
                                     uint32_t *o0, uint32_t *o1) {
-  static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
-  uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
-  uint32_t v0 = x0 + ks[0], v1 = x1 + ks[1];
-  for (int block = 0; block < 5; block++) {
-    for (int r = 0; r < 4; r++) {
-      int s = rot[block % 2][r];
-      v0 += v1;
-      v1 = ((v1 << s) | (v1 >> (32 - s))) ^ v0;
-    }
-    v0 += ks[(block + 1) % 3];
-    v1 += ks[(block + 2) % 3] + (uint32_t)(block + 1);
-  }
+  const uint32_t k2 = k0 ^ k1 ^ 0x1BD11BDAu;
+  uint32_t v0 = x0 + k0, v1 = x1 + k1;
+  v0 += v1; v1 = ((v1 << 13) | (v1 >> 19)) ^ v0;
+  v0 += v1; v1 = ((v1 << 15) | (v1 >> 17)) ^ v0;
+  v0 += v1; v1 = ((v1 << 26) | (v1 >> 6)) ^ v0;
+  v0 += v1; v1 = ((v1 << 6) | (v1 >> 26)) ^ v0;
+  v0 += k1; v1 += k2 + 1u;
+  v0 += v1; v1 = ((v1 << 17) | (v1 >> 15)) ^ v0;
+  v0 += v1; v1 = ((v1 << 29) | (v1 >> 3)) ^ v0;
+  v0 += v1; v1 = ((v1 << 16) | (v1 >> 16)) ^ v0;
+  v0 += v1; v1 = ((v1 << 24) | (v1 >> 8)) ^ v0;
+  v0 += k2; v1 += k0 + 2u;
+  v0 += v1; v1 = ((v1 << 13) | (v1 >> 19)) ^ v0;
+  v0 += v1; v1 = ((v1 << 15) | (v1 >> 17)) ^ v0;
+  v0 += v1; v1 = ((v1 << 26) | (v1 >> 6)) ^ v0;
+  v0 += v1; v1 = ((v1 << 6) | (v1 >> 26)) ^ v0;
+  v0 += k0; v1 += k1 + 3u;
+  v0 += v1; v1 = ((v1 << 17) | (v1 >> 15)) ^ v0;
+  v0 += v1; v1 = ((v1 << 29) | (v1 >> 3)) ^ v0;
+  v0 += v1; v1 = ((v1 << 16) | (v1 >> 16)) ^ v0;
+  v0 += v1; v1 = ((v1 << 24) | (v1 >> 8)) ^ v0;
+  v0 += k1; v1 += k2 + 4u;
+  v0 += v1; v1 = ((v1 << 13) | (v1 >> 19)) ^ v0;
+  v0 += v1; v1 = ((v1 << 15) | (v1 >> 17)) ^ v0;
+  v0 += v1; v1 = ((v1 << 26) | (v1 >> 6)) ^ v0;
+  v0 += v1; v1 = ((v1 << 6) | (v1 >> 26)) ^ v0;
+  v0 += k2; v1 += k0 + 5u;
   *o0 = v0;
   *o1 = v1;
 }
@@ -754,7 +783,9 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
         if accs and d == suffix_start:
             for acc in accs:
                 lines += acc.locals(indent)
-        if d == 0 and outer_par:
+        if d == 0 and outer_par and rank == 1 and not accs:
+            lines.append(f"{indent}#pragma omp parallel for simd")  # the only loop: both
+        elif d == 0 and outer_par:
             lines.append(f"{indent}#pragma omp parallel for")
         elif d == rank - 1:
             clause = _simd_reduction(accs) if d >= suffix_start else ""
