@@ -224,7 +224,11 @@ class Compiled:
                 f"was compiled for {traced.in_tree}."
             )
         self._check_types(leaves)
-        outs = pjit_p.bind(*leaves, jaxpr=traced.jaxpr, name=traced.fun_name)
+        if _trace.ctx.trace is _trace.base_trace():
+            # Eager caller: run the executable compiled for this object's backend.
+            outs = call_compiled(leaves, traced.jaxpr, traced.fun_name, traced.backend)
+        else:
+            outs = pjit_p.bind(*leaves, jaxpr=traced.jaxpr, name=traced.fun_name)
         return pytree.tree_unflatten(traced.out_tree, outs)
 
     def _check_types(self, leaves):
