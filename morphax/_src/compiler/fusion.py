@@ -139,19 +139,22 @@ def lower(closed, caps, name: str = "kernel") -> Program:
         steps.append(b.kernel)
         return b
 
-    def load(b: _Builder, base_var, index, aval) -> int:
+    def load(b: _Builder, base_var, index, aval, phase: int = 0) -> int:
+        """A node of `phase` reading buffer `base_var` at `index` (one input slot per buffer, one
+        node per distinct index)."""
         slot = b.slot_of.get(id(base_var))
         if slot is None:
             slot = b.slot_of[id(base_var)] = len(b.kernel.inputs)
             b.kernel.inputs.append(base_var)
             if id(base_var) in owner:
                 outside_readers.add(id(base_var))
+        cache = b.load_nodes if phase == 0 else b.epi_loads
         key = (slot, tuple(str(i) for i in index))
-        got = b.load_nodes.get(key)
+        got = cache.get(key)
         if got is None:
             load_ = Load(slot, tuple(index))
-            got = b.load_nodes[key] = b.add_node(
-                Node("load", (), {"load": load_}, np.dtype(aval.dtype), base_var)
+            got = cache[key] = b.add_node(
+                Node("load", (), {"load": load_}, np.dtype(aval.dtype), base_var, phase=phase)
             )
         return got
 
@@ -208,19 +211,7 @@ def lower(closed, caps, name: str = "kernel") -> Program:
         index = _operand_index(v.aval.shape, out_shape)
         view = views.get(id(v))
         base, index = (view.base, view.index(index)) if view is not None else (v, index)
-        slot = b.slot_of.get(id(base))
-        if slot is None:
-            slot = b.slot_of[id(base)] = len(b.kernel.inputs)
-            b.kernel.inputs.append(base)
-            if id(base) in owner:
-                outside_readers.add(id(base))
-        key = (slot, tuple(str(i) for i in index))
-        got = b.epi_loads.get(key)
-        if got is None:
-            got = b.epi_loads[key] = b.add_node(
-                Node("load", (), {"load": Load(slot, tuple(index))}, np.dtype(v.aval.dtype), base, phase=1)
-            )
-        return got
+        return load(b, base, index, v.aval, phase=1)
 
     def materialize(v):
         """`v` must exist as a buffer (an opaque step reads it, or it is an output)."""
