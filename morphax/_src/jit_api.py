@@ -20,6 +20,7 @@ import weakref
 import numpy as np
 
 from morphax._src.api import ShapeDtypeStruct, _abstractify, _has_signature, flatten_fun
+from morphax._src.compiler.backends import NAMES as BACKEND_NAMES
 from morphax._src.config import config
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
@@ -342,7 +343,7 @@ class JitWrapped:
         # "c" / "numpy" choose the compiler backend for this function; a platform ("cpu") or None
         # leaves the configured default. Honoured where the function is called eagerly; inside
         # an enclosing transformation the program runs on the default backend.
-        self._compiler_backend = backend if backend in ("c", "numpy") else None
+        self._compiler_backend = backend if backend in BACKEND_NAMES else None
         cache = _cache_for(fun)
         if cache is None:
             cache = {}
@@ -605,7 +606,7 @@ def jit(
         )
     # NB: backend="c" / "numpy" choose morphax's compiler backend and are not deprecated; JAX's
     # platform names ("cpu", "gpu") and device= are, as in JAX.
-    if (backend is not None and backend not in ("c", "numpy")) or device is not None:
+    if (backend is not None and backend not in BACKEND_NAMES) or device is not None:
         warnings.warn(
             "jit: the backend and device arguments are deprecated (as in JAX). Place the inputs "
             'instead: morphax.device_put(x, morphax.local_devices(backend="cpu")[0]).',

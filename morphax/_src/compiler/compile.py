@@ -61,7 +61,7 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
     counters.compiles += 1
     if config.log_compiles:
         logger.warning("Compiling %s for args %s", name, [a.str_short() for a in closed.in_avals])
-    program = lower(optimized, chosen.caps, name=executor.c_identifier(name))
+    program = lower(optimized, chosen.caps, name=executor.identifier(name))
     kernel_fns, sources = chosen.build(program)
     counters.kernels += len(program.kernels)
 

@@ -149,7 +149,7 @@ def compile_program(
             native = opaque(step.eqn) if opaque is not None else None
             if native is not None:
                 # The backend's own implementation of this equation (e.g. a gather as a C loop).
-                fn = bind_global(native, f"{_safe(step.eqn.primitive.name)}_native_")
+                fn = bind_global(native, f"{identifier(step.eqn.primitive.name)}_native_")
                 ins = ", ".join(operand(v) for v in step.eqn.invars)
                 lines.append(f"    {', '.join(var_name(v) for v in step.eqn.outvars)}, = {fn}({ins})")
             else:
@@ -171,7 +171,7 @@ def compile_program(
         else:
             results.append(var_name(v))
     lines.append(f"    return [{', '.join(results)}]")
-    fn_name = f"{_safe(name)}_{next(_counter)}"
+    fn_name = f"{identifier(name)}_{next(_counter)}"
     while fn_name in env:  # a function named like a primitive ("add") must not shadow its impl ("add_0")
         fn_name += "_"
     source = f"def {fn_name}({', '.join(args)}):\n" + "\n".join(lines) + "\n"
@@ -196,7 +196,7 @@ def _opaque_lines(eqn, i, operand, var_name, bind_global, compile_call) -> list:
     if prim.higher_order:
         fn = bind_global(_fallback_call(prim, eqn.params, len(outs)), "ho")
         return [f"    {', '.join(outs)}, = {fn}({ins})" if outs else f"    {fn}({ins})"]
-    impl = bind_global(prim.impl, f"{_safe(prim.name)}_")
+    impl = bind_global(prim.impl, f"{identifier(prim.name)}_")
     call = f"{impl}({ins}"
     if eqn.params:
         params = bind_global(eqn.params, "p")
@@ -212,12 +212,7 @@ def _opaque_lines(eqn, i, operand, var_name, bind_global, compile_call) -> list:
     return [f"    {outs[0]} = {cast}({call})"]
 
 
-def c_identifier(name: str) -> str:
-    """`name` made a valid identifier in generated Python and C (see `_safe`)."""
-    return _safe(name)
-
-
-def _safe(name: str) -> str:
+def identifier(name: str) -> str:
     """An ASCII identifier for `name` in generated source. Only ASCII letters, digits and "_"
     are kept: Python rejects some other "alphanumeric" characters in identifiers ("f²") and
     NFKC-normalises others ("ℌ" is read as "H", so the name bound by exec would differ from the

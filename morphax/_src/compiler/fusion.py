@@ -283,18 +283,11 @@ def lower(closed, caps, name: str = "kernel") -> Program:
             and prim.index_map is not None
             and caps.fuses_view(eqn)
             and len(eqn.invars) == 1
-            and (type(eqn.invars[0]) is Literal or id(eqn.invars[0]) in fills)
         ):
-            (operand,) = eqn.invars
-            fills[id(eqn.outvars[0])] = operand if type(operand) is Literal else fills[id(operand)]
-            continue
-        if (
-            kind is Kind.LAYOUT
-            and prim.index_map is not None
-            and caps.fuses_view(eqn)
-            and len(eqn.invars) == 1
-            and type(eqn.invars[0]) is not Literal
-        ):
+            if type(eqn.invars[0]) is Literal or id(eqn.invars[0]) in fills:
+                (operand,) = eqn.invars
+                fills[id(eqn.outvars[0])] = operand if type(operand) is Literal else fills[id(operand)]
+                continue
             # A view: readers load the base buffer through the composed index map. A base
             # computed in a kernel is stored by it; readers of the view run in later kernels.
             # A relabelling of unit dims of a value computed in a kernel is that value.

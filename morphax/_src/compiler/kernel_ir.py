@@ -111,8 +111,3 @@ class Program:
     @property
     def kernels(self) -> list:
         return [s for s in self.steps if isinstance(s, Kernel)]
-
-    def summary(self) -> str:
-        kernels = len(self.kernels)
-        opaque = len(self.steps) - kernels
-        return f"{kernels} fused kernel{'s' * (kernels != 1)}, {opaque} other step{'s' * (opaque != 1)}"

@@ -28,12 +28,3 @@ def reference(op: str):
         return _table()[op].impl
     except KeyError:
         raise KeyError(f"no primitive declares kernel_op {op!r}") from None
-
-
-def primitive(op: str):
-    """The primitive that declares `op` (for its abstract evaluation and test spec)."""
-    return _table()[op]
-
-
-def names() -> list:
-    return sorted(_table())

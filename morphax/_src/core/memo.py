@@ -14,22 +14,12 @@ PER_OBJECT_LIMIT = 64
 MISSING = object()
 
 
-class Memo:
-    """Counters that tests assert on (hits and stores across every memoized jaxpr)."""
-
-    hits = 0
-    stores = 0
-
-
 def memo_get(obj, key):
     """The result stored on `obj` under `key`, or `MISSING`."""
     table = obj._memo
     if table is None:
         return MISSING
-    value = table.get(key, MISSING)
-    if value is not MISSING:
-        Memo.hits += 1
-    return value
+    return table.get(key, MISSING)
 
 
 def memo_put(obj, key, value):
@@ -43,7 +33,6 @@ def memo_put(obj, key, value):
         except (KeyError, RuntimeError, StopIteration):  # another thread evicted at the same time
             pass
     table[key] = value
-    Memo.stores += 1
     return value
 
 
@@ -53,7 +42,3 @@ def memoized(obj, key, build):
     if value is MISSING:
         value = memo_put(obj, key, build())
     return value
-
-
-def memo_clear(obj) -> None:
-    obj._memo = None

@@ -18,7 +18,6 @@ from morphax._src.compiler.backends.c.scalar import (  # noqa: F401  (re-exporte
     CODEGEN_VERSION,
     DTYPES,
     MATHLIB,
-    MATHLIB_HASH,
     PRELUDE,
     REDUCE_DTYPES,
     REDUCE_OPS,
@@ -126,7 +125,6 @@ def _strided_inner_load(loads, in_shapes, domain) -> bool:
     """Whether some load walks its buffer with a stride > 1 along the innermost loop (a transpose):
     such kernels are tiled so both the load and the store stay in cache."""
     inner = f"i{len(domain) - 1}"
-    names = {f"i{d}": f"i{d}" for d in range(len(domain))}
     for ld in loads:
         shape = in_shapes[ld.slot]
         if not shape:
@@ -137,7 +135,6 @@ def _strided_inner_load(loads, in_shapes, domain) -> bool:
         for atom, coeff in total.terms:
             if getattr(atom, "name", None) == inner and abs(coeff) > 1:
                 return True
-    del names
     return False
 
 

@@ -9,7 +9,6 @@ give 0 (or the sign), float -> int conversions saturate (NaN -> 0). No undefined
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 
@@ -409,7 +408,6 @@ def _convert(a: str, src, dst) -> str:
 _MATHLIB = os.path.join(os.path.dirname(__file__), "mathlib.h")
 with open(_MATHLIB) as _fh:
     MATHLIB = _fh.read()
-MATHLIB_HASH = hashlib.sha256(MATHLIB.encode()).hexdigest()
 
 PRELUDE = (
     MATHLIB
