@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zlib
 
 import ml_dtypes
 import numpy as np
@@ -238,7 +239,7 @@ F32_BOUND = 2.0
 # The native float32 kernels are 0.8-1.65 ulp; the widened ones (double kernel, one rounding) 0.5.
 F32_BOUNDS = {
     "exp": 0.9, "exp2": 0.8, "expm1": 1.5, "log": 0.85, "log1p": 0.95, "log2": 1.2, "rsqrt": 1.5,
-    "sin": 1.7, "cos": 1.7, "atan": 1.4, "tanh": 1.4, "logistic": 0.85, "erf": 1.3, "pow": 0.51,
+    "sin": 1.7, "cos": 1.7, "atan": 1.4, "tanh": 1.4, "logistic": 0.95, "erf": 1.3, "pow": 0.51,
 }  # fmt: skip
 
 
@@ -265,7 +266,8 @@ def _skip_near_zeros(name, x, ref):
 def test_unary_accuracy(shim, name, dtype):
     if name in ("sqrt",):
         pytest.skip("hardware sqrt")
-    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    # zlib.crc32, not hash(): str hashes change per process, so the samples (and a failure) would too.
+    rng = np.random.default_rng(zlib.crc32(f"{name}-{dtype}".encode()))
     dom, core = DOMAIN[name]
     x = sample(dtype, 100_000, dom, core, rng)
     y = shim(f"{name}_{'f32' if dtype == 'float32' else 'f64'}", x)
