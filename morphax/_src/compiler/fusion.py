@@ -238,7 +238,7 @@ def lower(closed, caps, name: str = "kernel") -> Program:
         outside_readers.add(id(v))
         tail = None
 
-    for eqn in jaxpr.eqns:
+    for eqn in _fold_permutations(jaxpr):
         prim = eqn.primitive
         kind = prim.kind_of(*[v.aval for v in eqn.invars], **eqn.params) if prim.kind_rule else prim.kind
         if kind is Kind.ELEMENTWISE and caps.supports(eqn) and not prim.multiple_results:
@@ -389,6 +389,98 @@ def lower(closed, caps, name: str = "kernel") -> Program:
         b.kernel.stores[:0] = extra
     steps = [s for s in steps if not isinstance(s, Kernel) or s.stores]
     return Program(closed, steps)
+
+
+def _permutation(eqn) -> tuple | None:
+    """The axis permutation of a one-operand LAYOUT equation whose index map only reorders axes
+    (a transpose, whatever the primitive), else None."""
+    prim = eqn.primitive
+    if prim.kind is not Kind.LAYOUT or prim.index_map is None or len(eqn.invars) != 1:
+        return None
+    (operand,) = eqn.invars
+    in_aval, out_shape = operand.aval, tuple(eqn.outvars[0].aval.shape)
+    if (
+        type(operand) is Literal
+        or len(in_aval.shape) != len(out_shape)
+        or in_aval.dtype != eqn.outvars[0].aval.dtype
+    ):
+        return None
+    out_index = [IndexExpr.var(f"i{d}", n) for d, n in enumerate(out_shape)]
+    try:
+        mapped = tuple(prim.index_map(tuple(out_index), in_aval, **eqn.params)[0])
+    except Exception:
+        return None
+    perm = [None] * len(out_shape)
+    for in_dim, expr in enumerate(mapped):
+        matches = [d for d, v in enumerate(out_index) if expr == v and out_shape[d] == in_aval.shape[in_dim]]
+        if len(matches) != 1 or perm[matches[0]] is not None:
+            return None
+        perm[matches[0]] = in_dim
+    return tuple(perm)
+
+
+def _fold_permutations(jaxpr) -> list:
+    """The equations of `jaxpr`, with each transpose of a result that only it reads folded into
+    the producing equation when that primitive declares a `permuted_form` (a matmul computes
+    its transposed result directly): no copy kernel, and the readers load it contiguously."""
+    uses: dict[int, int] = {}
+    for eqn in jaxpr.eqns:
+        for v in eqn.invars:
+            if type(v) is not Literal:
+                uses[id(v)] = uses.get(id(v), 0) + 1
+    for v in jaxpr.outvars:
+        if type(v) is not Literal:
+            uses[id(v)] = uses.get(id(v), 0) + 2
+    producer = {}
+    permuted: dict[int, tuple] = {}  # id(var) -> (base var, perm) for transposes' results
+    eqns = list(jaxpr.eqns)
+    for i, eqn in enumerate(eqns):
+        rule = eqn.primitive.permuted_operand_form
+        if rule is not None:
+            eqn = eqns[i] = _read_bases(eqn, rule, permuted, uses)
+        for v in eqn.outvars:
+            producer[id(v)] = i
+        perm = _permutation(eqn)
+        if perm is not None:
+            permuted[id(eqn.outvars[0])] = (eqn.invars[0], perm)
+        if perm is None:
+            continue
+        (operand,) = eqn.invars
+        j = producer.get(id(operand))
+        if j is None or uses.get(id(operand)) != 1:
+            continue
+        source = eqns[j]
+        rule = source.primitive.permuted_form
+        if rule is None or len(source.outvars) != 1:
+            continue
+        form = rule(perm, *[v.aval for v in source.invars], **source.params)
+        if form is None:
+            continue
+        order, params = form
+        eqns[j] = source.replace(
+            invars=[source.invars[k] for k in order], outvars=list(eqn.outvars), params=params
+        )
+        eqns[i] = None
+        producer[id(eqn.outvars[0])] = j
+    return [e for e in eqns if e is not None]
+
+
+def _read_bases(eqn, rule, permuted, uses):
+    """`eqn` reading the bases of its transposed operands where its primitive allows it."""
+    for k, v in enumerate(eqn.invars):
+        got = permuted.get(id(v)) if type(v) is not Literal else None
+        if got is None:
+            continue
+        base, perm = got
+        params = rule(k, perm, *[u.aval for u in eqn.invars], **eqn.params)
+        if params is None:
+            continue
+        invars = list(eqn.invars)
+        invars[k] = base
+        eqn = eqn.replace(invars=invars, params=params)
+        uses[id(v)] -= 1
+        uses[id(base)] = uses.get(id(base), 0) + 1
+    return eqn
 
 
 def _compose_view(index_map, operand, params, inner: _View | None) -> _View:

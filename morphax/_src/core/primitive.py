@@ -109,6 +109,15 @@ class Primitive:
         # ``elementwise_form(*in_avals, **params) -> (kernel_op, [index_map per operand]) | None``,
         # each index_map(out_index) -> operand index tuple. The compiler fuses such equations.
         self.elementwise_form = None
+        # A primitive whose result, permuted by a transpose, is the same primitive on reordered
+        # operands with other params (a matmul's transpose is the matmul of its swapped
+        # operands): ``permuted_form(perm, *in_avals, **params) -> (operand order, params) | None``.
+        # The compiler folds such transposes instead of copying the result.
+        self.permuted_form = None
+        # Likewise for an operand: ``permuted_operand_form(k, perm, *in_avals, **params) -> params
+        # | None`` gives the params under which the primitive reads operand k's untransposed base
+        # (x.T @ y is a matmul that reads x transposed).
+        self.permuted_operand_form = None
         # Canonical values of params that some binders leave out, filled in by `bind`, so equal
         # programs have equal params (CSE and compile caches compare params).
         self.param_defaults: dict = {}
