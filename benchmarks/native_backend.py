@@ -157,6 +157,9 @@ def libraries(include_jax=True):
     """(label, lib module, jit) for morphax's two backends and JAX (when importable)."""
     import morphax
 
+    # Steady-state timings measure the native kernels: compile before the first call returns
+    # (the first-call rows run in child processes, with morphax's default background builds).
+    morphax.config.update("morphax_compile_in_background", False)
     out = [
         ("morphax[c]", morphax, lambda f: morphax.jit(f, backend="c")),
         ("morphax[numpy]", morphax, lambda f: morphax.jit(f, backend="numpy")),

@@ -12,6 +12,7 @@ import argparse
 import time
 
 import numpy as np
+from jit_mlp import settle
 
 
 def best_of(fn, repeat):
@@ -73,6 +74,8 @@ def measure(batch, features, repeat, loop_repeat):
     t_loop = best_of(lambda: looped(params, xs, ys), loop_repeat)
     rows.append(("morphax", "loop of grad", t_loop))
     rows.append(("morphax", "vmap(grad)", best_of(lambda: batched(params, xs, ys), repeat)))
+    jitted(params, xs, ys)
+    settle(morphax)
     rows.append(("morphax", "jit(vmap(grad))", best_of(lambda: jitted(params, xs, ys), repeat)))
     try:
         import jax

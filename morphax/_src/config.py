@@ -46,6 +46,15 @@ _KNOWN = {
     "morphax_backend": ("morphax_backend", lambda: os.environ.get("MORPHAX_BACKEND", "c")),
     # Threads for the native backend's parallel loops (0: the machine's core count).
     "morphax_num_threads": ("morphax_num_threads", lambda: int(os.environ.get("MORPHAX_NUM_THREADS", "0"))),
+    # A program whose C library is in no cache yet runs its kernels with NumPy while the compiler
+    # builds it in a background thread, then switches (the first call does not wait for the C
+    # compiler). Off: the first call waits for the build.
+    "morphax_compile_in_background": (
+        "morphax_compile_in_background",
+        lambda: (
+            os.environ.get("MORPHAX_COMPILE_IN_BACKGROUND", "1").lower() not in ("0", "false", "no", "off")
+        ),
+    ),
 }
 
 # The process-wide values (what config.update set), by attribute name.

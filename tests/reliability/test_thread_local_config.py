@@ -149,6 +149,7 @@ def test_every_context_manager_flag_is_thread_local():
         "jax_disable_jit": True,
         "morphax_backend": "numpy",
         "morphax_num_threads": 1,
+        "morphax_compile_in_background": not config.morphax_compile_in_background,
     }
     assert set(flags) == set(config._known)
     defaults = {name: config.read(name) for name in flags}

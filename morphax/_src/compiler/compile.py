@@ -62,15 +62,43 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
     if config.log_compiles:
         logger.warning("Compiling %s for args %s", name, [a.str_short() for a in closed.in_avals])
     program = lower(optimized, chosen.caps, name=executor.identifier(name))
-    kernel_fns, sources = chosen.build(program)
-    counters.kernels += len(program.kernels)
+    opaque = getattr(chosen, "opaque", None)
 
     def compile_call(inner, inner_name):
         return compile_jaxpr(inner, inner_name, chosen.name)
 
-    executable = executor.compile_program(
-        program, name, kernel_fns, compile_call, chosen.name, sources, getattr(chosen, "opaque", None)
-    )
+    executable = None
+    upgrade = []  # native kernels that arrived before the executable existed
+
+    def on_ready(native_fns):
+        # Called from the build thread: the same program with the native kernels replaces the
+        # interim one in a single assignment, so each call runs one or the other, never a mix.
+        if executable is None:
+            upgrade.append(native_fns)
+            return
+        native = executor.compile_program(program, name, native_fns, compile_call, chosen.name, (), opaque)
+        executable.fn = native.fn
+
+    background = on_ready if config.morphax_compile_in_background else None
+    kernel_fns, sources = chosen.build(program, on_ready=background)
+    counters.kernels += len(program.kernels)
+    if upgrade:
+        kernel_fns = upgrade[0]
+    if kernel_fns is None:
+        # Built in the background: run on the numpy backend (one NumPy call per equation) until
+        # the native kernels arrive.
+        interim = compile_jaxpr(closed, name, "numpy")
+        placeholders = {id(k): None for k in program.kernels}
+        executable = executor.compile_program(
+            program, name, placeholders, compile_call, chosen.name, sources, opaque
+        )
+        executable.fn = interim.fn
+    else:
+        executable = executor.compile_program(
+            program, name, kernel_fns, compile_call, chosen.name, sources, opaque
+        )
+    if upgrade and kernel_fns is not upgrade[0]:
+        on_ready(upgrade[0])
     return memo_put(closed, key, executable)
 
 

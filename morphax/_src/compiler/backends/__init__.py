@@ -4,9 +4,12 @@ A backend is one folder here exposing `BACKEND`, an object with:
   name: str
   caps: what it fuses -- `supports(eqn) -> bool` for ELEMENTWISE and REDUCE equations and
         `fuses_view(eqn) -> bool` for LAYOUT ones (loads through their index maps, no copy)
-  build(program) -> ({id(kernel): callable}, [source per kernel]): render and compile every
-        fused kernel of a Program (with whatever caching it does); a kernel callable takes the
-        input arrays in slot order and returns the outputs in store order
+  build(program, on_ready=None) -> ({id(kernel): callable}, [source per kernel]): render and
+        compile every fused kernel of a Program (with whatever caching it does); a kernel callable
+        takes the input arrays in slot order and returns the outputs in store order. A backend
+        may build in the background when given `on_ready`: it returns None for the callables
+        (the program runs on the numpy backend meanwhile) and calls
+        `on_ready({id(kernel): callable})` once they are built
   available() -> bool: whether it can run on this machine (probed once, cached)
   opaque(eqn) -> callable | None (optional): its own implementation of an equation left out of
         the kernels (arrays in, list of arrays out), else the primitive's NumPy reference runs

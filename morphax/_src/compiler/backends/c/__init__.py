@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from morphax._src.compiler.backends.c import build, render
+from morphax._src.compiler.backends.c import background, build, render
 from morphax._src.compiler.backends.numpy import kernel_callable
 from morphax._src.core.jaxpr import _NameContext, _print_jaxpr
 from morphax._src.core.primitive import Kind
@@ -85,8 +85,13 @@ class CBackend:
 
         return indexing.opaque(eqn)
 
-    def build(self, program):
-        """Render every kernel of `program` into one C file, build it, and wrap each function."""
+    def build(self, program, on_ready=None):
+        """Render every kernel of `program` into one C file, build it, and wrap each function.
+
+        With `on_ready` given and the library in no cache yet, the compiler runs in the
+        background and the kernel callables returned are None (the program runs on the NumPy
+        backend meanwhile); `on_ready(kernel_fns)` is called with the native ones once the
+        library is built (never, if the compiler fails: NumPy stays, with a warning)."""
         kernels = program.kernels
         if not kernels:
             return {}, []
@@ -117,16 +122,39 @@ class CBackend:
         key_text = "\n".join(
             [str(program.closed), literal_bits, kernels[0].name, render.CODEGEN_VERSION, _codegen_hash()]
         )
+
+        def launchers(lib) -> dict:
+            return {id(k): _launcher(getattr(lib, k.name), k) for k in kernels}
+
+        if on_ready is not None:
+            lib = build.cached(key_text)
+            if lib is not None:
+                return launchers(lib), _LazySources(render_all)
+
+            def finish():
+                try:
+                    lib = build.load(source, kernels[0].name, key_text)
+                except build.CompileError as e:
+                    _warn_fallback(e, stacklevel=1)
+                    return
+                on_ready(launchers(lib))
+
+            background.submit(finish)
+            return None, _LazySources(render_all)
         try:
             lib = build.load(source, kernels[0].name, key_text)
         except build.CompileError as e:
-            warnings.warn(
-                f"morphax: the C compiler failed on a generated program; running it with NumPy instead.\n{e}",
-                CompilerFallbackWarning,
-                stacklevel=2,
-            )
+            _warn_fallback(e, stacklevel=3)
             return {id(k): kernel_callable(k) for k in kernels}, render_all()
-        return {id(k): _launcher(getattr(lib, k.name), k) for k in kernels}, _LazySources(render_all)
+        return launchers(lib), _LazySources(render_all)
+
+
+def _warn_fallback(error, stacklevel: int) -> None:
+    warnings.warn(
+        f"morphax: the C compiler failed on a generated program; running it with NumPy instead.\n{error}",
+        CompilerFallbackWarning,
+        stacklevel=stacklevel,
+    )
 
 
 _CODEGEN_HASH: list = []

@@ -97,7 +97,17 @@ def _read_cpu() -> str:
                     break
     except OSError:
         pass
+    _probe["cpu_flags"] = set(flags.split(":", 1)[-1].split())
     return model + hashlib.sha256(flags.encode()).hexdigest()[:16]
+
+
+def _target_flags() -> list:
+    """Flags for this CPU: on x86 with AVX-512, loops vectorize 16 floats wide (GCC's default
+    tuning for recent Intel CPUs stops at 256 bits; random.normal runs 1.5x faster at 512)."""
+    _cpu()
+    if platform.machine() in ("x86_64", "AMD64") and "avx512f" in _probe.get("cpu_flags", ()):
+        return ["-mprefer-vector-width=512"]
+    return []
 
 
 def probe() -> tuple[bool, str]:
@@ -126,7 +136,7 @@ def _run_probe() -> None:
     try:
         for extra in (OPENMP, []):
             try:
-                lib = _compile_and_load(src, "probe", extra, use_disk=False, count=False)
+                lib = _compile_and_load(src, "probe", _target_flags() + extra, use_disk=False, count=False)
                 if lib.morphax_probe(41) == 42:
                     _probe["openmp"] = bool(extra)
                     _probe["result"] = (True, "")
@@ -148,7 +158,7 @@ def _probe_path(cc: str) -> str | None:
         os.path.realpath(cc),
         str(st.st_size),
         str(st.st_mtime_ns),
-        " ".join(FLAGS + OPENMP),
+        " ".join(FLAGS + _target_flags() + OPENMP),
         _extra_flags_text(),
         _cpu(),
     ):
@@ -194,7 +204,8 @@ def _extra_flags_text() -> str:
 
 
 def _flags() -> list:
-    return FLAGS + (OPENMP if _probe.get("openmp") else []) + shlex.split(_extra_flags_text())
+    openmp = OPENMP if _probe.get("openmp") else []
+    return FLAGS + _target_flags() + openmp + shlex.split(_extra_flags_text())
 
 
 def cache_dir() -> str:
@@ -252,6 +263,27 @@ def load(source, name: str, key_text: str | None = None) -> ctypes.CDLL:
         lib = _libraries.get(key)
         if lib is None:
             lib = _libraries[key] = _from_disk_or_compile(source, key, name)
+    return lib
+
+
+def cached(key_text: str) -> ctypes.CDLL | None:
+    """The library keyed by `key_text` if memory or the disk cache holds it, without compiling."""
+    probe()
+    key = cache_key(key_text)
+    lib = _libraries.get(key)
+    if lib is not None:
+        stats["memory_hits"] += 1
+        return lib
+    try:
+        so_path, sum_path = _entry_paths(key)
+    except OSError:
+        return None
+    with _lock:
+        lib = _libraries.get(key)
+        if lib is None:
+            lib = _load_entry(so_path, sum_path)
+            if lib is not None:
+                _libraries[key] = lib
     return lib
 
 

@@ -35,7 +35,7 @@ class NumpyBackend:
         return True
 
     @staticmethod
-    def build(program, name: str = "kernel"):
+    def build(program, on_ready=None):
         fns = {id(k): kernel_callable(k) for k in program.kernels}
         return fns, []
 

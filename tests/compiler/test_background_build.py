@@ -1,0 +1,152 @@
+"""Background C builds (`morphax_compile_in_background`, the default outside this test suite): a
+program whose library no cache holds runs on the NumPy backend while the compiler works in a
+background thread, then switches to the native kernels; a cached library is used at once; a
+process that exits waits for the builds it started, so the next process finds them on disk; a
+compiler failure leaves the program on NumPy with a warning."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+import morphax
+import morphax.numpy as jnp
+from morphax._src.compiler.backends import get_backend
+from morphax._src.compiler.backends.c import background, build
+
+pytestmark = pytest.mark.skipif(not get_backend("c").available(), reason="no working C compiler")
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def background_builds(tmp_path, monkeypatch):
+    """Background builds on, a private empty disk cache and in-memory library table."""
+    monkeypatch.setenv("MORPHAX_CACHE_DIR", str(tmp_path / "cache"))
+    saved_libs, saved_stats = dict(build._libraries), dict(build.stats)
+    build._libraries.clear()
+    build.reset_cache_dir()
+    for k in build.stats:
+        build.stats[k] = 0
+    morphax.config.update("morphax_compile_in_background", True)
+    yield tmp_path / "cache"
+    background.wait()
+    morphax.config.update("morphax_compile_in_background", False)
+    build._libraries.clear()
+    build._libraries.update(saved_libs)
+    build.stats.update(saved_stats)
+    build.reset_cache_dir()
+
+
+_tags = iter(range(10**6))
+
+
+def _program(c=None):
+    if c is None:
+        c = 0.5 + next(_tags)  # its own constant: its own C source and cache entry
+
+    def f(x):
+        return jnp.tanh(x * c) + jnp.sin(x) * jnp.exp(-x * x)
+
+    return f
+
+
+X = np.linspace(-3, 3, 1001, dtype=np.float32)
+
+
+def _same_as_numpy_backend(f, got):
+    want = np.asarray(morphax.jit(f, backend="numpy")(X))
+    np.testing.assert_allclose(np.asarray(got), want, rtol=2e-6, atol=1e-6)
+
+
+def test_first_call_runs_on_numpy_while_the_compiler_works(background_builds, monkeypatch):
+    release = threading.Event()
+    real_load = build.load
+
+    def held_load(*args, **kwargs):
+        release.wait(60)  # the build finishes only once the test has seen the interim program
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(build, "load", held_load)
+    f = morphax.jit(_program(), backend="c")
+    first = f(X)
+    executable = f.lower(X).compile()._executable  # the one the call used (memoized on the jaxpr)
+    interim = executable.fn
+    assert background.pending() == 1
+    assert "_k0" not in interim.__code__.co_names and not any(
+        name.startswith("f_k") for name in interim.__globals__
+    ), "the interim program runs on the numpy backend: no fused kernel"
+    _same_as_numpy_backend(f, first)
+    release.set()
+    assert background.wait(120)
+    assert build.stats["compiles"] == 1
+    native = executable.fn
+    assert native is not interim
+    assert any("_k0_" in name for name in native.__globals__), "the native program calls kernel k0"
+    _same_as_numpy_backend(f, f(X))
+
+
+def test_a_cached_library_is_used_at_once(background_builds):
+    c = 0.25 + next(_tags)
+    morphax.config.update("morphax_compile_in_background", False)
+    morphax.jit(_program(c), backend="c")(X)  # compiles synchronously into the disk cache
+    assert build.stats["compiles"] == 1
+    morphax.config.update("morphax_compile_in_background", True)
+    build._libraries.clear()  # as in a new process: an empty memory cache, the disk cache kept
+    f = _program(c)  # a new function: a new trace of the same program
+    got = morphax.jit(f, backend="c")(X)
+    assert background.pending() == 0
+    assert build.stats["compiles"] == 1
+    assert build.stats["disk_hits"] == 1
+    _same_as_numpy_backend(f, got)
+
+
+def test_a_failing_compiler_leaves_numpy_with_a_warning(background_builds, monkeypatch):
+    def broken(*args, **kwargs):
+        raise build.CompileError("cc: simulated failure")
+
+    monkeypatch.setattr(build, "load", broken)
+    f = _program()
+    with pytest.warns(UserWarning, match="simulated failure"):
+        got = morphax.jit(f, backend="c")(X)
+        background.wait()
+    _same_as_numpy_backend(f, got)
+    _same_as_numpy_backend(f, morphax.jit(f, backend="c")(X))
+
+
+_CHILD = """
+    import json, numpy as np, morphax, morphax.numpy as jnp
+    from morphax._src.compiler.backends.c import build
+    f = lambda x: jnp.cosh(x) * 1.75 - jnp.expm1(x)
+    print(np.asarray(morphax.jit(f, backend="c")(np.linspace(-1, 1, 9, dtype=np.float32))).sum())
+    print(json.dumps(build.stats))
+"""
+
+
+def _child(cache):
+    env = dict(os.environ, MORPHAX_CACHE_DIR=str(cache), MORPHAX_COMPILE_IN_BACKGROUND="1")
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    res = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_CHILD)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        cwd=REPO,
+    )
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout.strip().splitlines()[-1]), float(res.stdout.split()[0])
+
+
+def test_a_short_process_still_fills_the_disk_cache(tmp_path):
+    first, value1 = _child(tmp_path / "cache")
+    second, value2 = _child(tmp_path / "cache")
+    # The first process returned before its build finished (its stats were printed first), but
+    # waited for it at exit: the second finds the library on disk and compiles nothing.
+    assert second["compiles"] == 0 and second["disk_hits"] == 1, (first, second)
+    assert abs(value1 - value2) <= 1e-5 * max(1.0, abs(value1))
