@@ -524,7 +524,11 @@ class JitWrapped:
             leaves = list(lifted) + list(leaves)
         if _trace.ctx.trace is _trace.base_trace():
             # Eager caller: skip bind and run the compiled executable directly.
-            outs = call_compiled(leaves, closed, self._name, self._compiler_backend)
+            positions = ()
+            if donated:
+                ids = {id(leaf) for leaf in donated}
+                positions = tuple(i for i, leaf in enumerate(leaves) if id(leaf) in ids)
+            outs = call_compiled(leaves, closed, self._name, self._compiler_backend, positions)
         else:
             outs = pjit_p.bind(*leaves, jaxpr=closed, name=self._name)
         if donated:

@@ -112,7 +112,8 @@ def test_donated_buffers_are_released():
     y = f(x)
     y.block_until_ready()
     del x
-    assert in_ref() is None
+    # Released, or reused as the output's buffer (compiler/donation.py): never held elsewhere.
+    assert in_ref() is None or in_ref() is y._buf
     np.testing.assert_array_equal(np.asarray(y)[:3], [2.0, 2.0, 2.0])
 
 

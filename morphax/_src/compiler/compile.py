@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 
-from morphax._src.compiler import executor
+from morphax._src.compiler import donation, executor
 
 # The native backend is imported with morphax, not at the first jitted call (whose latency counts).
 from morphax._src.compiler.backends import c as _c_backend  # noqa: F401
 from morphax._src.compiler.backends import get_backend
 from morphax._src.compiler.fusion import lower
 from morphax._src.config import config
+from morphax._src.control_flow import host_eval
 from morphax._src.core.jaxpr import ClosedJaxpr
 from morphax._src.core.memo import MISSING, memo_get, memo_put
 
@@ -48,11 +49,13 @@ def _optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
     return out[0] if isinstance(out, tuple) else out
 
 
-def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None = None):
+def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None = None, donate: tuple = ()):
     """The executable for `closed` on `backend` (default: the configured one), compiled once per
-    jaxpr object and backend."""
+    jaxpr object, backend and set of donated input positions (whose buffers its kernels may
+    write their outputs into: compiler/donation.py)."""
     chosen = get_backend(backend)
-    key = ("compiled", chosen.name, _generation)
+    donate = tuple(sorted(set(donate)))
+    key = ("compiled", chosen.name, _generation, donate)
     hit = memo_get(closed, key)
     if hit is not MISSING:
         return hit
@@ -62,6 +65,8 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
     if config.log_compiles:
         logger.warning("Compiling %s for args %s", name, [a.str_short() for a in closed.in_avals])
     program = lower(optimized, chosen.caps, name=executor.identifier(name))
+    # Positions index the optimized jaxpr's inputs: the passes keep every input (DCE drops none).
+    reuse = donation.plan(program, donate) if donate else {}
     opaque = getattr(chosen, "opaque", None)
 
     def compile_call(inner, inner_name):
@@ -76,7 +81,9 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
         if executable is None:
             upgrade.append(native_fns)
             return
-        native = executor.compile_program(program, name, native_fns, compile_call, chosen.name, (), opaque)
+        native = executor.compile_program(
+            program, name, native_fns, compile_call, chosen.name, (), opaque, reuse
+        )
         executable.fn = native.fn
 
     background = on_ready if config.morphax_compile_in_background else None
@@ -90,16 +97,25 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
         interim = compile_jaxpr(closed, name, "numpy")
         placeholders = {id(k): None for k in program.kernels}
         executable = executor.compile_program(
-            program, name, placeholders, compile_call, chosen.name, sources, opaque
+            program, name, placeholders, compile_call, chosen.name, sources, opaque, reuse
         )
         executable.fn = interim.fn
     else:
         executable = executor.compile_program(
-            program, name, kernel_fns, compile_call, chosen.name, sources, opaque
+            program, name, kernel_fns, compile_call, chosen.name, sources, opaque, reuse
         )
     if upgrade and kernel_fns is not upgrade[0]:
         on_ready(upgrade[0])
     return memo_put(closed, key, executable)
+
+
+def _run_body(closed: ClosedJaxpr, args) -> list:
+    """A loop or branch body (control_flow/host_eval.py): compiled once per jaxpr for the
+    backend of the program it runs in, and run on the calling thread."""
+    return compile_jaxpr(closed, "body", executor.body_backend.name)(*args)
+
+
+host_eval.set_runner(_run_body)
 
 
 def clear_cache():

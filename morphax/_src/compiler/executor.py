@@ -12,11 +12,13 @@ Other higher-order primitives run through `bind` on Arrays (a fallback that stay
 from __future__ import annotations
 
 import itertools
+import threading
 import unicodedata
 import warnings
 
 import numpy as np
 
+from morphax._src.control_flow.host_eval import host_rules
 from morphax._src.core.jaxpr import ClosedJaxpr, Literal, any_eqn
 
 _MODULE = "morphax._src.compiler.generated"
@@ -56,8 +58,14 @@ class Executable:
         # runs the program on the calling thread and raises their errors at the call.
         self.calls_host = any_eqn(closed, lambda e: e.primitive.calls_host or e.primitive.has_side_effects)
         self.total_elements = sum(a.size for a in self.out_avals) + sum(a.size for a in self.in_avals)
+        # Input positions whose buffers the program may overwrite when donated (runtime/dispatch.py).
+        self.donated: tuple = ()
 
-    def __call__(self, *args):
+    def __call__(self, *args, reuse=()):
+        if reuse:
+            # Quiet from the start: a rerun (below) could read a donated input already overwritten.
+            with np.errstate(all="ignore"):
+                return self.fn(*args, reuse=reuse)
         try:
             return self.fn(*args)
         except (RuntimeWarning, FloatingPointError):
@@ -81,6 +89,35 @@ def _as_array(dtype):
     return cast
 
 
+class _BodyBackend(threading.local):
+    """The backend the loop and branch bodies of the running program compile for (None: the
+    default backend, as for eager control flow)."""
+
+    name = None
+
+
+body_backend = _BodyBackend()
+
+
+def _host_rule_call(rule, params, backend, out_dtypes):
+    """A loop or branch equation: its host rule (control_flow/host_eval.py) on NumPy values,
+    its bodies compiled for `backend` and run by this executor."""
+
+    def call(*args):
+        saved = body_backend.name
+        body_backend.name = backend
+        try:
+            outs = rule(list(args), **params)
+        finally:
+            body_backend.name = saved
+        return [
+            o if type(o) is np.ndarray and o.dtype == d else np.asarray(o, dtype=d)
+            for o, d in zip(outs, out_dtypes)
+        ]
+
+    return call
+
+
 def _fallback_call(prim, params, n_out):
     """Higher-order primitives without a compiled form: evaluate through bind on Arrays."""
     from morphax._src.core.values import make_array
@@ -95,11 +132,24 @@ def _fallback_call(prim, params, n_out):
 
 
 def compile_program(
-    program, name: str, kernel_fns: dict, compile_call, backend: str = "numpy", sources=(), opaque=None
+    program,
+    name: str,
+    kernel_fns: dict,
+    compile_call,
+    backend: str = "numpy",
+    sources=(),
+    opaque=None,
+    reuse_plan=None,
 ):
     """Generate and compile the Python source that runs `program`. `kernel_fns` maps each Kernel
     step (by id) to the callable the backend built for it: inputs in slot order -> outputs in
-    store order."""
+    store order. `reuse_plan` ({input position: (step, store)}, compiler/donation.py) names the
+    donated inputs a kernel may write into; the generated function takes `reuse`, the positions
+    whose buffers the runtime found free to overwrite on this call."""
+    reuse_plan = reuse_plan or {}
+    reuse_at: dict[int, list] = {}
+    for pos, (j, k) in reuse_plan.items():
+        reuse_at.setdefault(j, []).append((k, pos))
     from morphax._src.compiler.kernel_ir import Kernel
 
     closed = program.closed
@@ -144,6 +194,10 @@ def compile_program(
             fn = bind_global(kernel_fns[id(step)], f"{step.name}_")
             ins = ", ".join(operand(v) for v in step.inputs)
             outs = [var_name(v) for v in step.outputs]
+            given = reuse_at.get(i)
+            if given:
+                triples = ", ".join(f"({k}, {pos}, {var_name(jaxpr.invars[pos])})" for k, pos in given)
+                ins += f", outs={{k: a for k, p, a in ({triples},) if p in reuse}}"
             lines.append(f"    {', '.join(outs)}, = {fn}({ins})")
         else:
             native = opaque(step.eqn) if opaque is not None else None
@@ -153,7 +207,9 @@ def compile_program(
                 ins = ", ".join(operand(v) for v in step.eqn.invars)
                 lines.append(f"    {', '.join(var_name(v) for v in step.eqn.outvars)}, = {fn}({ins})")
             else:
-                lines.extend(_opaque_lines(step.eqn, i, operand, var_name, bind_global, compile_call))
+                lines.extend(
+                    _opaque_lines(step.eqn, i, operand, var_name, bind_global, compile_call, backend)
+                )
         dead = [
             var_name(v)
             for v in step.inputs
@@ -174,15 +230,17 @@ def compile_program(
     fn_name = f"{identifier(name)}_{next(_counter)}"
     while fn_name in env:  # a function named like a primitive ("add") must not shadow its impl ("add_0")
         fn_name += "_"
-    source = f"def {fn_name}({', '.join(args)}):\n" + "\n".join(lines) + "\n"
+    source = f"def {fn_name}({', '.join([*args, 'reuse=()'])}):\n" + "\n".join(lines) + "\n"
     code = compile(source, f"<morphax generated {fn_name}>", "exec")
     exec(code, env)
     # Popped from its own globals: env -> function -> env would be a reference cycle holding the
     # constants until the cyclic GC runs.
-    return Executable(env.pop(fn_name), source, closed, name, backend, sources, len(kernel_fns))
+    executable = Executable(env.pop(fn_name), source, closed, name, backend, sources, len(kernel_fns))
+    executable.donated = tuple(sorted(reuse_plan))
+    return executable
 
 
-def _opaque_lines(eqn, i, operand, var_name, bind_global, compile_call) -> list:
+def _opaque_lines(eqn, i, operand, var_name, bind_global, compile_call, backend) -> list:
     """The lines running one equation outside the fused kernels."""
     prim = eqn.primitive
     if getattr(prim, "compile_error", None):
@@ -192,6 +250,11 @@ def _opaque_lines(eqn, i, operand, var_name, bind_global, compile_call) -> list:
     if prim.call_jaxpr_param is not None and compile_call is not None:
         inner = compile_call(eqn.params[prim.call_jaxpr_param], eqn.params.get("name", prim.name))
         fn = bind_global(inner, "call")
+        return [f"    {', '.join(outs)}, = {fn}({ins})" if outs else f"    {fn}({ins})"]
+    rule = host_rules.get(prim)
+    if rule is not None:
+        out_dtypes = [v.aval.dtype for v in eqn.outvars]
+        fn = bind_global(_host_rule_call(rule, eqn.params, backend, out_dtypes), f"{identifier(prim.name)}_")
         return [f"    {', '.join(outs)}, = {fn}({ins})" if outs else f"    {fn}({ins})"]
     if prim.higher_order:
         fn = bind_global(_fallback_call(prim, eqn.params, len(outs)), "ho")

@@ -78,7 +78,7 @@ def _domain_index(domain) -> tuple:
     return tuple(IndexExpr.var(f"i{d}", n) for d, n in enumerate(domain))
 
 
-def _shape_index(shape) -> tuple:
+def shape_index(shape) -> tuple:
     """The index of an array of `shape` at the loop index of the domain `canonical(shape)`."""
     index, k = [], 0
     for n in shape:
@@ -95,7 +95,7 @@ def _operand_index(operand_shape, out_shape) -> tuple:
     (lax broadcasting: rank-0 operands, and size-1 dims of a same-rank operand, broadcast)."""
     if not operand_shape:
         return ()
-    out_index = _shape_index(out_shape)
+    out_index = shape_index(out_shape)
     return tuple(IndexExpr.lift(0) if n == 1 else i for i, n in zip(out_index, operand_shape))
 
 
@@ -114,7 +114,7 @@ def _is_unit_relabel(index_map, in_aval, out_aval, params) -> bool:
     if canonical(in_aval.shape) != canonical(out_aval.shape):
         return False
     try:
-        mapped = tuple(index_map(_shape_index(out_aval.shape), in_aval, **params)[0])
+        mapped = tuple(index_map(shape_index(out_aval.shape), in_aval, **params)[0])
     except Exception:
         return False
     kept = [IndexExpr.lift(i) for i, n in zip(mapped, in_aval.shape) if n != 1]
@@ -232,7 +232,7 @@ def lower(closed, caps, name: str = "kernel") -> Program:
         if view is None:
             return
         b = new_kernel(canonical(v.aval.shape))
-        node = load(b, view.base, view.index(_shape_index(v.aval.shape)), v.aval)
+        node = load(b, view.base, view.index(shape_index(v.aval.shape)), v.aval)
         b.define(v, node)
         owner[id(v)] = b
         outside_readers.add(id(v))
@@ -352,7 +352,7 @@ def lower(closed, caps, name: str = "kernel") -> Program:
             ):
                 tail = new_kernel(domain)
             b = tail
-            index = _shape_index(out_shape)
+            index = shape_index(out_shape)
             args = []
             for v, index_map in zip(eqn.invars, maps):
                 if type(v) is Literal or id(v) in fills:

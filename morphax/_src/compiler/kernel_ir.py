@@ -67,6 +67,9 @@ class Kernel:
     stores: list  # Store
     reduce_axes: tuple = ()
     eqns: list = dataclasses.field(default_factory=list)  # the jaxpr equations fused, in order
+    # Store index -> input slot whose buffer that store may overwrite in place (a donated input
+    # read only at the element written; compiler/donation.py): the two may alias.
+    aliases: dict = dataclasses.field(default_factory=dict)
 
     @property
     def epilogue_domain(self) -> tuple:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from morphax._src.config import config
+from morphax._src.control_flow.host_eval import host_rules, run_closed_jaxpr, run_host_rule
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
@@ -76,18 +77,19 @@ def _type_str(a: ShapedArray) -> str:
 # --------------------------------------------------------------------------------- the primitive
 
 
-def _cond_impl(index, *args, branches):
-    # Eager evaluation (and the compiled fallback) runs only the selected branch.
+def _cond_host(args, *, branches):
+    """The branch on NumPy values: only the selected branch runs (index clamped, as in JAX)."""
+    index, *ops = args
     i = int(np.clip(int(np.asarray(index)), 0, len(branches) - 1))
-    branch = branches[i]
-    outs = eval_jaxpr(branch.jaxpr, branch.consts, *args)
-    # Literal or forwarded outputs still come back as arrays of the cond's declared types.
-    return [
-        o
-        if hasattr(o, "_buf") and o.dtype == a.dtype and o.weak_type == a.weak_type
-        else make_array(o, dtype=a.dtype, weak_type=a.weak_type)
-        for o, a in zip(outs, _join_avals(branches))
-    ]
+    return run_closed_jaxpr(branches[i], ops)
+
+
+host_rules[cond_p] = _cond_host
+
+
+def _cond_impl(index, *args, branches):
+    in_avals = [get_aval(index), *branches[0].in_avals]
+    return run_host_rule(_cond_host, [index, *args], in_avals, _join_avals(branches), {"branches": branches})
 
 
 def _same_type(a: ShapedArray, b: ShapedArray) -> bool:

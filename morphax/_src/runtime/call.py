@@ -11,9 +11,11 @@ from morphax._src.runtime import dispatch, eager
 from morphax._src.transforms.jit import pjit_p
 
 
-def call_compiled(args, jaxpr, name, backend=None):
-    executable = compile_jaxpr(jaxpr, name, backend)
-    outs = dispatch.execute(executable, args, executable.out_weak_types)
+def call_compiled(args, jaxpr, name, backend=None, donate: tuple = ()):
+    """Run the compiled `jaxpr` on `args`; the Arrays at positions `donate` are consumed (their
+    buffers may hold outputs)."""
+    executable = compile_jaxpr(jaxpr, name, backend, donate)
+    outs = dispatch.execute(executable, args, executable.out_weak_types, donate=bool(donate))
     if eager._float_checks:
         # jax_debug_nans/infs: a bad output reruns the jaxpr op by op to name the culprit.
         eager.check_call_outputs(name, jaxpr, args, outs)

@@ -13,6 +13,7 @@ in JAX, whether or not the outputs are used.
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 
 import numpy as np
@@ -106,9 +107,45 @@ def _all_ready(args) -> bool:
     return True
 
 
-def execute(executable, args, out_weak_types, device_id: int = 0):
-    """Run `executable` on `args` (Arrays or host values); returns output Arrays, maybe pending."""
+def _refcount_at(seq, i) -> int:
+    return sys.getrefcount(seq[i])
+
+
+# What `_refcount_at` reports for an element that only its list references (measured, not
+# assumed: the count the interpreter adds for the call itself differs between Python versions).
+_SOLE = _refcount_at([np.empty(1)], 0)
+
+
+def _claim(inputs: list, positions) -> frozenset:
+    """The donated positions of `inputs` whose NumPy buffers nothing else references (no other
+    Array, no view handed out by np.asarray): the program may overwrite those. A pending input
+    referenced only here is replaced by its value. The donating Arrays were deleted already."""
+    free = []
+    for k in positions:
+        if type(inputs[k]) is not np.ndarray:
+            if type(inputs[k]) is not PendingBuffer or _refcount_at(inputs, k) != _SOLE:
+                continue
+            inputs[k] = inputs[k].result()  # the PendingBuffer goes, with its reference
+        value = inputs[k]
+        owned = value.base is None and value.flags.owndata and value.flags.writeable
+        del value
+        if owned and _refcount_at(inputs, k) == _SOLE:
+            free.append(k)
+    return frozenset(free)
+
+
+def _consume(args, positions) -> None:
+    for k in positions:
+        if type(args[k]) is Array:
+            args[k].delete()
+
+
+def execute(executable, args, out_weak_types, device_id: int = 0, donate: bool = False):
+    """Run `executable` on `args` (Arrays or host values); returns output Arrays, maybe pending.
+    With `donate`, the Arrays at the executable's donated positions are consumed: deleted here,
+    and their buffers overwritten by outputs where nothing else references them."""
     stream = stream_for(device_id)
+    donated = executable.donated if donate else ()
     if executable.calls_host or stream.is_worker():
         # Host callbacks inside, or called from inside queued work (a loop body evaluating a
         # nested call, which would wait on itself if queued): run here, after the inputs are
@@ -116,23 +153,31 @@ def execute(executable, args, out_weak_types, device_id: int = 0):
         outs = executable(*[_host_value(a, v) for a, v in zip(args, executable.in_avals)])
         return [Array(o, w) for o, w in zip(outs, out_weak_types)]
     if stream._pending == 0 and executable.total_elements < INLINE_ELEMENTS and _all_ready(args):
+        values = [_host_value(a, v) for a, v in zip(args, executable.in_avals)]
+        reuse = ()
+        if donated:
+            _consume(args, donated)
+            reuse = _claim(values, donated)
         try:
-            outs = executable(*[_host_value(a, v) for a, v in zip(args, executable.in_avals)])
+            outs = executable(*values, reuse=reuse) if reuse else executable(*values)
         except Exception as e:  # noqa: BLE001 - surfaces at the wait, like queued work
             return _failed(executable.out_avals, out_weak_types, e)
         return [Array(o, w) for o, w in zip(outs, out_weak_types)]
     buffers = [PendingBuffer(a.shape, a.dtype) for a in executable.out_avals]
     inputs = [_buffer_of(a, v) for a, v in zip(args, executable.in_avals)]
+    if donated:
+        _consume(args, donated)
 
     def job():
         try:
+            reuse = _claim(inputs, donated) if donated else ()
             values = [_read(b) for b in inputs]
         except BaseException as e:  # an input failed: so do all outputs
             for b in buffers:
                 b.set_error(e)
             return
         try:
-            outs = executable(*values)
+            outs = executable(*values, reuse=reuse) if reuse else executable(*values)
         except BaseException as e:  # noqa: BLE001
             for b in buffers:
                 b.set_error(e)

@@ -119,8 +119,17 @@ class CBackend:
             for n in k.nodes
             if n.op == "const"
         )
+        # Kernels that overwrite a donated input render without `restrict` on the pair.
+        aliases = repr([sorted(k.aliases.items()) for k in kernels])
         key_text = "\n".join(
-            [str(program.closed), literal_bits, kernels[0].name, render.CODEGEN_VERSION, _codegen_hash()]
+            [
+                str(program.closed),
+                literal_bits,
+                aliases,
+                kernels[0].name,
+                render.CODEGEN_VERSION,
+                _codegen_hash(),
+            ]
         )
 
         def launchers(lib) -> dict:
@@ -200,14 +209,34 @@ def _launcher(fn, kernel):
     empty = np.empty
     asarray = np.ascontiguousarray
 
-    def run(*inputs):
+    def run(*inputs, outs=None):
         ins = [asarray(x, dtype=d) for x, d in zip(inputs, in_dtypes)]
-        outs = [empty(shape, dtype) for shape, dtype in out_specs]
-        ptrs = ptr_array(*[a.ctypes.data for a in ins], *[a.ctypes.data for a in outs])
+        if outs:  # donated buffers to write into (compiler/donation.py), where they fit
+            res = [
+                given
+                if (given := outs.get(k)) is not None and _fits(given, shape, dtype)
+                else empty(shape, dtype)
+                for k, (shape, dtype) in enumerate(out_specs)
+            ]
+        else:
+            res = [empty(shape, dtype) for shape, dtype in out_specs]
+        ptrs = ptr_array(*[a.ctypes.data for a in ins], *[a.ctypes.data for a in res])
         fn(ptrs)
-        return outs
+        return res
 
     return run
+
+
+def _fits(buffer, shape, dtype) -> bool:
+    flags = buffer.flags
+    return (
+        type(buffer) is np.ndarray
+        and buffer.shape == shape
+        and buffer.dtype == dtype
+        and flags.c_contiguous
+        and flags.writeable
+        and flags.aligned
+    )
 
 
 BACKEND = CBackend()

@@ -197,17 +197,22 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
     )
     lines.append(f"void {kernel.name}(void *const *restrict buf) {{")
     pointers = {}
+    # A donated input overwritten in place (kernel.aliases) shares memory with its store: neither
+    # pointer is `restrict` (each element is read before it is written, in one iteration).
+    aliased = set(kernel.aliases.values())
     for slot, v in enumerate(kernel.inputs):
         p = f"in_{names(v)}"
         pointers[slot] = p
         t = ctype(v.aval.dtype)
-        lines.append(f"  const {t} *restrict {p} = (const {t} *)buf[{slot}];")
+        qual = "" if slot in aliased else "restrict "
+        lines.append(f"  const {t} *{qual}{p} = (const {t} *)buf[{slot}];")
     outs = []
     for k, store in enumerate(kernel.stores):
         p = f"out_{names(store.var)}"
         t = ctype(store.var.aval.dtype)
         outs.append(p)
-        lines.append(f"  {t} *restrict {p} = (({t} *)buf[{len(kernel.inputs) + k}]);")
+        qual = "" if k in kernel.aliases else "restrict "
+        lines.append(f"  {t} *{qual}{p} = (({t} *)buf[{len(kernel.inputs) + k}]);")
     loop_names = {f"i{d}": f"i{d}" for d in range(rank)}
     flat_names = {f"i{d}": "i" for d in range(rank)}
 

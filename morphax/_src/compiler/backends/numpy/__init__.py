@@ -43,7 +43,7 @@ class NumpyBackend:
 def kernel_callable(kernel):
     """A callable running `kernel` with NumPy: inputs in slot order -> outputs in store order."""
 
-    def run(*inputs):
+    def run(*inputs, outs=None):  # donated buffers are not reused here: NumPy allocates
         return evaluate_kernel(kernel, inputs)
 
     return run
