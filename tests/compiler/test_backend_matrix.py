@@ -1,5 +1,6 @@
-"""The backend column of the primitive matrix: every ELEMENTWISE and REDUCE primitive, on every
-case of its test spec (shapes incl. size-0 and size-1 axes, dtypes, special values), compiled by
+"""The backend column of the primitive matrix: every ELEMENTWISE and REDUCE primitive and every
+LAYOUT primitive the backend reads through an index map, a piecewise or a dynamic map
+(bit-exact), on every case of its test spec (shapes incl. size-0 and size-1 axes, dtypes, special values), compiled by
 the native backend and compared with the reference backend (the primitive's NumPy meaning):
 bit-exact for integer, bitwise, comparison and selection ops, within a few ulp for the math.
 The cases of one primitive compile as one program (one C compile per primitive)."""
@@ -33,8 +34,11 @@ SPECIAL_OPS = {"lgamma": 64, "digamma": 64}
 def _prims():
     out = []
     for name, prim in sorted(registry.items()):
+        fused_layout = prim.kind is Kind.LAYOUT and (
+            prim.index_map or prim.piecewise_map or prim.dynamic_index_map
+        )
         if (
-            prim.kind in (Kind.ELEMENTWISE, Kind.REDUCE)
+            (prim.kind in (Kind.ELEMENTWISE, Kind.REDUCE) or fused_layout)
             and prim.test_spec is not None
             and not prim.higher_order
         ):

@@ -12,6 +12,10 @@ Rules (greedy, in program order, so the result never has a dependency cycle):
 - a LAYOUT equation with an index map applied to a materialized buffer is a *view*: no step, its
   readers load the base buffer through the composed index map; a view that an opaque step or the
   program's outputs need is materialized by a copy kernel;
+- a LAYOUT equation with a dynamic index map (dynamic_slice) joins the tail as a load at offsets
+  read from its scalar operands when the kernel starts;
+- a LAYOUT equation with a piecewise map (pad, concatenate) joins the tail like an elementwise
+  op: each output element is a guarded load of one operand (or the fallback value);
 - a REDUCE equation the backend supports ends the tail kernel's domain with a reduction over its
   axes (several reductions over the same axes share one kernel: sibling outputs); its operand
   starts a kernel of its own when it was not computed in the tail;
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from morphax._src.compiler.kernel_ir import Kernel, Load, Node, Opaque, Program, Store
+from morphax._src.compiler.kernel_ir import Kernel, Load, Node, Offset, Opaque, Program, Store
 from morphax._src.core.index_expr import IndexExpr
 from morphax._src.core.jaxpr import Literal
 from morphax._src.core.primitive import Kind
@@ -139,15 +143,20 @@ def lower(closed, caps, name: str = "kernel") -> Program:
         steps.append(b.kernel)
         return b
 
-    def load(b: _Builder, base_var, index, aval, phase: int = 0) -> int:
-        """A node of `phase` reading buffer `base_var` at `index` (one input slot per buffer, one
-        node per distinct index)."""
+    def slot_for(b: _Builder, base_var) -> int:
+        """The input slot of buffer `base_var` in kernel `b` (one per buffer)."""
         slot = b.slot_of.get(id(base_var))
         if slot is None:
             slot = b.slot_of[id(base_var)] = len(b.kernel.inputs)
             b.kernel.inputs.append(base_var)
             if id(base_var) in owner:
                 outside_readers.add(id(base_var))
+        return slot
+
+    def load(b: _Builder, base_var, index, aval, phase: int = 0) -> int:
+        """A node of `phase` reading buffer `base_var` at `index` (one input slot per buffer, one
+        node per distinct index)."""
+        slot = slot_for(b, base_var)
         cache = b.load_nodes if phase == 0 else b.epi_loads
         key = (slot, tuple(str(i) for i in index))
         got = cache.get(key)
@@ -157,6 +166,34 @@ def lower(closed, caps, name: str = "kernel") -> Program:
                 Node("load", (), {"load": load_}, np.dtype(aval.dtype), base_var, phase=phase)
             )
         return got
+
+    def offset_expr(b: _Builder, v, lo: int, hi: int) -> IndexExpr:
+        """The scalar `v` clamped into [lo, hi], as an index expression: a constant for a literal,
+        else a name bound at kernel entry from v's buffer."""
+        if type(v) is Literal or id(v) in fills:
+            value = int(np.asarray(v.val if type(v) is Literal else fills[id(v)].val))
+            return IndexExpr.lift(min(max(value, lo), hi))
+        view = views.get(id(v))
+        base, index = (view.base, view.index(())) if view is not None else (v, ())
+        name = f"s{len(b.kernel.offsets)}"
+        b.kernel.offsets.append(Offset(name, slot_for(b, base), tuple(index), lo, hi))
+        return IndexExpr.var(name, hi + 1)
+
+    def piece_node(b: _Builder, v, index, guard, fallback) -> int:
+        """Operand `v` at `index` inside `guard` (always, for an empty guard), else `fallback`."""
+        dtype = np.dtype(v.aval.dtype)
+        if type(v) is Literal or id(v) in fills:
+            value = v.val if type(v) is Literal else fills[id(v)].val
+            node = b.add_node(Node("const", (), {"value": value}, dtype))
+            if not guard:
+                return node
+            return b.add_node(Node("guarded", (node, fallback), {"guard": guard}, dtype))
+        view = views.get(id(v))
+        base, mapped = (view.base, view.index(index)) if view is not None else (v, index)
+        if not guard:
+            return load(b, base, mapped, v.aval)
+        slot = slot_for(b, base)
+        return b.add_node(Node("load", (fallback,), {"load": Load(slot, mapped, guard)}, dtype, base))
 
     def operand_node(b: _Builder, v, out_shape) -> int:
         """The node holding operand `v` of an equation with output `out_shape` in kernel `b`."""
@@ -329,6 +366,68 @@ def lower(closed, caps, name: str = "kernel") -> Program:
             out = eqn.outvars[0]
             b.kernel.stores.append(Store(out, node, reduce=prim.kernel_op, reduce_params=dict(eqn.params)))
             b.reduced_vars[id(out)] = out
+            owner[id(out)] = b
+            continue
+        if (
+            kind is Kind.LAYOUT
+            and prim.dynamic_index_map is not None
+            and caps.fuses_view(eqn)
+            and type(eqn.invars[0]) is not Literal
+            and id(eqn.invars[0]) not in fills
+        ):
+            # A window at offsets read at run time: a load of the source with the clamped starts
+            # bound at kernel entry (Kernel.offsets), joining the tail like an elementwise op.
+            out = eqn.outvars[0]
+            out_shape = tuple(out.aval.shape)
+            domain = canonical(out_shape)
+            if (
+                tail is None
+                or tail.kernel.domain != domain
+                or any(
+                    type(v) is not Literal and (owner.get(id(v)) is tail or not readable_in(tail, v))
+                    for v in eqn.invars
+                )
+            ):
+                tail = new_kernel(domain)
+            b = tail
+            source, starts, index_fn = prim.dynamic_index_map(*[v.aval for v in eqn.invars], **eqn.params)
+            offsets = [offset_expr(b, eqn.invars[k], lo, hi) for k, lo, hi in starts]
+            index = tuple(index_fn(shape_index(out_shape), offsets))
+            v = eqn.invars[source]
+            view = views.get(id(v))
+            base, mapped = (view.base, view.index(index)) if view is not None else (v, index)
+            b.kernel.eqns.append(eqn)
+            b.define(out, load(b, base, mapped, out.aval))
+            owner[id(out)] = b
+            continue
+        if kind is Kind.LAYOUT and prim.piecewise_map is not None and caps.fuses_view(eqn):
+            # Each output element from one operand (or a fallback) chosen by where it is: guarded
+            # loads of materialized buffers, like an elementwise op's operands read through maps.
+            out = eqn.outvars[0]
+            out_shape = tuple(out.aval.shape)
+            domain = canonical(out_shape)
+            if (
+                tail is None
+                or tail.kernel.domain != domain
+                or any(
+                    type(v) is not Literal and (owner.get(id(v)) is tail or not readable_in(tail, v))
+                    for v in eqn.invars
+                )
+            ):
+                tail = new_kernel(domain)
+            b = tail
+            pieces, default = prim.piecewise_map(
+                shape_index(out_shape), *[v.aval for v in eqn.invars], **eqn.params
+            )
+            dtype = np.dtype(out.aval.dtype)
+            if default is None:  # never read: the pieces cover the domain
+                node = b.add_node(Node("const", (), {"value": 0}, dtype))
+            else:
+                node = piece_node(b, eqn.invars[default[0]], tuple(default[1]), (), None)
+            for k, guard, index in reversed(pieces):
+                node = piece_node(b, eqn.invars[k], tuple(index), tuple(guard), node)
+            b.kernel.eqns.append(eqn)
+            b.define(out, node)
             owner[id(out)] = b
             continue
         form = (

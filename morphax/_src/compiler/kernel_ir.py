@@ -22,9 +22,11 @@ import numpy as np
 class Node:
     """One value computed at each point of the kernel's domain.
 
-    op: "load" (params: input slot and index map), "const" (params: value), "reduced" (params:
-    the reduced output var it reads, in the epilogue), or a kernel op (a key of
-    compiler/kernel_ops.py, params: the primitive's params). `args` are node ids.
+    op: "load" (params: input slot and index map; a guarded load has its fallback node as its one
+    argument), "const" (params: value), "guarded" (params: a guard; args: the node inside it and
+    the one outside), "reduced" (params: the reduced output var it reads, in the epilogue), or a
+    kernel op (a key of compiler/kernel_ops.py, params: the primitive's params). `args` are node
+    ids.
     phase 0 nodes run at every point of the domain; phase 1 nodes (the epilogue) at every point of
     the reduced domain, once the reductions are done.
     """
@@ -44,6 +46,20 @@ class Load:
 
     slot: int
     index: tuple
+    # Read only inside this region (Primitive.piecewise_map's guards: ``(expr, lo, hi, step)``);
+    # elsewhere the node takes its fallback (its one argument) and the buffer is not touched.
+    guard: tuple = ()
+
+
+@dataclasses.dataclass
+class Offset:
+    """`name` = the integer in input slot `slot` at `index`, clamped into [lo, hi]."""
+
+    name: str
+    slot: int
+    index: tuple
+    lo: int
+    hi: int
 
 
 @dataclasses.dataclass
@@ -70,6 +86,9 @@ class Kernel:
     # Store index -> input slot whose buffer that store may overwrite in place (a donated input
     # read only at the element written; compiler/donation.py): the two may alias.
     aliases: dict = dataclasses.field(default_factory=dict)
+    # Offsets read at run time (Primitive.dynamic_index_map), bound before the loops: loads name
+    # them in their index expressions.
+    offsets: list = dataclasses.field(default_factory=list)
 
     @property
     def epilogue_domain(self) -> tuple:

@@ -118,6 +118,19 @@ class Primitive:
         # | None`` gives the params under which the primitive reads operand k's untransposed base
         # (x.T @ y is a matmul that reads x transposed).
         self.permuted_operand_form = None
+        # LAYOUT primitives whose output element comes from one of several operands, or from a
+        # fallback, depending on where it is (pad, concatenate): ``piecewise_map(out_index,
+        # *in_avals, **params) -> (pieces, default)``. Each piece is ``(operand, guard, index)``:
+        # inside `guard` (a tuple of ``(expr, lo, hi, step)``: ``lo <= expr < hi`` and
+        # ``(expr - lo) % step == 0``) the element is that operand at `index`; `default` is
+        # ``(operand, index)`` read elsewhere, or None where the pieces cover every element.
+        self.piecewise_map = None
+        # LAYOUT primitives reading one operand at an offset given at run time by scalar operands
+        # (dynamic_slice): ``dynamic_index_map(*in_avals, **params) -> (source operand,
+        # [(start operand, lo, hi), ...], index_fn)``. Each start is clamped into [lo, hi];
+        # ``index_fn(out_index, starts)`` is the source index, `starts` IndexExprs of the clamped
+        # values.
+        self.dynamic_index_map = None
         # Canonical values of params that some binders leave out, filled in by `bind`, so equal
         # programs have equal params (CSE and compile caches compare params).
         self.param_defaults: dict = {}

@@ -647,12 +647,25 @@ def _pad_impl(x, padding_value, *, padding_config):
     return fresh(out[crop])
 
 
+def _pad_piecewise_map(out_index, operand, padding_value, *, padding_config):
+    """Output element i (per axis, low padding lo, interior padding `interior`) is operand element
+    (i - lo) / (interior + 1) where that is a whole number in range, else the padding value."""
+    guard, index = [], []
+    for i, (lo, _, interior), n in zip(out_index, padding_config, operand.shape):
+        step = interior + 1
+        guard.append((i - lo, 0, (n - 1) * step + 1, step))
+        # Shifted so the dividend is never negative (C truncates where Python floors).
+        shift = -(-lo // step) if lo > 0 else 0
+        index.append((i - lo + step * shift) // step - shift if step > 1 else i - lo)
+    return [(0, tuple(guard), tuple(index))], (1, ())
+
+
 pad_p = Primitive("pad")
 pad_p.impl = _pad_impl
 pad_p.abstract_eval = _pad_abstract_eval
-# Data movement, but an output element is either an operand element or the padding value: no
-# index_map until maps can carry a validity predicate.
+# Data movement: an output element is an operand element or the padding value.
 pad_p.kind = Kind.LAYOUT
+pad_p.piecewise_map = _pad_piecewise_map
 
 _PAD_CONFIGS = (
     ((), ()),
@@ -795,11 +808,24 @@ def _concatenate_abstract_eval(*xs, dimension):
     return ShapedArray(tuple(shape), dt, all(x.weak_type for x in xs))
 
 
+def _concatenate_piecewise_map(out_index, *xs, dimension):
+    """Along `dimension`, operand k covers [offset_k, offset_k + size_k), read at i - offset_k."""
+    pieces, offset = [], 0
+    i = out_index[dimension]
+    for k, x in enumerate(xs):
+        n = x.shape[dimension]
+        index = tuple(i - offset if d == dimension else j for d, j in enumerate(out_index))
+        pieces.append((k, ((i, offset, offset + n, 1),), index))
+        offset += n
+    return pieces, None
+
+
 concatenate_p = Primitive("concatenate")
 concatenate_p.impl = lambda *xs, dimension: np.concatenate(xs, axis=dimension)
 concatenate_p.abstract_eval = _concatenate_abstract_eval
-# Data movement whose source operand depends on the index: no index_map until maps can select.
+# Data movement whose source operand depends on the index.
 concatenate_p.kind = Kind.LAYOUT
+concatenate_p.piecewise_map = _concatenate_piecewise_map
 
 _CONCAT_CONFIGS = (
     (((3,), (2,)), 0),

@@ -320,12 +320,18 @@ def _dynamic_slice_impl(x, *indices, slice_sizes):
     return fresh(x[tuple(_pyslice(s, s + w) for s, w in zip(starts, slice_sizes))])
 
 
+def _dynamic_slice_index_map(x, *indices, slice_sizes):
+    """Output element i is operand element start + i, each start clamped into [0, dim - size]."""
+    starts = [(1 + d, 0, n - w) for d, (n, w) in enumerate(zip(x.shape, slice_sizes))]
+    return 0, starts, lambda out_index, offsets: tuple(i + s for i, s in zip(out_index, offsets))
+
+
 dynamic_slice_p = Primitive("dynamic_slice")
 dynamic_slice_p.impl = _dynamic_slice_impl
 dynamic_slice_p.abstract_eval = _dynamic_slice_abstract_eval
-# A window of the operand at an offset read from the scalar start operands (clamped in bounds):
-# data movement, but no index_map until maps can take runtime scalars.
+# A window of the operand at an offset read from the scalar start operands (clamped in bounds).
 dynamic_slice_p.kind = Kind.LAYOUT
+dynamic_slice_p.dynamic_index_map = _dynamic_slice_index_map
 
 _DYNAMIC_SLICE_CONFIGS = (
     ((), (), ()),

@@ -138,6 +138,29 @@ def _strided_inner_load(loads, in_shapes, domain) -> bool:
     return False
 
 
+def _clamped_scalar(off, pointers, in_shapes, kernel) -> str:
+    """The integer at `off` clamped into [lo, hi], compared in its own type first: an unsigned
+    value above INT64_MAX must clamp to hi, not wrap negative."""
+    dtype = np.dtype(kernel.inputs[off.slot].aval.dtype)
+    value = f"{pointers[off.slot]}[{_offset(off.index, in_shapes[off.slot], {})}]"
+    t = ctype(dtype)
+    if dtype.kind == "u":
+        return f"({value} > ({t}){off.hi} ? (int64_t){off.hi} : (int64_t){value})"
+    return f"((int64_t){value} < {off.lo} ? (int64_t){off.lo} : ((int64_t){value} > {off.hi} ? (int64_t){off.hi} : (int64_t){value}))"
+
+
+def _guard_c(guard, index_names) -> str:
+    """`guard` (Primitive.piecewise_map) as a C condition. `&&` short-circuits, so the remainder
+    is taken only of a dividend already known to be >= 0 (C's % truncates)."""
+    parts = []
+    for bound, lo, hi, step in guard:
+        e = IndexExpr.lift(bound).to_c(index_names)
+        parts.append(f"({e}) >= {lo} && ({e}) < {hi}")
+        if step > 1:
+            parts.append(f"(({e}) - {lo}) % {step} == 0")
+    return "(" + " && ".join(parts) + ")" if parts else "1"
+
+
 def _tiled_loops(kernel, domain, par, body, store_lines, loop_names) -> list:
     """The last two loops in TILE x TILE blocks (threads over the outermost loop)."""
     rank = len(domain)
@@ -181,9 +204,11 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
     in_shapes = [tuple(v.aval.shape) for v in kernel.inputs]
     identity = tuple(IndexExpr.var(f"i{d}", n) for d, n in enumerate(domain))
     linear = _offset_expr(identity, domain)
+    guarded = any(n.op == "guarded" or (n.op == "load" and n.params["load"].guard) for n in kernel.nodes)
     flat = (
         not any(st.reduce for st in kernel.stores)
         and not has_iota
+        and not guarded
         and all(
             _offset_expr(ld.index, in_shapes[ld.slot]) == linear
             or all(IndexExpr.lift(i).is_const for i in ld.index)
@@ -215,6 +240,9 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
         lines.append(f"  {t} *{qual}{p} = (({t} *)buf[{len(kernel.inputs) + k}]);")
     loop_names = {f"i{d}": f"i{d}" for d in range(rank)}
     flat_names = {f"i{d}": "i" for d in range(rank)}
+    for off in kernel.offsets:  # run-time window offsets (dynamic_slice), clamped as XLA does
+        lines.append(f"  const int64_t {off.name} = {_clamped_scalar(off, pointers, in_shapes, kernel)};")
+        loop_names[off.name] = flat_names[off.name] = off.name
 
     def body(indent: str, index_names: dict, flat_index: bool, phase: int = 0) -> list:
         out = []
@@ -241,7 +269,16 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
                 else:
                     off = _offset(ld.index, shape, index_names)
                 ct = ctype(compute_dtype(node.dtype))
-                out.append(f"{indent}const {ct} {name} = {widen(f'{pointers[ld.slot]}[{off}]', node.dtype)};")
+                value = widen(f"{pointers[ld.slot]}[{off}]", node.dtype)
+                if ld.guard:  # the buffer is read only inside the guard (C evaluates one branch)
+                    value = f"{_guard_c(ld.guard, index_names)} ? {value} : {local[node.args[0]]}"
+                out.append(f"{indent}const {ct} {name} = {value};")
+            elif node.op == "guarded":
+                inside, outside = (local[a] for a in node.args)
+                cond = _guard_c(node.params["guard"], index_names)
+                out.append(
+                    f"{indent}const {ctype(compute_dtype(node.dtype))} {name} = {cond} ? {inside} : {outside};"
+                )
             elif node.op == "reduced":  # the epilogue reads a finished reduction
                 p = f"out_{names(node.params['var'])}"
                 epi = kernel.epilogue_domain

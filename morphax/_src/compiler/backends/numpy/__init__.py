@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.compiler import kernel_ops
+from morphax._src.core.index_expr import IndexExpr
 
 
 class _Caps:
@@ -49,23 +50,62 @@ def kernel_callable(kernel):
     return run
 
 
-def _gather(buf: np.ndarray, index, domain) -> np.ndarray:
-    """`buf` read at `index` (IndexExprs over the loop variables) at every point of `domain`."""
-    if not index:
-        return np.broadcast_to(buf.reshape(()), domain)
+def _grid_env(domain, offsets=None) -> dict:
     grids = np.indices(domain, dtype=np.int64, sparse=True) if domain else ()
     env = {f"i{d}": g for d, g in enumerate(grids)}
+    env.update(offsets or {})
+    return env
+
+
+def _offsets(kernel, inputs) -> dict:
+    """The kernel's run-time offsets (dynamic_slice starts), clamped."""
+    out = {}
+    for off in kernel.offsets:
+        buf = np.asarray(inputs[off.slot])
+        value = int(buf[tuple(int(i) for i in off.index)]) if off.index else int(buf.reshape(()))
+        out[off.name] = min(max(value, off.lo), off.hi)
+    return out
+
+
+def _gather(buf: np.ndarray, index, domain, clip: bool = False, offsets=None) -> np.ndarray:
+    """`buf` read at `index` (IndexExprs over the loop variables) at every point of `domain`
+    (indices clipped into range with `clip`: a guarded load's values outside its guard are
+    replaced afterwards)."""
+    if not index:
+        return np.broadcast_to(buf.reshape(()), domain)
+    env = _grid_env(domain, offsets)
     coords = tuple(np.broadcast_to(np.asarray(i.evaluate(env), np.int64), domain) for i in index)
+    if clip:
+        if buf.size == 0:
+            return np.zeros(domain, buf.dtype)
+        coords = tuple(np.clip(c, 0, n - 1) for c, n in zip(coords, buf.shape))
     return buf[coords]
 
 
+def _inside(guard, domain) -> np.ndarray:
+    """Where `guard` (Primitive.piecewise_map) holds, over `domain`."""
+    env = _grid_env(domain)
+    mask = np.ones(domain, bool)
+    for expr, lo, hi, step in guard:
+        e = np.asarray(IndexExpr.lift(expr).evaluate(env), np.int64)
+        mask = mask & (e >= lo) & (e < hi) & ((e - lo) % step == 0)
+    return mask
+
+
 def _evaluate_nodes(kernel, inputs, phase, domain, values, reduced) -> None:
+    offsets = _offsets(kernel, inputs) if kernel.offsets else None
     for nid, node in enumerate(kernel.nodes):
         if node.phase != phase:
             continue
         if node.op == "load":
             load = node.params["load"]
-            values[nid] = _gather(np.asarray(inputs[load.slot]), load.index, domain)
+            got = _gather(np.asarray(inputs[load.slot]), load.index, domain, bool(load.guard), offsets)
+            if load.guard:
+                got = np.where(_inside(load.guard, domain), got, values[node.args[0]])
+            values[nid] = got
+        elif node.op == "guarded":
+            inside, outside = (values[a] for a in node.args)
+            values[nid] = np.where(_inside(node.params["guard"], domain), inside, outside).astype(node.dtype)
         elif node.op == "const":
             values[nid] = np.broadcast_to(np.asarray(node.params["value"], node.dtype), domain)
         elif node.op == "reduced":
