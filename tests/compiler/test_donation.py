@@ -25,7 +25,7 @@ def _address(x) -> int:
 
 @pytest.mark.parametrize("n", [7, 300_000])  # run inline, and queued on the stream
 def test_an_elementwise_output_takes_the_donated_buffer(n):
-    f = morphax.jit(lambda x, y: (x * 2.0 + y, jnp.sum(y)), donate_argnums=0)
+    f = morphax.jit(lambda x, y: (x * 2.0 + y, jnp.sum(y)), donate_argnums=0, backend="c")
     x, y = _owned(np.linspace(-1, 1, n)), _owned(np.arange(n))
     want = np.asarray(x) * 2.0 + np.asarray(y)
     before = _address(x)
@@ -41,8 +41,8 @@ def test_a_training_loop_reuses_its_parameters_while_calls_queue():
     def step(w, g):
         return w - 0.1 * g * jnp.cos(w)
 
-    donated = morphax.jit(step, donate_argnums=0)
-    plain = morphax.jit(step)
+    donated = morphax.jit(step, donate_argnums=0, backend="c")
+    plain = morphax.jit(step, backend="c")
     g = _owned(np.linspace(0, 1, 200_000))
     w_d = _owned(np.linspace(-2, 2, 200_000))
     w_p = _owned(np.linspace(-2, 2, 200_000))
@@ -58,7 +58,7 @@ def test_a_training_loop_reuses_its_parameters_while_calls_queue():
 
 
 def test_a_view_the_user_holds_is_never_overwritten():
-    f = morphax.jit(lambda x: x + 1.0, donate_argnums=0)
+    f = morphax.jit(lambda x: x + 1.0, donate_argnums=0, backend="c")
     x = _owned([1.0, 2.0, 3.0])
     view = np.asarray(x)
     out = f(x)
@@ -67,7 +67,7 @@ def test_a_view_the_user_holds_is_never_overwritten():
 
 
 def test_a_numpy_array_put_on_the_device_is_never_overwritten():
-    f = morphax.jit(lambda x: x * 10.0, donate_argnums=0)
+    f = morphax.jit(lambda x: x * 10.0, donate_argnums=0, backend="c")
     host = np.arange(5, dtype=np.float32)
     x = morphax.device_put(host)  # may share the NumPy array's memory
     out = f(x)
@@ -76,7 +76,7 @@ def test_a_numpy_array_put_on_the_device_is_never_overwritten():
 
 
 def test_a_buffer_two_arrays_share_is_never_overwritten():
-    f = morphax.jit(lambda x: x - 1.0, donate_argnums=0)
+    f = morphax.jit(lambda x: x - 1.0, donate_argnums=0, backend="c")
     from morphax._src.runtime.array import Array
 
     x = _owned([5.0, 6.0])
@@ -88,7 +88,7 @@ def test_a_buffer_two_arrays_share_is_never_overwritten():
 
 def test_reads_at_another_index_keep_a_fresh_output():
     # x.T read while x's buffer would be written: the kernel must not write in place.
-    f = morphax.jit(lambda x: x + x.T, donate_argnums=0)
+    f = morphax.jit(lambda x: x + x.T, donate_argnums=0, backend="c")
     a = np.arange(16, dtype=np.float32).reshape(4, 4)
     x = _owned(a)
     before = _address(x)
@@ -99,7 +99,7 @@ def test_reads_at_another_index_keep_a_fresh_output():
 
 def test_an_input_an_opaque_step_reads_is_not_reused():
     # dot_general's NumPy result could be a view that outlives the kernel: no reuse of x.
-    f = morphax.jit(lambda x, w: jnp.tanh(x @ w) + x, donate_argnums=0)
+    f = morphax.jit(lambda x, w: jnp.tanh(x @ w) + x, donate_argnums=0, backend="c")
     rng = np.random.default_rng(0)
     a, w = rng.standard_normal((3, 3)).astype(np.float32), rng.standard_normal((3, 3)).astype(np.float32)
     out = f(_owned(a), _owned(w))
@@ -107,7 +107,7 @@ def test_an_input_an_opaque_step_reads_is_not_reused():
 
 
 def test_outputs_of_other_shapes_and_dtypes_do_not_take_the_buffer():
-    f = morphax.jit(lambda x: (x.astype(jnp.int32), jnp.sum(x, axis=0)), donate_argnums=0)
+    f = morphax.jit(lambda x: (x.astype(jnp.int32), jnp.sum(x, axis=0)), donate_argnums=0, backend="c")
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     x = _owned(a)
     before = _address(x)
