@@ -13,7 +13,7 @@ from morphax._src.compiler import donation, executor
 
 # The native backend is imported with morphax, not at the first jitted call (whose latency counts).
 from morphax._src.compiler.backends import c as _c_backend  # noqa: F401
-from morphax._src.compiler.backends import get_backend
+from morphax._src.compiler.backends import default_backend_name, get_backend
 from morphax._src.compiler.fusion import lower
 from morphax._src.config import config
 from morphax._src.control_flow import host_eval
@@ -53,8 +53,18 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
     """The executable for `closed` on `backend` (default: the configured one), compiled once per
     jaxpr object, backend and set of donated input positions (whose buffers its kernels may
     write their outputs into: compiler/donation.py)."""
+    if donate:
+        donate = tuple(sorted(set(donate)))
+    if backend is None or backend == "cpu":
+        backend = default_backend_name()
+    # The hot path of every jitted call: one memo lookup on the jaxpr.
+    key = ("compiled", backend, _generation, donate)
+    memo = closed._memo
+    if memo is not None:
+        hit = memo.get(key, MISSING)
+        if hit is not MISSING:
+            return hit
     chosen = get_backend(backend)
-    donate = tuple(sorted(set(donate)))
     key = ("compiled", chosen.name, _generation, donate)
     hit = memo_get(closed, key)
     if hit is not MISSING:

@@ -34,6 +34,7 @@ class Stream:
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
+        self._ident = self._thread.ident
 
     @property
     def idle(self) -> bool:
@@ -45,7 +46,7 @@ class Stream:
         self._queue.put(job)
 
     def is_worker(self) -> bool:
-        return threading.current_thread() is self._thread
+        return threading.get_ident() == self._ident
 
     def _run(self):
         np.seterr(all="ignore")  # this thread only: float edge cases are not errors (JAX is silent)
@@ -100,11 +101,18 @@ def _read(buf):
     return buf if type(buf) is np.ndarray else buf.result()
 
 
-def _all_ready(args) -> bool:
-    for a in args:
-        if type(a) is Array and type(a._buf) is not np.ndarray:
-            return False
-    return True
+def _ready_values(args, avals) -> list | None:
+    """The host values of `args` if every Array among them is ready, else None."""
+    values = []
+    for a, aval in zip(args, avals):
+        if type(a) is Array:
+            buf = a._buf
+            if type(buf) is not np.ndarray:
+                return None
+            values.append(buf)
+        else:
+            values.append(np.asarray(a, dtype=aval.dtype))
+    return values
 
 
 def _refcount_at(seq, i) -> int:
@@ -144,24 +152,31 @@ def execute(executable, args, out_weak_types, device_id: int = 0, donate: bool =
     """Run `executable` on `args` (Arrays or host values); returns output Arrays, maybe pending.
     With `donate`, the Arrays at the executable's donated positions are consumed: deleted here,
     and their buffers overwritten by outputs where nothing else references them."""
-    stream = stream_for(device_id)
+    stream = _streams.get(device_id) or stream_for(device_id)
     donated = executable.donated if donate else ()
+    if (
+        not executable.calls_host
+        and stream._pending == 0
+        and executable.total_elements < INLINE_ELEMENTS
+        and threading.get_ident() != stream._ident
+    ):
+        # The hot path of a small call on an idle stream: run here when every input is ready.
+        values = _ready_values(args, executable.in_avals)
+        if values is not None:
+            reuse = ()
+            if donated:
+                _consume(args, donated)
+                reuse = _claim(values, donated)
+            try:
+                outs = executable(*values, reuse=reuse) if reuse else executable(*values)
+            except Exception as e:  # noqa: BLE001 - surfaces at the wait, like queued work
+                return _failed(executable.out_avals, out_weak_types, e)
+            return [Array(o, w) for o, w in zip(outs, out_weak_types)]
     if executable.calls_host or stream.is_worker():
         # Host callbacks inside, or called from inside queued work (a loop body evaluating a
         # nested call, which would wait on itself if queued): run here, after the inputs are
         # ready. Errors propagate to the caller.
         outs = executable(*[_host_value(a, v) for a, v in zip(args, executable.in_avals)])
-        return [Array(o, w) for o, w in zip(outs, out_weak_types)]
-    if stream._pending == 0 and executable.total_elements < INLINE_ELEMENTS and _all_ready(args):
-        values = [_host_value(a, v) for a, v in zip(args, executable.in_avals)]
-        reuse = ()
-        if donated:
-            _consume(args, donated)
-            reuse = _claim(values, donated)
-        try:
-            outs = executable(*values, reuse=reuse) if reuse else executable(*values)
-        except Exception as e:  # noqa: BLE001 - surfaces at the wait, like queued work
-            return _failed(executable.out_avals, out_weak_types, e)
         return [Array(o, w) for o, w in zip(outs, out_weak_types)]
     buffers = [PendingBuffer(a.shape, a.dtype) for a in executable.out_avals]
     inputs = [_buffer_of(a, v) for a, v in zip(args, executable.in_avals)]

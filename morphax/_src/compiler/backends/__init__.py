@@ -26,6 +26,8 @@ from __future__ import annotations
 import importlib
 import logging
 
+from morphax._src.config import config
+
 logger = logging.getLogger("morphax")
 
 NAMES = ("c", "numpy")
@@ -47,8 +49,6 @@ def get_backend(name: str):
 
 def default_backend_name() -> str:
     """The configured backend; "c" falls back to "numpy" (logged once) where no C compiler works."""
-    from morphax._src.config import config
-
     wanted = config.morphax_backend or "c"
     if wanted != "c":
         return wanted

@@ -220,11 +220,24 @@ def _launcher(fn, kernel):
             ]
         else:
             res = [empty(shape, dtype) for shape, dtype in out_specs]
-        ptrs = ptr_array(*[a.ctypes.data for a in ins], *[a.ctypes.data for a in res])
+        ptrs = ptr_array(*[address(a) for a in ins], *[address(a) for a in res])
         fn(ptrs)
         return res
 
     return run
+
+
+_char_at = ctypes.c_char.from_buffer
+_addressof = ctypes.addressof
+
+
+def address(a: np.ndarray) -> int:
+    """The address of `a`'s first element: through the buffer protocol (0.2 us), or NumPy's
+    ctypes view (0.8 us) for read-only and empty arrays, which the protocol refuses."""
+    try:
+        return _addressof(_char_at(a))
+    except (TypeError, ValueError):
+        return a.ctypes.data
 
 
 def _fits(buffer, shape, dtype) -> bool:
