@@ -9,6 +9,7 @@ entries with it), the argument tree, each leaf's (shape, dtype, weak type), stat
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import inspect
 import logging
@@ -215,6 +216,16 @@ class Compiled:
     def num_kernels(self) -> int:
         """Fused kernels in the compiled program (counts what tests assert)."""
         return self._executable.num_kernels
+
+    def cost_analysis(self) -> dict:
+        """flops, transcendentals and bytes accessed, counted as XLA does (compiler/analysis.py)."""
+        return dict(self._executable.cost)
+
+    def memory_analysis(self):
+        """Argument, output, temporary and aliased bytes, under JAX's CompiledMemoryStats names."""
+        exe = self._executable
+        code = sum(len(src) for src in exe._kernel_sources)
+        return dataclasses.replace(exe.memory, generated_code_size_in_bytes=code)
 
     def __call__(self, *args, **kwargs):
         traced = self._traced

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from morphax._src.compiler import donation, executor
+from morphax._src.compiler import analysis, donation, executor
 
 # The native backend is imported with morphax, not at the first jitted call (whose latency counts).
 from morphax._src.compiler.backends import c as _c_backend  # noqa: F401
@@ -116,6 +116,7 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
         )
     if upgrade and kernel_fns is not upgrade[0]:
         on_ready(upgrade[0])
+    executable.cost, executable.memory = analysis.describe(program, reuse)
     return memo_put(closed, key, executable)
 
 

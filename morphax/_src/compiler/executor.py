@@ -60,6 +60,9 @@ class Executable:
         self.total_elements = sum(a.size for a in self.out_avals) + sum(a.size for a in self.in_avals)
         # Input positions whose buffers the program may overwrite when donated (runtime/dispatch.py).
         self.donated: tuple = ()
+        # Compiled.cost_analysis() / memory_analysis() (compiler/analysis.py), set by compile_jaxpr.
+        self.cost: dict = {}
+        self.memory = None
 
     def __call__(self, *args, reuse=()):
         if reuse:

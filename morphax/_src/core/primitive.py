@@ -131,6 +131,9 @@ class Primitive:
         # ``index_fn(out_index, starts)`` is the source index, `starts` IndexExprs of the clamped
         # values.
         self.dynamic_index_map = None
+        # What an opaque primitive costs, for Compiled.cost_analysis(): ``cost_rule(*in_avals,
+        # **params) -> {"flops": n, ...}`` (elementwise and reduction costs follow from `kind`).
+        self.cost_rule = None
         # Canonical values of params that some binders leave out, filled in by `bind`, so equal
         # programs have equal params (CSE and compile caches compare params).
         self.param_defaults: dict = {}

@@ -361,6 +361,17 @@ def _dot_general_permuted_form(
 dot_general_p.permuted_form = _dot_general_permuted_form
 
 
+def _dot_general_cost(lhs, rhs, *, dimension_numbers, **_):
+    """Two flops (a multiply and an add) per product summed: 2 * batch * m * n * k."""
+    (lc, _), (lb, _) = dimension_numbers
+    k = math.prod(lhs.shape[d] for d in lc)
+    out = math.prod(_shape_rule(lhs, rhs, dimension_numbers))
+    return {"flops": 2 * out * k}
+
+
+dot_general_p.cost_rule = _dot_general_cost
+
+
 def _dot_general_permuted_operand_form(
     k, perm, lhs, rhs, *, dimension_numbers, precision, preferred_element_type, out_sharding
 ):

@@ -13,6 +13,7 @@ import hashlib
 import logging
 import os
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -100,11 +101,14 @@ class CBackend:
         # (with its constants) from here would make a cycle only the cyclic GC frees.
         jaxpr = program.closed.jaxpr
 
+        render_lock = threading.Lock()  # as_text() and a background build may both render
+
         def render_all() -> list:
-            if not rendered:
-                names = _NameContext()
-                _print_jaxpr(jaxpr, names, 0)  # names as the printed jaxpr shows them
-                rendered.extend(render.render_kernel(k, names) for k in kernels)
+            with render_lock:
+                if not rendered:
+                    names = _NameContext()
+                    _print_jaxpr(jaxpr, names, 0)  # names as the printed jaxpr shows them
+                    rendered.extend(render.render_kernel(k, names) for k in kernels)
             return rendered
 
         def source() -> str:
