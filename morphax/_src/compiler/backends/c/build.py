@@ -15,7 +15,8 @@ the cache directory, keyed by the compiler binary, its flags and the host CPU.
 
 MORPHAX_C_EXTRA_FLAGS (whitespace-separated) is appended to the compiler flags and is part of the
 cache key: a debugging hook, e.g. to build the generated programs under sanitizers
-(`-fsanitize=undefined,address -fno-sanitize-recover=all`; ASan also needs libasan preloaded).
+(`-fsanitize=undefined,address -fno-sanitize-recover=all`; ASan also needs libasan preloaded, and
+libstdc++ after it, or the first C++ exception thrown inside SciPy aborts the process).
 """
 
 from __future__ import annotations
