@@ -19,6 +19,7 @@ from morphax._src.config import config
 from morphax._src.control_flow import host_eval
 from morphax._src.core.jaxpr import ClosedJaxpr
 from morphax._src.core.memo import MISSING, memo_get, memo_put
+from morphax._src.passes import pipeline  # at import: the first jitted call's latency counts
 
 logger = logging.getLogger("morphax")
 
@@ -43,8 +44,6 @@ _generation = 0
 
 
 def _optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
-    from morphax._src.passes import pipeline
-
     out = pipeline.optimize(closed)
     return out[0] if isinstance(out, tuple) else out
 

@@ -6,6 +6,8 @@ Imports only numpy and the dtype module; everything above it depends on it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
@@ -27,7 +29,7 @@ class ShapedArray:
 
     @property
     def size(self):
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        return int(math.prod(self.shape))  # not np.prod: microseconds per call on hot paths
 
     def update(self, shape=None, dtype=None, weak_type=None):
         return ShapedArray(
