@@ -68,6 +68,15 @@ _lock = threading.RLock()
 _listeners: list = []
 
 
+# The flags that change what tracing produces (`Config.trace_context`), kept as one tuple in
+# each thread's dict and rebuilt whenever one of them changes: every jitted call reads it.
+_TRACE_FLAGS = ("enable_x64", "threefry_partitionable", "numpy_rank_promotion", "default_matmul_precision")
+
+
+def _refresh_trace_context(d: dict) -> None:
+    d["_trace_context"] = tuple(d[a] for a in _TRACE_FLAGS)
+
+
 def _coerce(attr, value):
     # The dtype caches are indexed by the x64 flag itself, so it is kept a real bool.
     return bool(value) if attr == "enable_x64" else value
@@ -87,6 +96,7 @@ class Config(threading.local):
             d.update(_global_values)
             # The attributes this thread overrides (update() leaves those alone).
             d["_overridden"] = set()
+            _refresh_trace_context(d)
             _thread_dicts[threading.current_thread()] = d
 
     @staticmethod
@@ -107,6 +117,7 @@ class Config(threading.local):
             for d in list(_thread_dicts.values()):
                 if attr not in d["_overridden"]:
                     d[attr] = value
+                    _refresh_trace_context(d)
         self._notify(name, value)
 
     def read(self, name: str):
@@ -126,12 +137,7 @@ class Config(threading.local):
         Reads this thread's effective values, so a trace made inside another thread's
         ``enable_x64`` block is never reused here.
         """
-        return (
-            self.enable_x64,
-            self.threefry_partitionable,
-            self.numpy_rank_promotion,
-            self.default_matmul_precision,
-        )
+        return self._trace_context
 
     def set_anywhere(self, name: str) -> bool:
         """Whether flag `name` is truthy globally or in any thread's override: for hot paths that
@@ -161,6 +167,7 @@ class Config(threading.local):
             old = d[attr]
             d["_overridden"].add(attr)
             d[attr] = value
+            _refresh_trace_context(d)
         self._notify(name, value)
         try:
             yield
@@ -172,6 +179,7 @@ class Config(threading.local):
                     # Back to the global value, which update() may have changed meanwhile.
                     d["_overridden"].discard(attr)
                     d[attr] = _global_values[attr]
+                _refresh_trace_context(d)
                 restored = d[attr]
             self._notify(name, restored)
 
