@@ -93,3 +93,28 @@ def test_donated_inputs_that_hold_outputs_count_as_aliased():
     undonated = _compiled(lambda x: jnp.exp(x) + 1.0, x, backend="c").memory_analysis()
     assert undonated.alias_size_in_bytes == 0
     assert memory.alias_size_in_bytes in (0, 40)  # 40 when the plan reuses x for the output
+
+
+# (window_strides, padding, lhs_dilation, rhs_dilation, feature_group_count), lhs and rhs shapes,
+# and the flops JAX 0.10.2 reported: taps over padding and lhs-dilation holes do not count.
+_CONVS = [
+    (((1, 1), "VALID", (1, 1), (1, 1), 1), (2, 3, 8, 8), (4, 3, 3, 3), 15552),
+    (((1, 1), "SAME", (1, 1), (1, 1), 1), (2, 3, 8, 8), (4, 3, 3, 3), 23232),
+    (((2, 2), "SAME", (1, 1), (1, 1), 3), (2, 6, 8, 8), (6, 2, 3, 3), 5808),
+    (((1, 1), ((2, 2), (1, 1)), (2, 2), (1, 1), 1), (2, 3, 7, 6), (4, 3, 3, 2), 12096),
+    (((1, 2), ((0, 0), (3, 1)), (1, 1), (2, 1), 1), (2, 3, 7, 6), (4, 3, 3, 2), 2592),
+    (((1, 1), ((1, 0), (0, 1)), (3, 1), (1, 2), 1), (2, 3, 7, 6), (4, 3, 3, 2), 7776),
+]
+
+
+@pytest.mark.parametrize("config,lhs_shape,rhs_shape,flops", _CONVS)
+def test_convolution_flops_are_jaxs(config, lhs_shape, rhs_shape, flops):
+    strides, padding, lhs_dil, rhs_dil, groups = config
+
+    def conv(x, w):
+        return lax.conv_general_dilated(
+            x, w, strides, padding, lhs_dilation=lhs_dil, rhs_dilation=rhs_dil, feature_group_count=groups
+        )
+
+    x, w = np.ones(lhs_shape, np.float32), np.ones(rhs_shape, np.float32)
+    assert _compiled(conv, x, w).cost_analysis()["flops"] == flops

@@ -343,6 +343,29 @@ conv_general_dilated_p.impl = _conv_impl
 conv_general_dilated_p.abstract_eval = _conv_abstract_eval
 
 
+def _conv_cost(lhs, rhs, **p):
+    """XLA's count: two flops per product of a kernel tap with an input element that exists (taps
+    over padding or lhs-dilation holes do not count), per output batch and feature."""
+    dn = p["dimension_numbers"]
+    lt, rt = _take(lhs.shape, dn.lhs_spec), _take(rhs.shape, dn.rhs_spec)
+    out = _take(_shape_rule(lhs, rhs, p), dn.out_spec)
+    taps = 1
+    for d in range(len(lt) - 2):
+        size, k, lo = lt[2 + d], rt[2 + d], p["padding"][d][0]
+        stride, ldil, rdil = p["window_strides"][d], p["lhs_dilation"][d], p["rhs_dilation"][d]
+        extent = dilate_dim(size, ldil)
+        taps *= sum(
+            1
+            for o in range(out[2 + d])
+            for t in range(k)
+            if 0 <= (x := o * stride - lo + t * rdil) < extent and x % ldil == 0
+        )
+    return {"flops": 2 * out[0] * out[1] * rt[1] * taps}
+
+
+conv_general_dilated_p.cost_rule = _conv_cost
+
+
 # ------------------------------------------------------------------------------------------------
 # Derivatives. Bilinear: the JVP applies the convolution to each tangent, and each operand's
 # transpose is itself a convolution (as for a matmul: lhs [m,k]x[k,j], rhs [j,m]x[m,k]).
