@@ -143,6 +143,23 @@ def lower(closed, caps, name: str = "kernel") -> Program:
         steps.append(b.kernel)
         return b
 
+    def reindexing_kernel(tail: _Builder | None, eqn) -> _Builder:
+        """The kernel for an equation that reads its operands at other indices than its output's
+        (index maps, guards, run-time offsets): the tail when it has the output's domain and
+        computes none of the operands (a value computed at the tail's index cannot be read at
+        another), else a new kernel."""
+        domain = canonical(eqn.outvars[0].aval.shape)
+        if (
+            tail is None
+            or tail.kernel.domain != domain
+            or any(
+                type(v) is not Literal and (owner.get(id(v)) is tail or not readable_in(tail, v))
+                for v in eqn.invars
+            )
+        ):
+            return new_kernel(domain)
+        return tail
+
     def slot_for(b: _Builder, base_var) -> int:
         """The input slot of buffer `base_var` in kernel `b` (one per buffer)."""
         slot = b.slot_of.get(id(base_var))
@@ -379,17 +396,7 @@ def lower(closed, caps, name: str = "kernel") -> Program:
             # bound at kernel entry (Kernel.offsets), joining the tail like an elementwise op.
             out = eqn.outvars[0]
             out_shape = tuple(out.aval.shape)
-            domain = canonical(out_shape)
-            if (
-                tail is None
-                or tail.kernel.domain != domain
-                or any(
-                    type(v) is not Literal and (owner.get(id(v)) is tail or not readable_in(tail, v))
-                    for v in eqn.invars
-                )
-            ):
-                tail = new_kernel(domain)
-            b = tail
+            b = tail = reindexing_kernel(tail, eqn)
             source, starts, index_fn = prim.dynamic_index_map(*[v.aval for v in eqn.invars], **eqn.params)
             offsets = [offset_expr(b, eqn.invars[k], lo, hi) for k, lo, hi in starts]
             index = tuple(index_fn(shape_index(out_shape), offsets))
@@ -405,17 +412,7 @@ def lower(closed, caps, name: str = "kernel") -> Program:
             # loads of materialized buffers, like an elementwise op's operands read through maps.
             out = eqn.outvars[0]
             out_shape = tuple(out.aval.shape)
-            domain = canonical(out_shape)
-            if (
-                tail is None
-                or tail.kernel.domain != domain
-                or any(
-                    type(v) is not Literal and (owner.get(id(v)) is tail or not readable_in(tail, v))
-                    for v in eqn.invars
-                )
-            ):
-                tail = new_kernel(domain)
-            b = tail
+            b = tail = reindexing_kernel(tail, eqn)
             pieces, default = prim.piecewise_map(
                 shape_index(out_shape), *[v.aval for v in eqn.invars], **eqn.params
             )
@@ -440,17 +437,7 @@ def lower(closed, caps, name: str = "kernel") -> Program:
             # materialized buffers (a value computed at the tail's index cannot be re-indexed).
             op, maps = form
             out_shape = tuple(eqn.outvars[0].aval.shape)
-            domain = canonical(out_shape)
-            if (
-                tail is None
-                or tail.kernel.domain != domain
-                or any(
-                    type(v) is not Literal and (owner.get(id(v)) is tail or not readable_in(tail, v))
-                    for v in eqn.invars
-                )
-            ):
-                tail = new_kernel(domain)
-            b = tail
+            b = tail = reindexing_kernel(tail, eqn)
             index = shape_index(out_shape)
             args = []
             for v, index_map in zip(eqn.invars, maps):
