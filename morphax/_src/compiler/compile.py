@@ -119,13 +119,13 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
     return memo_put(closed, key, executable)
 
 
-def _run_body(closed: ClosedJaxpr, args) -> list:
+def _body_executable(closed: ClosedJaxpr):
     """A loop or branch body (control_flow/host_eval.py): compiled once per jaxpr for the
     backend of the program it runs in, and run on the calling thread."""
-    return compile_jaxpr(closed, "body", executor.body_backend.name)(*args)
+    return compile_jaxpr(closed, "body", executor.body_backend.name)
 
 
-host_eval.set_runner(_run_body)
+host_eval.set_runner(_body_executable)
 
 
 def clear_cache():

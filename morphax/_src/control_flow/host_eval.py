@@ -18,7 +18,7 @@ import numpy as np
 from morphax._src.core.jaxpr import ClosedJaxpr
 from morphax._src.core.values import make_array
 
-__all__ = ["host_rules", "run_closed_jaxpr", "run_host_rule", "set_runner"]
+__all__ = ["body_runner", "host_rules", "run_closed_jaxpr", "run_host_rule", "set_runner"]
 
 # Higher-order primitives that run on host values register
 # ``fn(np_args, **params) -> list of np arrays`` here (scan, while_loop, cond).
@@ -27,16 +27,23 @@ host_rules: dict = {}
 _runner: list = []
 
 
-def set_runner(run) -> None:
-    """Install `run(closed, np_args) -> list of np arrays`, the executor's entry point."""
-    _runner[:] = [run]
+def set_runner(prepare) -> None:
+    """Install `prepare(closed) -> fn`, the executor's entry point: `fn(*np_args)` runs `closed`
+    and returns its outputs as NumPy arrays."""
+    _runner[:] = [prepare]
+
+
+def body_runner(closed: ClosedJaxpr):
+    """A callable running `closed` on NumPy arrays (of its input types): loops fetch it once and
+    call it every iteration."""
+    if not _runner:  # pragma: no cover - `import morphax` imports the compiler
+        raise RuntimeError("morphax: control flow ran before the compiler registered its executor")
+    return _runner[0](closed)
 
 
 def run_closed_jaxpr(closed: ClosedJaxpr, args) -> list:
     """Evaluate `closed` on NumPy arrays (of its input types); returns NumPy arrays."""
-    if not _runner:  # pragma: no cover - `import morphax` imports the compiler
-        raise RuntimeError("morphax: control flow ran before the compiler registered its executor")
-    return _runner[0](closed, args)
+    return body_runner(closed)(*args)
 
 
 def run_host_rule(rule, args, in_avals, out_avals, params) -> list:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from morphax._src.control_flow.host_eval import host_rules, run_closed_jaxpr, run_host_rule
+from morphax._src.control_flow.host_eval import body_runner, host_rules, run_host_rule
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
@@ -49,8 +49,9 @@ def _scan_host(args, *, jaxpr, length, reverse, num_consts, num_carry, unroll):
     """The loop on NumPy values: one host evaluation of the body per iteration."""
     consts, carry, xs = split_list(args, num_consts, num_carry)
     ys = [np.empty((length, *a.shape), dtype=a.dtype) for a in jaxpr.out_avals[num_carry:]]
+    body = body_runner(jaxpr)  # looked up once, called every iteration
     for i in range(length - 1, -1, -1) if reverse else range(length):
-        outs = run_closed_jaxpr(jaxpr, [*consts, *carry, *(x[i] for x in xs)])
+        outs = body(*consts, *carry, *[x[i] for x in xs])
         carry = outs[:num_carry]
         for buf, y in zip(ys, outs[num_carry:]):
             buf[i] = y

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 
 from morphax._src.config import config
-from morphax._src.control_flow.host_eval import host_rules, run_closed_jaxpr, run_host_rule
+from morphax._src.control_flow.host_eval import body_runner, host_rules, run_host_rule
 from morphax._src.control_flow.trace_cache import cached_trace
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
@@ -267,8 +267,9 @@ def _while_host(args, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     every iteration, possibly from inside a compiled call on the device stream, so it must not
     queue work behind itself (see host_eval.py)."""
     cc, bc, carry = split_list(args, cond_nconsts, body_nconsts)
-    while bool(run_closed_jaxpr(cond_jaxpr, cc + carry)[0]):
-        carry = run_closed_jaxpr(body_jaxpr, bc + carry)
+    cond, body = body_runner(cond_jaxpr), body_runner(body_jaxpr)  # looked up once
+    while bool(cond(*cc, *carry)[0]):
+        carry = body(*bc, *carry)
     return carry
 
 
