@@ -17,7 +17,8 @@ from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, split_list
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, jaxpr_as_fun, split_list
+from morphax._src.core.memo import memoized
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
 from morphax._src.errors import ConcretizationTypeError
@@ -267,10 +268,36 @@ def _while_host(args, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     every iteration, possibly from inside a compiled call on the device stream, so it must not
     queue work behind itself (see host_eval.py)."""
     cc, bc, carry = split_list(args, cond_nconsts, body_nconsts)
-    cond, body = body_runner(cond_jaxpr), body_runner(body_jaxpr)  # looked up once
-    while bool(cond(*cc, *carry)[0]):
-        carry = body(*bc, *carry)
-    return carry
+    if not bool(body_runner(cond_jaxpr)(*cc, *carry)[0]):
+        return carry
+    # Each iteration is one compiled call: the body, then the predicate on its result.
+    step = body_runner(_step_jaxpr(cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts))
+    while True:
+        *carry, again = step(*bc, *cc, *carry)
+        if not bool(again):
+            return carry
+
+
+def _step_jaxpr(cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts) -> ClosedJaxpr:
+    """(body consts, cond consts, carry) -> (body(carry)..., cond(body(carry))), memoized on the
+    body jaxpr (the entry keeps the cond jaxpr alive, so its id in the key stays unique)."""
+
+    def build():
+        body, cond = jaxpr_as_fun(body_jaxpr), jaxpr_as_fun(cond_jaxpr)
+
+        def step(*args):
+            bc, cc, carry = split_list(list(args), body_nconsts, cond_nconsts)
+            new = body(*bc, *carry)
+            return [*new, cond(*cc, *new)[0]]
+
+        in_avals = [
+            *body_jaxpr.in_avals[:body_nconsts],
+            *cond_jaxpr.in_avals[:cond_nconsts],
+            *body_jaxpr.out_avals,
+        ]
+        return cond_jaxpr, trace_to_jaxpr(step, in_avals)
+
+    return memoized(body_jaxpr, ("while_step", id(cond_jaxpr), cond_nconsts), build)[1]
 
 
 host_rules[while_p] = _while_host
