@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
+
 from morphax._src.compiler import analysis, donation, executor
 
 # The native backend is imported with morphax, not at the first jitted call (whose latency counts).
 from morphax._src.compiler.backends import c as _c_backend  # noqa: F401
 from morphax._src.compiler.backends import default_backend_name, get_backend
 from morphax._src.compiler.fusion import lower
+from morphax._src.compiler.kernel_ir import Kernel
 from morphax._src.config import config
 from morphax._src.control_flow import host_eval
-from morphax._src.core.jaxpr import ClosedJaxpr
+from morphax._src.core.jaxpr import ClosedJaxpr, Literal
 from morphax._src.core.memo import MISSING, memo_get, memo_put
 from morphax._src.passes import pipeline  # at import: the first jitted call's latency counts
 
@@ -93,6 +96,7 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
         native = executor.compile_program(
             program, name, native_fns, compile_call, chosen.name, (), opaque, reuse
         )
+        executable.single_kernel = _single_kernel(program, native_fns)
         executable.fn = native.fn
 
     background = on_ready if config.morphax_compile_in_background else None
@@ -115,8 +119,48 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
         )
     if upgrade and kernel_fns is not upgrade[0]:
         on_ready(upgrade[0])
+    if kernel_fns is not None:
+        executable.single_kernel = _single_kernel(program, kernel_fns)
     executable.cost, executable.memory = analysis.describe(program, reuse)
     return memo_put(closed, key, executable)
+
+
+def _single_kernel(program, kernel_fns):
+    """For a program that is one native kernel reading only the program's inputs and storing
+    each of its outputs once: (C function, input position per slot, output position per store
+    (-1 for a store the program drops, e.g. a reduction only its epilogue reads), slot dtypes,
+    store shapes and dtypes); else None. Native loops run such programs back to back."""
+    steps = program.steps
+    if len(steps) != 1 or not isinstance(steps[0], Kernel):
+        return None
+    kernel, jaxpr = steps[0], program.closed.jaxpr
+    c_fn = getattr(kernel_fns.get(id(kernel)), "c_function", None)
+    in_ids = {id(v): i for i, v in enumerate(jaxpr.invars)}
+    out_ids = {id(v): i for i, v in enumerate(jaxpr.outvars) if type(v) is not Literal}
+    stores = [s.var for s in kernel.stores]
+    if (
+        c_fn is None
+        or any(id(v) not in in_ids for v in kernel.inputs)
+        or len(out_ids) != len(jaxpr.outvars)
+        or len({id(v) for v in jaxpr.outvars}) != len(jaxpr.outvars)
+        or sorted(out_ids[id(v)] for v in stores if id(v) in out_ids) != list(range(len(jaxpr.outvars)))
+    ):
+        return None
+    return (
+        c_fn,
+        [in_ids[id(v)] for v in kernel.inputs],
+        [out_ids.get(id(v), -1) for v in stores],
+        [np.dtype(v.aval.dtype) for v in kernel.inputs],
+        [(tuple(v.aval.shape), np.dtype(v.aval.dtype)) for v in stores],
+    )
+
+
+def _native_while(step, n_consts: int, n_carry: int):
+    hook = getattr(get_backend(step.backend), "native_while", None)
+    return hook(step, n_consts, n_carry) if hook is not None else None
+
+
+host_eval.set_native_while(_native_while)
 
 
 def _body_executable(closed: ClosedJaxpr):

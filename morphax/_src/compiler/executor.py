@@ -63,6 +63,8 @@ class Executable:
         # Compiled.cost_analysis() / memory_analysis() (compiler/analysis.py), set by compile_jaxpr.
         self.cost: dict = {}
         self.memory = None
+        # compile.py's _single_kernel: set when the program is one native kernel (native loops).
+        self.single_kernel = None
 
     def __call__(self, *args, reuse=()):
         if reuse:

@@ -18,13 +18,33 @@ import numpy as np
 from morphax._src.core.jaxpr import ClosedJaxpr
 from morphax._src.core.values import make_array
 
-__all__ = ["body_runner", "host_rules", "run_closed_jaxpr", "run_host_rule", "set_runner"]
+__all__ = [
+    "body_runner",
+    "host_rules",
+    "native_while",
+    "run_closed_jaxpr",
+    "run_host_rule",
+    "set_native_while",
+    "set_runner",
+]
 
 # Higher-order primitives that run on host values register
 # ``fn(np_args, **params) -> list of np arrays`` here (scan, while_loop, cond).
 host_rules: dict = {}
 
 _runner: list = []
+_native_while: list = []
+
+
+def set_native_while(make) -> None:
+    """Install `make(step, n_consts, n_carry) -> run | None`: the compiler's native form of a
+    while loop whose step (`body_runner` of the loop's step jaxpr) allows one."""
+    _native_while[:] = [make]
+
+
+def native_while(step, n_consts: int, n_carry: int):
+    """`run(consts + carry) -> final carry` running the whole loop natively, or None."""
+    return _native_while[0](step, n_consts, n_carry) if _native_while else None
 
 
 def set_runner(prepare) -> None:

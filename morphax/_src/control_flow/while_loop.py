@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 
 from morphax._src.config import config
-from morphax._src.control_flow.host_eval import body_runner, host_rules, run_host_rule
+from morphax._src.control_flow.host_eval import body_runner, host_rules, native_while, run_host_rule
 from morphax._src.control_flow.trace_cache import cached_trace
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
@@ -272,6 +272,9 @@ def _while_host(args, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
         return carry
     # Each iteration is one compiled call: the body, then the predicate on its result.
     step = body_runner(_step_jaxpr(cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts))
+    native = native_while(step, body_nconsts + cond_nconsts, len(carry))
+    if native is not None:  # one fused kernel per step: the whole loop runs in C
+        return native([*bc, *cc, *carry])
     while True:
         *carry, again = step(*bc, *cc, *carry)
         if not bool(again):

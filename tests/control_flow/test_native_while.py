@@ -1,0 +1,127 @@
+"""while_loop as one native loop (backends/c/loops.py): when a loop's step (body, then the
+predicate on its result) compiles to one C kernel, the whole loop runs in C. Compared with a
+Python loop of the same arithmetic in NumPy, and with the numpy backend's Python loop; loops
+whose step is not one kernel keep the Python loop."""
+
+import numpy as np
+import pytest
+
+import morphax
+import morphax.numpy as jnp
+from morphax import lax
+from morphax._src.compiler.backends import get_backend
+from morphax._src.compiler.backends.c import loops
+
+pytestmark = pytest.mark.skipif(not get_backend("c").available(), reason="no working C compiler")
+
+
+@pytest.fixture
+def native_calls(monkeypatch):
+    """Counts the loops that ran natively."""
+    calls = []
+    real = loops.native_while
+
+    def counting(step, n_consts, n_carry):
+        run = real(step, n_consts, n_carry)
+        if run is None:
+            return None
+
+        def wrapped(args):
+            calls.append(n_carry)
+            return run(args)
+
+        return wrapped
+
+    monkeypatch.setattr(loops, "native_while", counting)
+    return calls
+
+
+def test_scalar_newton_iteration(native_calls):
+    def newton(a):
+        def body(c):
+            y, i = c
+            return y - (y * y - a) / (2 * y), i + 1
+
+        return lax.while_loop(lambda c: c[1] < 1000, body, (a, 0))
+
+    y, i = morphax.jit(newton, backend="c")(np.float32(2.0))
+    want = np.float32(2.0)
+    for _ in range(1000):
+        want = want - (want * want - np.float32(2.0)) / (np.float32(2) * want)
+    assert int(i) == 1000 and float(y) == float(want)
+    assert native_calls == [2]
+
+
+@pytest.mark.parametrize("start", [0.0, 1.0, 50.0])
+def test_array_carry_with_a_data_dependent_exit(native_calls, start):
+    # One array carry: the body, the sum and the comparison fuse into one kernel.
+    def f(x, k):
+        return lax.while_loop(lambda c: jnp.sum(c) < 100.0, lambda c: c * k + 1.0, x)
+
+    x = np.arange(4, dtype=np.float32) + np.float32(start)
+    got = morphax.jit(f, backend="c")(x, np.float32(1.5))
+    want = x.copy()
+    while want.sum() < 100:
+        want = want * np.float32(1.5) + np.float32(1)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    np.testing.assert_array_equal(
+        np.asarray(got), np.asarray(morphax.jit(f, backend="numpy")(x, np.float32(1.5)))
+    )
+    # A loop whose first predicate is false runs no step, natively or not.
+    assert native_calls == ([] if start == 50.0 else [1])
+
+
+def test_carries_of_two_shapes_keep_the_python_loop(native_calls):
+    # The (4,) carry and the scalar counter are two kernels (two loop domains): no native loop.
+    def f(x):
+        return lax.while_loop(lambda c: jnp.sum(c[0]) < 100.0, lambda c: (c[0] * 1.5 + 1.0, c[1] + 1), (x, 0))
+
+    got, n = morphax.jit(f, backend="c")(np.arange(4, dtype=np.float32))
+    want, count = np.arange(4, dtype=np.float32), 0
+    while want.sum() < 100:
+        want, count = want * np.float32(1.5) + np.float32(1), count + 1
+    np.testing.assert_array_equal(np.asarray(got), want)
+    assert int(n) == count and native_calls == []
+
+
+def test_integer_carries_and_a_carry_the_step_does_not_read(native_calls):
+    def collatz_steps(n):
+        def body(c):
+            v, steps, last = c
+            v = jnp.where(v % 2 == 0, v // 2, 3 * v + 1)
+            return v, steps + 1, steps  # `last` is overwritten, never read
+
+        return lax.while_loop(lambda c: c[0] != 1, body, (n, 0, -1))
+
+    for n in (1, 6, 27, 97):
+        v, steps, last = morphax.jit(collatz_steps, backend="c")(np.int32(n))
+        want, count = n, 0
+        while want != 1:
+            want, count = (want // 2 if want % 2 == 0 else 3 * want + 1), count + 1
+        assert (int(v), int(steps), int(last)) == (1, count, count - 1 if count else -1)
+
+
+def test_fori_loop_under_vmap_runs_natively_and_matches_numpy(native_calls):
+    def f(x):
+        return lax.fori_loop(0, 25, lambda i, c: c * 0.9 + jnp.sin(c) * 0.1, x)
+
+    xs = np.linspace(-2, 2, 7, dtype=np.float32)
+    got = morphax.jit(morphax.vmap(f), backend="c")(xs)
+    want = morphax.jit(morphax.vmap(f), backend="numpy")(xs)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+def test_a_step_with_a_callback_keeps_the_python_loop(native_calls):
+    seen = []
+
+    def f(x):
+        def body(c):
+            morphax.debug.callback(lambda v: seen.append(float(v)), c[0])
+            return c[0] + 1.0, c[1] + 1
+
+        return lax.while_loop(lambda c: c[1] < 3, body, (x, 0))
+
+    out, n = morphax.jit(f, backend="c")(np.float32(0.0))
+    assert float(out) == 3.0 and int(n) == 3
+    assert seen == [0.0, 1.0, 2.0]
+    assert native_calls == []
