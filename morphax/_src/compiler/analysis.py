@@ -25,7 +25,7 @@ import dataclasses
 
 import numpy as np
 
-from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, sub_jaxprs
 from morphax._src.core.primitive import Kind
 
 # Kernel ops XLA counts as transcendentals.
@@ -60,28 +60,13 @@ def _bytes(aval) -> int:
     return int(aval.size) * np.dtype(aval.dtype).itemsize
 
 
-def _jaxpr_of(value):
-    if isinstance(value, ClosedJaxpr):
-        return value.jaxpr
-    return value if isinstance(value, Jaxpr) else None
-
-
-def _sub_jaxprs(params):
-    for value in params.values():
-        seq = value if isinstance(value, (tuple, list)) else (value,)
-        for item in seq:
-            inner = _jaxpr_of(item)
-            if inner is not None:
-                yield inner
-
-
 def _op_costs(jaxpr: Jaxpr, totals: dict) -> None:
     for eqn in jaxpr.eqns:
         prim = eqn.primitive
         in_avals = [v.aval for v in eqn.invars]
         if prim.higher_order:
-            for inner in _sub_jaxprs(eqn.params):
-                _op_costs(inner, totals)
+            for inner in sub_jaxprs(eqn.params):
+                _op_costs(inner.jaxpr if isinstance(inner, ClosedJaxpr) else inner, totals)
             continue
         kind = prim.kind_of(*in_avals, **eqn.params) if prim.kind_rule else prim.kind
         out_elems = sum(int(v.aval.size) for v in eqn.outvars)

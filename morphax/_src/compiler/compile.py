@@ -8,6 +8,7 @@ Backends are chosen by name (compiler/backends): `jit(backend=...)`, else the co
 from __future__ import annotations
 
 import logging
+import threading
 
 import numpy as np
 
@@ -61,16 +62,10 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
         backend = default_backend_name()
     # The hot path of every jitted call: one memo lookup on the jaxpr.
     key = ("compiled", backend, _generation, donate)
-    memo = closed._memo
-    if memo is not None:
-        hit = memo.get(key, MISSING)
-        if hit is not MISSING:
-            return hit
-    chosen = get_backend(backend)
-    key = ("compiled", chosen.name, _generation, donate)
     hit = memo_get(closed, key)
     if hit is not MISSING:
         return hit
+    chosen = get_backend(backend)  # `backend` is its name: validated here, on a miss
     counters.lowerings += 1
     optimized = _optimize(closed)
     counters.compiles += 1
@@ -85,42 +80,36 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
         return compile_jaxpr(inner, inner_name, chosen.name)
 
     executable = None
-    upgrade = []  # native kernels that arrived before the executable existed
+    swap = threading.Lock()  # held until `executable` exists: a background build may finish first
 
     def on_ready(native_fns):
         # Called from the build thread: the same program with the native kernels replaces the
         # interim one in a single assignment, so each call runs one or the other, never a mix.
-        if executable is None:
-            upgrade.append(native_fns)
-            return
         native = executor.compile_program(
             program, name, native_fns, compile_call, chosen.name, (), opaque, reuse
         )
-        executable.single_kernel = _single_kernel(program, native_fns)
-        executable.fn = native.fn
+        with swap:
+            executable.single_kernel = _single_kernel(program, native_fns)
+            executable.fn = native.fn
 
     background = on_ready if config.morphax_compile_in_background else None
-    kernel_fns, sources = chosen.build(program, on_ready=background)
-    counters.kernels += len(program.kernels)
-    if upgrade:
-        kernel_fns = upgrade[0]
-    if kernel_fns is None:
-        # Built in the background: run on the numpy backend (one NumPy call per equation) until
-        # the native kernels arrive.
-        interim = compile_jaxpr(closed, name, "numpy")
-        placeholders = {id(k): None for k in program.kernels}
-        executable = executor.compile_program(
-            program, name, placeholders, compile_call, chosen.name, sources, opaque, reuse
-        )
-        executable.fn = interim.fn
-    else:
-        executable = executor.compile_program(
-            program, name, kernel_fns, compile_call, chosen.name, sources, opaque, reuse
-        )
-    if upgrade and kernel_fns is not upgrade[0]:
-        on_ready(upgrade[0])
-    if kernel_fns is not None:
-        executable.single_kernel = _single_kernel(program, kernel_fns)
+    with swap:
+        kernel_fns, sources = chosen.build(program, on_ready=background)
+        counters.kernels += len(program.kernels)
+        if kernel_fns is None:
+            # Built in the background: run on the numpy backend (one NumPy call per equation)
+            # until the native kernels arrive.
+            interim = compile_jaxpr(closed, name, "numpy")
+            placeholders = {id(k): None for k in program.kernels}
+            executable = executor.compile_program(
+                program, name, placeholders, compile_call, chosen.name, sources, opaque, reuse
+            )
+            executable.fn = interim.fn
+        else:
+            executable = executor.compile_program(
+                program, name, kernel_fns, compile_call, chosen.name, sources, opaque, reuse
+            )
+            executable.single_kernel = _single_kernel(program, kernel_fns)
     executable.cost, executable.memory = analysis.describe(program, reuse)
     return memo_put(closed, key, executable)
 

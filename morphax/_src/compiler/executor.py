@@ -255,15 +255,15 @@ def _opaque_lines(eqn, i, operand, var_name, bind_global, compile_call, backend)
     if prim.call_jaxpr_param is not None and compile_call is not None:
         inner = compile_call(eqn.params[prim.call_jaxpr_param], eqn.params.get("name", prim.name))
         fn = bind_global(inner, "call")
-        return [f"    {', '.join(outs)}, = {fn}({ins})" if outs else f"    {fn}({ins})"]
+        return [_call_line(outs, fn, ins)]
     rule = host_rules.get(prim)
     if rule is not None:
         out_dtypes = [v.aval.dtype for v in eqn.outvars]
         fn = bind_global(_host_rule_call(rule, eqn.params, backend, out_dtypes), f"{identifier(prim.name)}_")
-        return [f"    {', '.join(outs)}, = {fn}({ins})" if outs else f"    {fn}({ins})"]
+        return [_call_line(outs, fn, ins)]
     if prim.higher_order:
         fn = bind_global(_fallback_call(prim, eqn.params, len(outs)), "ho")
-        return [f"    {', '.join(outs)}, = {fn}({ins})" if outs else f"    {fn}({ins})"]
+        return [_call_line(outs, fn, ins)]
     impl = bind_global(prim.impl, f"{identifier(prim.name)}_")
     call = f"{impl}({ins}"
     if eqn.params:
@@ -278,6 +278,11 @@ def _opaque_lines(eqn, i, operand, var_name, bind_global, compile_call, backend)
         ]
     cast = bind_global(_as_array(eqn.outvars[0].aval.dtype), "as_")
     return [f"    {outs[0]} = {cast}({call})"]
+
+
+def _call_line(outs, fn, ins) -> str:
+    """`outs, = fn(ins)`, or a bare call for an equation without outputs."""
+    return f"    {', '.join(outs)}, = {fn}({ins})" if outs else f"    {fn}({ins})"
 
 
 def identifier(name: str) -> str:
