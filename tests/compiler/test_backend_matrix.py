@@ -99,15 +99,20 @@ def _run_all_cases(prim, cases):
     return native, native(*flat), ref
 
 
+def _compare_all_cases(prim, cases):
+    """Every case of `prim` on the native backend against the reference (`_check`)."""
+    _, got, want = _run_all_cases(prim, cases)
+    for case, g_outs, w_outs in zip(cases, got, want):
+        for g, w in zip(g_outs, w_outs):
+            _check(prim.kernel_op, g, w, f"{prim.name}[{case.name}]")
+
+
 @pytest.mark.parametrize("prim", _prims())
 def test_native_backend_matches_the_reference(prim):
     cases = _spec_cases(prim)
     if not cases:
         pytest.skip("no cases")
-    native, got, want = _run_all_cases(prim, cases)
-    for case, g_outs, w_outs in zip(cases, got, want):
-        for g, w in zip(g_outs, w_outs):
-            _check(prim.kernel_op, g, w, f"{prim.name}[{case.name}]")
+    _compare_all_cases(prim, cases)
 
 
 @pytest.mark.parametrize("prim", _prims())
@@ -149,7 +154,4 @@ def test_native_backend_matches_the_reference_with_x64(prim):
             cases.append(wide)
         if not cases:
             pytest.skip("no 64-bit cases")
-        _, got, want = _run_all_cases(prim, cases)
-        for case, g_outs, w_outs in zip(cases, got, want):
-            for g, w in zip(g_outs, w_outs):
-                _check(prim.kernel_op, g, w, f"{prim.name}[{case.name}]")
+        _compare_all_cases(prim, cases)

@@ -5,10 +5,6 @@ process that exits waits for the builds it started, so the next process finds th
 compiler failure leaves the program on NumPy with a warning."""
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 import threading
 
 import numpy as np
@@ -20,8 +16,6 @@ from morphax._src.compiler.backends import get_backend
 from morphax._src.compiler.backends.c import background, build
 
 pytestmark = pytest.mark.skipif(not get_backend("c").available(), reason="no working C compiler")
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture
@@ -128,24 +122,14 @@ _CHILD = """
 """
 
 
-def _child(cache):
-    env = dict(os.environ, MORPHAX_CACHE_DIR=str(cache), MORPHAX_COMPILE_IN_BACKGROUND="1")
-    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    res = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(_CHILD)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=180,
-        cwd=REPO,
-    )
-    assert res.returncode == 0, res.stderr
-    return json.loads(res.stdout.strip().splitlines()[-1]), float(res.stdout.split()[0])
+def test_a_short_process_still_fills_the_disk_cache(tmp_path, python_child):
+    def child():
+        env = {"MORPHAX_CACHE_DIR": str(tmp_path / "cache"), "MORPHAX_COMPILE_IN_BACKGROUND": "1"}
+        out = python_child(_CHILD, env, timeout=180).stdout
+        return json.loads(out.strip().splitlines()[-1]), float(out.split()[0])
 
-
-def test_a_short_process_still_fills_the_disk_cache(tmp_path):
-    first, value1 = _child(tmp_path / "cache")
-    second, value2 = _child(tmp_path / "cache")
+    first, value1 = child()
+    second, value2 = child()
     # The first process returned before its build finished (its stats were printed first), but
     # waited for it at exit: the second finds the library on disk and compiles nothing.
     assert second["compiles"] == 0 and second["disk_hits"] == 1, (first, second)

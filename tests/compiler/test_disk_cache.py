@@ -80,21 +80,6 @@ def _check_entry(so_path):
     assert build._checksum(so_path) == want
 
 
-def _subprocess(code, env_extra, timeout=120):
-    env = dict(os.environ, **env_extra)
-    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    res = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        cwd=REPO,
-    )
-    assert res.returncode == 0, res.stderr
-    return res
-
-
 # A fresh process: compile one fixed program with the C backend, print the counters.
 _CHILD = """
     import json, numpy as np, morphax, morphax.numpy as jnp
@@ -108,13 +93,13 @@ _CHILD = """
 """
 
 
-def test_fresh_process_compiles_and_the_next_hits_the_disk(fresh_cache):
+def test_fresh_process_compiles_and_the_next_hits_the_disk(fresh_cache, python_child):
     env = {"MORPHAX_CACHE_DIR": str(fresh_cache)}
-    first = json.loads(_subprocess(_CHILD, env).stdout.strip().splitlines()[-1])
+    first = json.loads(python_child(_CHILD, env).stdout.strip().splitlines()[-1])
     assert first["compiles"] == 1 and first["disk_hits"] == 0, first
     (entry,) = _entries(fresh_cache)
     _check_entry(entry)
-    second = json.loads(_subprocess(_CHILD, env).stdout.strip().splitlines()[-1])
+    second = json.loads(python_child(_CHILD, env).stdout.strip().splitlines()[-1])
     assert second["compiles"] == 0 and second["disk_hits"] == 1, second
     assert _entries(fresh_cache) == [entry]
 
@@ -178,19 +163,19 @@ def _corrupt(so_path, how):
 @pytest.mark.parametrize(
     "how", ["truncated", "flipped", "bad_sum", "missing_sum", "garbage_with_matching_sum"]
 )
-def test_damaged_entry_is_rebuilt_never_loaded(fresh_cache, how):
+def test_damaged_entry_is_rebuilt_never_loaded(fresh_cache, how, python_child):
     # Built by another process, so this one has never mapped the entry.
     env = {"MORPHAX_CACHE_DIR": str(fresh_cache)}
-    _subprocess(_CHILD, env)
+    python_child(_CHILD, env)
     (entry,) = _entries(fresh_cache)
     _corrupt(entry, how)
-    stats = json.loads(_subprocess(_CHILD, env).stdout.strip().splitlines()[-1])
+    stats = json.loads(python_child(_CHILD, env).stdout.strip().splitlines()[-1])
     assert stats["compiles"] == 1 and stats["disk_hits"] == 0, stats
     assert stats["rebuilt_corrupt"] == 1, stats
     assert _entries(fresh_cache) == [entry]
     _check_entry(entry)
     # And the repaired entry is a disk hit again.
-    stats = json.loads(_subprocess(_CHILD, env).stdout.strip().splitlines()[-1])
+    stats = json.loads(python_child(_CHILD, env).stdout.strip().splitlines()[-1])
     assert stats == {"compiles": 0, "disk_hits": 1, "memory_hits": 0, "rebuilt_corrupt": 0}
 
 
@@ -386,7 +371,7 @@ _NO_COMPILER_CHILD = """
 """
 
 
-def test_no_compiler_at_all_defaults_to_numpy(fresh_cache, tmp_path):
+def test_no_compiler_at_all_defaults_to_numpy(fresh_cache, tmp_path, python_child):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     os.symlink(sys.executable, bindir / "python")
@@ -395,18 +380,7 @@ def test_no_compiler_at_all_defaults_to_numpy(fresh_cache, tmp_path):
         "CC": str(tmp_path / "no" / "such" / "cc"),
         "PATH": str(bindir),
     }
-    env_full = dict(os.environ, **env)
-    env_full.pop("MORPHAX_BACKEND", None)
-    env_full["PYTHONPATH"] = REPO + os.pathsep + env_full.get("PYTHONPATH", "")
-    res = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(_NO_COMPILER_CHILD)],
-        capture_output=True,
-        text=True,
-        env=env_full,
-        timeout=120,
-        cwd=REPO,
-    )
-    assert res.returncode == 0, res.stderr
+    res = python_child(_NO_COMPILER_CHILD, env, drop=("MORPHAX_BACKEND",))
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out["backend"] == "numpy"
     assert len(out["log"]) == 1 and "C compiler" in out["log"][0], out["log"]
@@ -423,13 +397,13 @@ _WARNING_CHILD = """
 """
 
 
-def test_fallback_warning_reaches_a_plain_user(fresh_cache):
-    res = _subprocess(_WARNING_CHILD, {"MORPHAX_CACHE_DIR": str(fresh_cache)})
+def test_fallback_warning_reaches_a_plain_user(fresh_cache, python_child):
+    res = python_child(_WARNING_CHILD, {"MORPHAX_CACHE_DIR": str(fresh_cache)})
     assert res.stdout.strip().splitlines()[-1] == "[1.0, 8.0, 15.0]"
     assert "morphax-no-such-flag" in res.stderr, res.stderr
 
 
-def test_probe_answer_is_kept_per_machine(fresh_cache):
+def test_probe_answer_is_kept_per_machine(fresh_cache, python_child):
     # First process probes the compiler and keeps the answer; the second reads it.
     code = """
         import json, time
@@ -438,10 +412,10 @@ def test_probe_answer_is_kept_per_machine(fresh_cache):
         print(json.dumps({"ok": ok[0], "openmp": build._probe.get("openmp"), "ran": "version" in build._probe}))
     """
     env = {"MORPHAX_CACHE_DIR": str(fresh_cache)}
-    a = json.loads(_subprocess(code, env).stdout.strip().splitlines()[-1])
+    a = json.loads(python_child(code, env).stdout.strip().splitlines()[-1])
     assert a["ok"]
     assert glob.glob(os.path.join(str(fresh_cache), "c", "probe-*.json"))
-    b = json.loads(_subprocess(code, env).stdout.strip().splitlines()[-1])
+    b = json.loads(python_child(code, env).stdout.strip().splitlines()[-1])
     assert b == a
 
 

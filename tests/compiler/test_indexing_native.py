@@ -99,6 +99,18 @@ def _gdn(offset, collapsed, start_map, obatch=(), ibatch=()):
     return GatherDimensionNumbers(offset, collapsed, start_map, obatch, ibatch)
 
 
+def _scatter_params(dimension_numbers, mode):
+    """A scatter's params: no update computation, indices neither sorted nor unique."""
+    return dict(
+        dimension_numbers=dimension_numbers,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=mode,
+        update_jaxpr=None,
+        update_consts=(),
+    )
+
+
 def _sdn(window, inserted, to_operand, obatch=(), ibatch=()):
     return ScatterDimensionNumbers(window, inserted, to_operand, obatch, ibatch)
 
@@ -157,14 +169,7 @@ def test_extreme_indices_clamp_fill_and_drop_as_the_reference(idx_dtype, x64):
         assert _native_vs_reference(gather_p, (x, idx), params, f"gather-window {idx_dtype} {mode}")
         u = rng.standard_normal((24, 3)).astype(np.float32)
         for prim in SCATTERS:
-            sparams = dict(
-                dimension_numbers=_sdn((1,), (0,), (0,)),
-                indices_are_sorted=False,
-                unique_indices=False,
-                mode=mode,
-                update_jaxpr=None,
-                update_consts=(),
-            )
+            sparams = _scatter_params(_sdn((1,), (0,), (0,)), mode)
             assert _native_vs_reference(prim, (x, idx, u), sparams, f"{prim.name} {idx_dtype} {mode}")
             u2 = rng.standard_normal((24, 2, 3)).astype(np.float32)
             sparams = dict(sparams, dimension_numbers=_sdn((1, 2), (), (0,)))
@@ -181,14 +186,7 @@ def _specials(dtype, shape, rng):
 def test_float_scatters_on_special_values_and_many_duplicates(dtype):
     dt = np.dtype(getattr(dtypes, dtype, None) or dtype)
     rng = np.random.default_rng(1)
-    params = dict(
-        dimension_numbers=_sdn((), (0,), (0,)),
-        indices_are_sorted=False,
-        unique_indices=False,
-        mode=GatherScatterMode.FILL_OR_DROP,
-        update_jaxpr=None,
-        update_consts=(),
-    )
+    params = _scatter_params(_sdn((), (0,), (0,)), GatherScatterMode.FILL_OR_DROP)
     idx = rng.integers(-1, 9, size=(400, 1)).astype(np.int32)  # ~50 updates per position
     for values in ("specials", "random"):
         if values == "specials":
@@ -205,14 +203,7 @@ def test_float_scatters_on_special_values_and_many_duplicates(dtype):
 )
 def test_integer_scatters_wrap_as_the_reference(dtype, x64):
     rng = np.random.default_rng(2)
-    params = dict(
-        dimension_numbers=_sdn((), (0,), (0,)),
-        indices_are_sorted=False,
-        unique_indices=False,
-        mode=GatherScatterMode.CLIP,
-        update_jaxpr=None,
-        update_consts=(),
-    )
+    params = _scatter_params(_sdn((), (0,), (0,)), GatherScatterMode.CLIP)
     if dtype == "bool":
         x, u = rng.integers(0, 2, 6).astype(bool), rng.integers(0, 2, 300).astype(bool)
     else:
@@ -249,14 +240,7 @@ def test_batched_dimension_numbers_from_vmap():
 def test_unsupported_equations_fall_back():
     x = np.zeros(4, np.complex64)
     idx = np.zeros((2, 1), np.int32)
-    params = dict(
-        dimension_numbers=_sdn((), (0,), (0,)),
-        indices_are_sorted=False,
-        unique_indices=False,
-        mode=GatherScatterMode.FILL_OR_DROP,
-        update_jaxpr=None,
-        update_consts=(),
-    )
+    params = _scatter_params(_sdn((), (0,), (0,)), GatherScatterMode.FILL_OR_DROP)
     assert C.opaque(_eqn(scatter_mul_p, (x, idx, np.ones(2, np.complex64)), params)) is None
     assert C.opaque(_eqn(lax.sin_p, (np.ones(3, np.float32),), {"accuracy": None})) is None
 
