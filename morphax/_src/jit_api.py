@@ -217,6 +217,17 @@ class Compiled:
         """Fused kernels in the compiled program (counts what tests assert)."""
         return self._executable.num_kernels
 
+    @property
+    def num_segments(self) -> int:
+        """Native segments: calls into generated code per run, with Python steps between them
+        (0 on the numpy backend). One means the whole program runs natively."""
+        return self._executable.num_segments
+
+    @property
+    def scratch_bytes(self) -> int:
+        """The scratch arena the native segments keep their intermediate values in."""
+        return sum(b for _, _, b in self._executable.segments)
+
     def cost_analysis(self) -> dict:
         """flops, transcendentals and bytes accessed, counted as XLA does (compiler/analysis.py)."""
         return dict(self._executable.cost)

@@ -1,7 +1,7 @@
 """while_loop as one native loop (backends/c/loops.py): when a loop's step (body, then the
-predicate on its result) compiles to one C kernel, the whole loop runs in C. Compared with a
-Python loop of the same arithmetic in NumPy, and with the numpy backend's Python loop; loops
-whose step is not one kernel keep the Python loop."""
+predicate on its result) compiles to one native segment (kernels and matmuls), the whole loop runs
+in C. Compared with a Python loop of the same arithmetic in NumPy, and with the numpy backend's
+Python loop; loops whose step leaves native code keep the Python loop."""
 
 import numpy as np
 import pytest
@@ -71,8 +71,8 @@ def test_array_carry_with_a_data_dependent_exit(native_calls, start):
     assert native_calls == ([] if start == 50.0 else [1])
 
 
-def test_carries_of_two_shapes_keep_the_python_loop(native_calls):
-    # The (4,) carry and the scalar counter are two kernels (two loop domains): no native loop.
+def test_carries_of_two_shapes_run_natively(native_calls):
+    # The (4,) carry and the scalar counter are two kernels (two loop domains) in one segment.
     def f(x):
         return lax.while_loop(lambda c: jnp.sum(c[0]) < 100.0, lambda c: (c[0] * 1.5 + 1.0, c[1] + 1), (x, 0))
 
@@ -81,7 +81,33 @@ def test_carries_of_two_shapes_keep_the_python_loop(native_calls):
     while want.sum() < 100:
         want, count = want * np.float32(1.5) + np.float32(1), count + 1
     np.testing.assert_array_equal(np.asarray(got), want)
-    assert int(n) == count and native_calls == []
+    assert int(n) == count and native_calls == [2]
+
+
+def test_power_iteration_with_a_matmul_runs_natively(native_calls):
+    # Each step: a BLAS matrix-vector product, a norm (a reduction) and a division, in one segment.
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((16, 16))
+    a = (a + a.T).astype(np.float32)
+
+    def f(a, v):
+        def body(c):
+            v, i = c
+            w = a @ v
+            return w / jnp.sqrt(jnp.sum(w * w)), i + 1
+
+        return lax.while_loop(lambda c: c[1] < 50, body, (v, 0))
+
+    v0 = np.ones(16, np.float32)
+    got, n = morphax.jit(f, backend="c")(a, v0)
+    want, _ = morphax.jit(f, backend="numpy")(a, v0)
+    ref = v0
+    for _ in range(50):
+        w = a @ ref
+        ref = w / np.sqrt(np.sum(w * w))
+    assert int(n) == 50 and native_calls == [2]
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-5)
 
 
 def test_integer_carries_and_a_carry_the_step_does_not_read(native_calls):

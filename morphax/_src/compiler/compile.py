@@ -12,13 +12,13 @@ import threading
 
 import numpy as np
 
-from morphax._src.compiler import analysis, donation, executor
+from morphax._src.compiler import analysis, donation, executor, segments
 
 # The native backend is imported with morphax, not at the first jitted call (whose latency counts).
 from morphax._src.compiler.backends import c as _c_backend  # noqa: F401
 from morphax._src.compiler.backends import default_backend_name, get_backend
 from morphax._src.compiler.fusion import lower
-from morphax._src.compiler.kernel_ir import Kernel
+from morphax._src.compiler.kernel_ir import Kernel, Segment
 from morphax._src.config import config
 from morphax._src.control_flow import host_eval
 from morphax._src.core.jaxpr import ClosedJaxpr, Literal
@@ -74,6 +74,10 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
     program = lower(optimized, chosen.caps, name=executor.identifier(name))
     # Positions index the optimized jaxpr's inputs: the passes keep every input (DCE drops none).
     reuse = donation.plan(program, donate) if donate else {}
+    cost, memory = analysis.describe(program, reuse)
+    runs_natively = getattr(chosen.caps, "runs_natively", None)
+    if runs_natively is not None:
+        program, reuse = segments.group(program, runs_natively, reuse, executor.identifier(name))
     opaque = getattr(chosen, "opaque", None)
 
     def compile_call(inner, inner_name):
@@ -89,7 +93,7 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
             program, name, native_fns, compile_call, chosen.name, (), opaque, reuse
         )
         with swap:
-            executable.single_kernel = _single_kernel(program, native_fns)
+            executable.single_segment = _single_segment(program, native_fns)
             executable.fn = native.fn
 
     background = on_ready if config.morphax_compile_in_background else None
@@ -100,7 +104,7 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
             # Built in the background: run on the numpy backend (one NumPy call per equation)
             # until the native kernels arrive.
             interim = compile_jaxpr(closed, name, "numpy")
-            placeholders = {id(k): None for k in program.kernels}
+            placeholders = {id(s): None for s in program.steps if isinstance(s, (Kernel, Segment))}
             executable = executor.compile_program(
                 program, name, placeholders, compile_call, chosen.name, sources, opaque, reuse
             )
@@ -109,38 +113,39 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
             executable = executor.compile_program(
                 program, name, kernel_fns, compile_call, chosen.name, sources, opaque, reuse
             )
-            executable.single_kernel = _single_kernel(program, kernel_fns)
-    executable.cost, executable.memory = analysis.describe(program, reuse)
+            executable.single_segment = _single_segment(program, kernel_fns)
+    executable.cost, executable.memory = cost, memory
     return memo_put(closed, key, executable)
 
 
-def _single_kernel(program, kernel_fns):
-    """For a program that is one native kernel reading only the program's inputs and storing
-    each of its outputs once: (C function, input position per slot, output position per store
-    (-1 for a store the program drops, e.g. a reduction only its epilogue reads), slot dtypes,
-    store shapes and dtypes); else None. Native loops run such programs back to back."""
+def _single_segment(program, kernel_fns):
+    """For a program that is one native segment reading only the program's inputs and returning
+    each of its outputs once: (C function, input position per segment input, output position per
+    segment output, input dtypes, output shapes and dtypes, scratch bytes); else None. Native
+    loops run such programs back to back."""
     steps = program.steps
-    if len(steps) != 1 or not isinstance(steps[0], Kernel):
+    if len(steps) != 1 or not isinstance(steps[0], Segment):
         return None
-    kernel, jaxpr = steps[0], program.closed.jaxpr
-    c_fn = getattr(kernel_fns.get(id(kernel)), "c_function", None)
+    segment, jaxpr = steps[0], program.closed.jaxpr
+    launcher = kernel_fns.get(id(segment))
+    c_fn = getattr(launcher, "c_function", None)
     in_ids = {id(v): i for i, v in enumerate(jaxpr.invars)}
     out_ids = {id(v): i for i, v in enumerate(jaxpr.outvars) if type(v) is not Literal}
-    stores = [s.var for s in kernel.stores]
     if (
         c_fn is None
-        or any(id(v) not in in_ids for v in kernel.inputs)
+        or any(id(v) not in in_ids for v in segment.inputs)
         or len(out_ids) != len(jaxpr.outvars)
         or len({id(v) for v in jaxpr.outvars}) != len(jaxpr.outvars)
-        or sorted(out_ids[id(v)] for v in stores if id(v) in out_ids) != list(range(len(jaxpr.outvars)))
+        or sorted(out_ids.get(id(v), -1) for v in segment.outputs) != list(range(len(jaxpr.outvars)))
     ):
         return None
     return (
         c_fn,
-        [in_ids[id(v)] for v in kernel.inputs],
-        [out_ids.get(id(v), -1) for v in stores],
-        [np.dtype(v.aval.dtype) for v in kernel.inputs],
-        [(tuple(v.aval.shape), np.dtype(v.aval.dtype)) for v in stores],
+        [in_ids[id(v)] for v in segment.inputs],
+        [out_ids[id(v)] for v in segment.outputs],
+        [np.dtype(v.aval.dtype) for v in segment.inputs],
+        [(tuple(v.aval.shape), np.dtype(v.aval.dtype)) for v in segment.outputs],
+        launcher.scratch_bytes,
     )
 
 

@@ -63,8 +63,10 @@ class Executable:
         # Compiled.cost_analysis() / memory_analysis() (compiler/analysis.py), set by compile_jaxpr.
         self.cost: dict = {}
         self.memory = None
-        # compile.py's _single_kernel: set when the program is one native kernel (native loops).
-        self.single_kernel = None
+        # compile.py's _single_segment: set when the program is one native segment (native loops).
+        self.single_segment = None
+        # Native segments (compiler/segments.py): (name, steps, scratch bytes) each, in order.
+        self.segments: list = []
 
     def __call__(self, *args, reuse=()):
         if reuse:
@@ -78,11 +80,19 @@ class Executable:
             with np.errstate(all="ignore"):
                 return self.fn(*args)
 
+    @property
+    def num_segments(self) -> int:
+        """How many native calls the program makes per run (Python steps in between)."""
+        return len(self.segments)
+
     def as_text(self) -> str:
         sources = list(self._kernel_sources)
         if not sources:
             return self.source
-        return "\n\n".join([*sources, f"# the program, run by the executor\n{self.source}"])
+        n = self.num_segments
+        summary = ", ".join(f"{name} ({k} steps, {b} bytes of scratch)" for name, k, b in self.segments)
+        header = f"# {n} native segment{'s' * (n != 1)}{': ' + summary if summary else ''}"
+        return "\n\n".join([*sources, f"{header}\n# the program, run by the executor\n{self.source}"])
 
 
 def _as_array(dtype):
@@ -155,7 +165,7 @@ def compile_program(
     reuse_at: dict[int, list] = {}
     for pos, (j, k) in reuse_plan.items():
         reuse_at.setdefault(j, []).append((k, pos))
-    from morphax._src.compiler.kernel_ir import Kernel
+    from morphax._src.compiler.kernel_ir import Kernel, Segment
 
     closed = program.closed
     jaxpr = closed.jaxpr
@@ -195,7 +205,7 @@ def compile_program(
     for v, c in zip(jaxpr.constvars, consts):
         lines.append(f"    {var_name(v)} = {c}")
     for i, step in enumerate(program.steps):
-        if isinstance(step, Kernel):
+        if isinstance(step, (Kernel, Segment)):
             fn = bind_global(kernel_fns[id(step)], f"{step.name}_")
             ins = ", ".join(operand(v) for v in step.inputs)
             outs = [var_name(v) for v in step.outputs]
@@ -240,8 +250,9 @@ def compile_program(
     exec(code, env)
     # Popped from its own globals: env -> function -> env would be a reference cycle holding the
     # constants until the cyclic GC runs.
-    executable = Executable(env.pop(fn_name), source, closed, name, backend, sources, len(kernel_fns))
+    executable = Executable(env.pop(fn_name), source, closed, name, backend, sources, len(program.kernels))
     executable.donated = tuple(sorted(reuse_plan))
+    executable.segments = [(s.name, len(s.steps), s.scratch_bytes) for s in program.segments]
     return executable
 
 

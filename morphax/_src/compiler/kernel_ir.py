@@ -124,6 +124,25 @@ class Opaque:
 
 
 @dataclasses.dataclass
+class Segment:
+    """Consecutive steps a backend runs as one native call (compiler/segments.py): fused kernels
+    and the opaque equations it implements natively (matmuls through BLAS). Only `inputs` and
+    `outputs` cross to the caller; the values the steps exchange live in a scratch arena at
+    `offsets` (bytes), planned from their lifetimes so that dead values' memory is reused."""
+
+    name: str
+    steps: list  # Kernel and Opaque
+    inputs: list  # values read from outside (program inputs, constants, earlier steps' outputs)
+    outputs: list  # values defined here and read after it (or returned by the program)
+    offsets: dict  # id(var) -> byte offset in the scratch arena, for every other value defined
+    scratch_bytes: int
+
+    @property
+    def kernels(self) -> list:
+        return [s for s in self.steps if isinstance(s, Kernel)]
+
+
+@dataclasses.dataclass
 class Program:
     """The steps of one compiled jaxpr, in execution order."""
 
@@ -132,4 +151,15 @@ class Program:
 
     @property
     def kernels(self) -> list:
-        return [s for s in self.steps if isinstance(s, Kernel)]
+        """Every fused kernel, those inside segments included, in execution order."""
+        out = []
+        for s in self.steps:
+            if isinstance(s, Kernel):
+                out.append(s)
+            elif isinstance(s, Segment):
+                out.extend(s.kernels)
+        return out
+
+    @property
+    def segments(self) -> list:
+        return [s for s in self.steps if isinstance(s, Segment)]

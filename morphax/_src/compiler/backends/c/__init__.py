@@ -18,8 +18,10 @@ import warnings
 
 import numpy as np
 
-from morphax._src.compiler.backends.c import background, build, render
-from morphax._src.compiler.backends.numpy import kernel_callable
+from morphax._src.compiler.backends.c import background, blas, build, render
+from morphax._src.compiler.backends.c import program as native_program
+from morphax._src.compiler.backends.numpy import kernel_callable, segment_callable
+from morphax._src.compiler.kernel_ir import Kernel, Segment
 from morphax._src.core.jaxpr import _NameContext, _print_jaxpr
 from morphax._src.core.primitive import Kind
 
@@ -55,6 +57,11 @@ class _Caps:
         if prim.kind is Kind.REDUCE:
             return render.reduce_supported(op, in_dtypes[0], out_dtypes[0])
         return render.supports(op, in_dtypes, out_dtypes, eqn.params)
+
+    @staticmethod
+    def runs_natively(eqn) -> bool:
+        """Opaque equations native segments run in C (compiler/segments.py): BLAS matmuls."""
+        return native_program.runs_natively(eqn)
 
 
 def _set_thread_policy() -> None:
@@ -93,15 +100,19 @@ class CBackend:
         return indexing.opaque(eqn)
 
     def build(self, program, on_ready=None):
-        """Render every kernel of `program` into one C file, build it, and wrap each function.
+        """Render every kernel and native segment of `program` into one C file, build it, and
+        wrap each top-level step (kernel or segment) in a launcher.
 
         With `on_ready` given and the library in no cache yet, the compiler runs in the
         background and the kernel callables returned are None (the program runs on the NumPy
         backend meanwhile); `on_ready(kernel_fns)` is called with the native ones once the
         library is built (never, if the compiler fails: NumPy stays, with a warning)."""
         kernels = program.kernels
-        if not kernels:
+        segments = program.segments
+        top = [s for s in program.steps if isinstance(s, (Kernel, Segment))]
+        if not top:
             return {}, []
+        with_blas = native_program.uses_blas(segments)
         rendered: list = []
         # The open jaxpr only: the executable is memoized on the closed jaxpr, and holding that
         # (with its constants) from here would make a cycle only the cyclic GC frees.
@@ -115,10 +126,12 @@ class CBackend:
                     names = _NameContext()
                     _print_jaxpr(jaxpr, names, 0)  # names as the printed jaxpr shows them
                     rendered.extend(render.render_kernel(k, names) for k in kernels)
+                    rendered.extend(native_program.render_segment(s, names) for s in segments)
             return rendered
 
         def source() -> str:
-            return render.PRELUDE + "\n\n" + "\n\n".join(render_all()) + "\n"
+            prelude = render.PRELUDE + (blas.SOURCE if with_blas else "")
+            return prelude + "\n\n" + "\n\n".join(render_all()) + "\n"
 
         # Keyed by what determines the source (the optimized jaxpr, the kernel names, the code
         # generator and math library), so a cache hit skips rendering.
@@ -131,19 +144,31 @@ class CBackend:
         )
         # Kernels that overwrite a donated input render without `restrict` on the pair.
         aliases = repr([sorted(k.aliases.items()) for k in kernels])
+        # Which steps share a segment follows from the program and the code generator, except
+        # for BLAS's availability (without SciPy, matmuls stay Python steps).
+        layout = repr([(s.name, len(s.steps), s.scratch_bytes) for s in segments])
         key_text = "\n".join(
             [
                 str(program.closed),
                 literal_bits,
                 aliases,
-                kernels[0].name,
+                layout,
+                top[0].name,
                 render.CODEGEN_VERSION,
                 _codegen_hash(),
             ]
         )
 
         def launchers(lib) -> dict:
-            return {id(k): _launcher(getattr(lib, k.name), k) for k in kernels}
+            if with_blas:
+                lib.mx_set_blas.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+                lib.mx_set_blas(*blas.gemm_pointers())
+            return {
+                id(s): (_launcher if isinstance(s, Kernel) else native_program.launcher)(
+                    getattr(lib, s.name), s
+                )
+                for s in top
+            }
 
         if on_ready is not None:
             lib = build.cached(key_text)
@@ -152,7 +177,7 @@ class CBackend:
 
             def finish():
                 try:
-                    lib = build.load(source, kernels[0].name, key_text)
+                    lib = build.load(source, top[0].name, key_text)
                 except build.CompileError as e:
                     _warn_fallback(e, stacklevel=1)
                     return
@@ -161,10 +186,11 @@ class CBackend:
             background.submit(finish)
             return None, _LazySources(render_all)
         try:
-            lib = build.load(source, kernels[0].name, key_text)
+            lib = build.load(source, top[0].name, key_text)
         except build.CompileError as e:
             _warn_fallback(e, stacklevel=3)
-            return {id(k): kernel_callable(k) for k in kernels}, render_all()
+            fns = {id(s): kernel_callable(s) if isinstance(s, Kernel) else segment_callable(s) for s in top}
+            return fns, render_all()
         return launchers(lib), _LazySources(render_all)
 
 
@@ -184,10 +210,10 @@ def _codegen_hash() -> str:
     renderer with its prelude and math library, and this module. The disk cache is keyed by a
     description of the program, so a change to any of them must change the key."""
     if not _CODEGEN_HASH:
-        from morphax._src.compiler import fusion, kernel_ir
+        from morphax._src.compiler import fusion, kernel_ir, segments
 
         h = hashlib.sha256(render.RENDERER_HASH.encode())
-        for module in (fusion, kernel_ir, sys.modules[__name__]):
+        for module in (fusion, kernel_ir, segments, blas, native_program, sys.modules[__name__]):
             with open(module.__file__, "rb") as fh:
                 h.update(fh.read())
         _CODEGEN_HASH.append(h.hexdigest())

@@ -1,10 +1,11 @@
 """`while_loop` as a native loop when each iteration is one fused kernel.
 
 `control_flow/while_loop.py` runs a loop as one compiled *step* program per iteration (the body,
-then the predicate on its result). When that program is a single C kernel, the whole loop runs
-in C (`mx_while` below, built once per machine and cached like every library): the kernel is
-called back to back, the new carry copied over the carry buffers between iterations, without
-returning to Python and without the GIL. Anything else keeps the Python loop.
+then the predicate on its result). When that program is a single native segment (its kernels and
+matmuls, compiler/segments.py), the whole loop runs in C (`mx_while` below, built once per
+machine and cached like every library): the segment is called back to back, the new carry copied
+over the carry buffers between iterations, without returning to Python and without the GIL.
+Anything else keeps the Python loop.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import ctypes
 import numpy as np
 
 from morphax._src.compiler.backends.c import build
+from morphax._src.compiler.backends.c.program import _arena
 
 _SOURCE = r"""
 #include <stdint.h>
@@ -21,7 +23,7 @@ _SOURCE = r"""
 
 typedef void (*mx_kernel_fn)(void *const *);
 
-/* Run `kernel` on `buf` until its predicate output is false. After each call the new carry
+/* Run `kernel` (a segment) on `buf` until its predicate output is false. After each call the new carry
  * (outputs carry_out[c]) is copied over the carry inputs (slots carry_in[c]), which are scratch
  * buffers the caller owns; the final carry is left in the outputs. */
 void mx_while(mx_kernel_fn kernel, void *const *buf, int64_t n_in, int64_t pred,
@@ -50,14 +52,14 @@ def _mx_while():
 
 def native_while(executable, n_consts: int, n_carry: int):
     """A callable running the whole loop natively, `(consts..., carry...) -> final carry`, for
-    a step `executable` whose program is one C kernel reading only the step's inputs and storing
-    every output once (new carry, then the predicate; other stores are scratch); else None."""
-    kernel = getattr(executable, "single_kernel", None)
-    if kernel is None or not build.probe()[0]:
+    a step `executable` whose program is one native segment reading only the step's inputs and
+    returning every output once (new carry, then the predicate); else None."""
+    segment = getattr(executable, "single_segment", None)
+    if segment is None or not build.probe()[0]:
         return None
-    c_fn, in_pos, out_pos, in_dtypes, out_specs = kernel
+    c_fn, in_pos, out_pos, in_dtypes, out_specs, scratch_bytes = segment
     n_out = len(out_specs)
-    if sorted(p for p in out_pos if p >= 0) != list(range(n_carry + 1)):
+    if sorted(out_pos) != list(range(n_carry + 1)):
         return None
     pred_store = out_pos.index(n_carry)
     if out_specs[pred_store] != ((), np.dtype(np.bool_)):
@@ -75,7 +77,7 @@ def native_while(executable, n_consts: int, n_carry: int):
     c_in = (ctypes.c_int64 * max(len(read), 1))(*[s for s, _, _ in read])
     c_out = (ctypes.c_int64 * max(len(read), 1))(*[o for _, o, _ in read])
     c_bytes = (ctypes.c_int64 * max(len(read), 1))(*[b for _, _, b in read])
-    n = len(in_pos) + n_out
+    n = len(in_pos) + n_out + 1  # then the scratch arena
     kernel_address = ctypes.cast(c_fn, ctypes.c_void_p)
     helper = _mx_while()
 
@@ -88,7 +90,8 @@ def native_while(executable, n_consts: int, n_carry: int):
             else:
                 ins.append(np.ascontiguousarray(args[p], dtype=in_dtypes[k]))
         outs = [np.empty(shape, dtype) for shape, dtype in out_specs]
-        ptrs = (ctypes.c_void_p * n)(*[a.ctypes.data for a in ins], *[a.ctypes.data for a in outs])
+        arena = _arena(scratch_bytes) if scratch_bytes else (None, None)  # kept alive to the end
+        ptrs = (ctypes.c_void_p * n)(*[a.ctypes.data for a in ins], *[a.ctypes.data for a in outs], arena[1])
         helper(kernel_address, ptrs, len(in_pos), pred_store, len(read), c_in, c_out, c_bytes)
         return [outs[store] for _, store, _ in carries]
 

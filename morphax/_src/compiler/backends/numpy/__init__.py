@@ -41,6 +41,30 @@ class NumpyBackend:
         return fns, []
 
 
+def segment_callable(segment):
+    """A native segment (compiler/segments.py) run step by step with NumPy: the fallback when
+    its C does not build. Inputs in order -> outputs in order."""
+    from morphax._src.compiler.kernel_ir import Kernel
+
+    steps = [(step, kernel_callable(step) if isinstance(step, Kernel) else None) for step in segment.steps]
+    in_ids = [id(v) for v in segment.inputs]
+
+    def run(*inputs, outs=None):
+        env = dict(zip(in_ids, inputs))
+        for step, fn in steps:
+            if fn is not None:
+                results = fn(*[env[id(v)] for v in step.inputs])
+            else:
+                eqn = step.eqn
+                result = eqn.primitive.impl(*[env[id(v)] for v in eqn.invars], **eqn.params)
+                results = result if eqn.primitive.multiple_results else [result]
+            for v, r in zip(step.outputs, results):
+                env[id(v)] = np.asarray(r, dtype=v.aval.dtype)
+        return [env[id(v)] for v in segment.outputs]
+
+    return run
+
+
 def kernel_callable(kernel):
     """A callable running `kernel` with NumPy: inputs in slot order -> outputs in store order."""
 

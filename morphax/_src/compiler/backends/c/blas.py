@@ -1,0 +1,177 @@
+"""Matrix products from C: `dot_general` equations inside native segments call BLAS's sgemm/dgemm
+through function pointers, taken from SciPy's `scipy.linalg.cython_blas` (the BLAS SciPy ships
+and links, with 32-bit integers) and handed to each generated library once it is loaded.
+
+`matmul_form` decides, at compile time, whether an equation is a (batched) row-major GEMM over
+the buffers as they lie in memory: per batch index, lhs is an (m, k) matrix and rhs a (k, n) one,
+each with one unit stride (read as-is or transposed by BLAS). Batch dimensions become C loops
+with constant strides. Anything else (other dtypes, groups of dimensions that are not contiguous)
+stays a Python step between segments.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numpy as np
+
+from morphax._src.compiler.backends.c.render import _strides
+from morphax._src.core.jaxpr import Literal
+
+_GEMM_DTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+_INT_MAX = 2**31 - 1
+_pointers: list = []
+
+
+def gemm_pointers() -> tuple[int, int]:
+    """Addresses of sgemm and dgemm (Fortran calling convention, 32-bit ints) from SciPy."""
+    if not _pointers:
+        from scipy.linalg import cython_blas
+
+        get_name = ctypes.pythonapi.PyCapsule_GetName
+        get_name.restype = ctypes.c_char_p
+        get_name.argtypes = [ctypes.py_object]
+        get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+        get_pointer.restype = ctypes.c_void_p
+        get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+        capsules = cython_blas.__pyx_capi__
+        for fn in ("sgemm", "dgemm"):
+            capsule = capsules[fn]
+            _pointers.append(get_pointer(capsule, get_name(capsule)))
+    return _pointers[0], _pointers[1]
+
+
+def available() -> bool:
+    try:
+        gemm_pointers()
+    except Exception:  # noqa: BLE001 -- no SciPy, or a build without cython_blas: Python steps
+        return False
+    return True
+
+
+def _groups(shape, dims, strides):
+    """(extent, stride) of `dims` read as one axis, or None when they are not one strided axis.
+    Size-1 dimensions are skipped (their stride never matters)."""
+    dims = [d for d in dims if shape[d] != 1]
+    extent = math.prod(shape[d] for d in dims)
+    if not dims:
+        return extent, 1
+    for a, b in zip(dims, dims[1:]):
+        if strides[a] != strides[b] * shape[b]:
+            return None
+    return extent, strides[dims[-1]]
+
+
+def matmul_form(eqn) -> dict | None:
+    """The GEMM description of a `dot_general` equation over row-major buffers, or None."""
+    if eqn.primitive.name != "dot_general" or any(type(v) is Literal for v in eqn.invars):
+        return None
+    lhs, rhs = (v.aval for v in eqn.invars)
+    out = eqn.outvars[0].aval
+    dtype = np.dtype(lhs.dtype)
+    if dtype not in _GEMM_DTYPES or np.dtype(rhs.dtype) != dtype or np.dtype(out.dtype) != dtype:
+        return None
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    ls, rs = _strides(lhs.shape), _strides(rhs.shape)
+    lf = [d for d in range(len(lhs.shape)) if d not in lc and d not in lb]
+    rf = [d for d in range(len(rhs.shape)) if d not in rc and d not in rb]
+    m_axis, k_axis = _groups(lhs.shape, lf, ls), _groups(lhs.shape, lc, ls)
+    k_axis_r, n_axis = _groups(rhs.shape, rc, rs), _groups(rhs.shape, rf, rs)
+    if None in (m_axis, k_axis, k_axis_r, n_axis):
+        return None
+    (m, sam), (k, sak) = m_axis, k_axis
+    (_, sbk), (n, sbn) = k_axis_r, n_axis
+    # The contracting dims pair up in order; dropping size-1 dims on one side drops them on the
+    # other (equal extents), so both sides agree on k.
+    if m <= 1:
+        sam = 1 if sak != 1 else max(k, 1)
+    if k <= 1:
+        sak = 1
+        sbk = max(n, 1) if sbn == 1 else 1
+    if n <= 1:
+        sbn = 1 if sbk != 1 else max(k, 1)
+    if 1 not in (sam, sak) or 1 not in (sbk, sbn):
+        return None
+    batch = [(lhs.shape[a], ls[a], rs[b]) for a, b in zip(lb, rb) if lhs.shape[a] != 1]
+    if max(m, n, k, sam, sak, sbk, sbn) > _INT_MAX:
+        return None
+    return {
+        "ctype": _GEMM_DTYPES[dtype],
+        "m": m,
+        "n": n,
+        "k": k,
+        "a": (sam, sak),
+        "b": (sbk, sbn),
+        "batch": batch,  # (extent, lhs stride, rhs stride) per batch dimension, output row-major
+        "out_size": math.prod(out.shape),
+    }
+
+
+# The C helpers every library with a matmul includes. The pointers are set by `mx_set_blas`
+# right after the library is loaded (build.py's loaders call `bind`).
+SOURCE = r"""
+typedef void (*mx_sgemm_fn)(const char *, const char *, const int *, const int *, const int *,
+                            const float *, const float *, const int *, const float *, const int *,
+                            const float *, float *, const int *);
+typedef void (*mx_dgemm_fn)(const char *, const char *, const int *, const int *, const int *,
+                            const double *, const double *, const int *, const double *,
+                            const int *, const double *, double *, const int *);
+static mx_sgemm_fn mx_sgemm;
+static mx_dgemm_fn mx_dgemm;
+
+void mx_set_blas(void *sgemm, void *dgemm) {
+  mx_sgemm = (mx_sgemm_fn)sgemm;
+  mx_dgemm = (mx_dgemm_fn)dgemm;
+}
+
+/* Row-major c (m x n, contiguous) = a (m x k) . b (k x n), where a(i, l) lies at
+ * a[i * sam + l * sak] and b(l, j) at b[l * sbk + j * sbn], with one unit stride per operand.
+ * Column-major BLAS computes c^T = b^T a^T: b is its first operand, a its second. */
+#define MX_MATMUL(NAME, T, GEMM)                                                              \
+  static void NAME(const T *a, int64_t sam, int64_t sak, const T *b, int64_t sbk,             \
+                   int64_t sbn, T *c, int64_t m, int64_t n, int64_t k) {                      \
+    if (m == 0 || n == 0) return;                                                             \
+    if (k == 0) {                                                                             \
+      memset(c, 0, (size_t)(m * n) * sizeof(T));                                              \
+      return;                                                                                 \
+    }                                                                                         \
+    const char ta = sbn == 1 ? 'N' : 'T', tb = sak == 1 ? 'N' : 'T';                          \
+    const int mm = (int)n, nn = (int)m, kk = (int)k;                                          \
+    const int lda = (int)(sbn == 1 ? (sbk > n ? sbk : n) : (sbn > k ? sbn : k));              \
+    const int ldb = (int)(sak == 1 ? (sam > k ? sam : k) : (sak > m ? sak : m));              \
+    const int ldc = (int)n;                                                                   \
+    const T one = 1, zero = 0;                                                                \
+    GEMM(&ta, &tb, &mm, &nn, &kk, &one, b, &lda, a, &ldb, &zero, c, &ldc);                    \
+  }
+MX_MATMUL(mx_matmul_float, float, mx_sgemm)
+MX_MATMUL(mx_matmul_double, double, mx_dgemm)
+"""
+
+
+def render_call(form: dict, a: str, b: str, c: str, comment: str) -> list:
+    """C lines computing one dot_general from pointers `a`, `b` into `c` (row-major output)."""
+    fn = f"mx_matmul_{form['ctype']}"
+    (sam, sak), (sbk, sbn) = form["a"], form["b"]
+    m, n, k = form["m"], form["n"], form["k"]
+    lines = [f"  /* {comment} */"]
+    if not form["batch"]:
+        lines.append(f"  {fn}({a}, {sam}, {sak}, {b}, {sbk}, {sbn}, {c}, {m}, {n}, {k});")
+        return lines
+    lines.append("  {")
+    a_off, b_off, c_off, c_stride = [], [], [], m * n
+    extents = [e for e, _, _ in form["batch"]]
+    for d, (extent, sa, sb) in enumerate(form["batch"]):
+        lines.append(f"  {'  ' * d}for (int64_t b{d} = 0; b{d} < {extent}; b{d}++)")
+        a_off.append(f"b{d} * {sa}")
+        b_off.append(f"b{d} * {sb}")
+    out_strides = _strides(extents)
+    for d, st in enumerate(out_strides):
+        c_off.append(f"b{d} * {st * c_stride}")
+    pad = "  " * len(extents)
+    lines.append(
+        f"  {pad}{fn}({a} + {' + '.join(a_off)}, {sam}, {sak}, {b} + {' + '.join(b_off)}, {sbk}, "
+        f"{sbn}, {c} + {' + '.join(c_off)}, {m}, {n}, {k});"
+    )
+    lines.append("  }")
+    return lines
