@@ -72,9 +72,9 @@ def test_first_call_runs_on_numpy_while_the_compiler_works(background_builds, mo
     executable = f.lower(X).compile()._executable  # the one the call used (memoized on the jaxpr)
     interim = executable.fn
     assert background.pending() == 1
-    assert not any(
-        name.startswith(("f_k", "f_seg")) for name in interim.__globals__
-    ), "the interim program runs on the numpy backend: no native segment"
+    assert not any(name.startswith(("f_k", "f_seg")) for name in interim.__globals__), (
+        "the interim program runs on the numpy backend: no native segment"
+    )
     _same_as_numpy_backend(f, first)
     release.set()
     assert background.wait(120)

@@ -240,3 +240,18 @@ def test_a_failing_compiler_runs_segments_with_numpy(monkeypatch):
     want = morphax.jit(step, backend="numpy")(*args)
     for g, w in zip(morphax.tree_util.tree_leaves(got), morphax.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6, atol=1e-6)
+
+
+def test_nested_calls_are_inlined_into_one_segment():
+    # A nested jit and a custom_jvp function (logaddexp) compile into the caller's segment.
+    inner = morphax.jit(lambda a, b: jnp.tanh(a @ b))
+
+    def f(a, b):
+        return jnp.sum(jnp.logaddexp(inner(a, b), 1.0) @ b)
+
+    a = RNG.standard_normal((6, 5)).astype(np.float32)
+    b = RNG.standard_normal((5, 5)).astype(np.float32)
+    compiled = _compiled(morphax.grad(f), a, b)
+    assert compiled.num_segments == 1
+    assert "call" not in compiled.as_text().split("# the program, run by the executor")[1]
+    _both(morphax.grad(f), a, b)

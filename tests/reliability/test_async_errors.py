@@ -146,6 +146,7 @@ class _FailingExecutable:
     in_avals = []
     calls_host = False
     total_elements = 1_000_000
+    work = float("inf")
 
     def __init__(self, n_out):
         self.out_avals = [morphax._src.core.avals.ShapedArray((1_000_000,), np.float32)] * n_out

@@ -104,6 +104,7 @@ def test_error_inside_work_surfaces_at_the_wait():
         out_avals = [morphax._src.core.avals.ShapedArray((1_000_000,), np.float32)]
         out_weak_types = [False]
         total_elements = 1_000_000
+        work = float("inf")
         calls_host = False
 
         def __call__(self):
@@ -246,3 +247,21 @@ def test_operandless_primitive_with_params_compiles():
     # iota has no operands but has params; constant folding leaves large ones alone.
     f = morphax.jit(lambda x: x + morphax.lax.iota(np.int32, 200_000))
     np.testing.assert_array_equal(np.asarray(f(jnp.int32(1)))[:3], [1, 2, 3])
+
+
+def test_small_work_on_many_elements_runs_inline():
+    # 200,000 elements but one cheap pass over them: a thread handoff would cost more than the
+    # work, so the call runs on the calling thread and returns ready outputs.
+    from morphax._src.runtime import dispatch
+
+    f = morphax.jit(lambda x: x * 2.0 + 1.0)
+    x = jnp.ones(100_000, dtype=np.float32)
+    f(x).block_until_ready()
+    exe = f.lower(x).compile()._executable
+    assert exe.total_elements >= dispatch.INLINE_ELEMENTS and exe.work < dispatch.INLINE_WORK
+    out = f(x)
+    assert type(out._buf) is np.ndarray
+    np.testing.assert_array_equal(np.asarray(out), np.full(100_000, 3.0, np.float32))
+    # A loop's work is unknown (its trip count): such programs inline only when tiny.
+    g = morphax.jit(lambda x: morphax.lax.fori_loop(0, 3, lambda i, c: c * 2.0, x))
+    assert g.lower(x).compile()._executable.work == float("inf")

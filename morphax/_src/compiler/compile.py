@@ -21,9 +21,10 @@ from morphax._src.compiler.fusion import lower
 from morphax._src.compiler.kernel_ir import Kernel, Segment
 from morphax._src.config import config
 from morphax._src.control_flow import host_eval
-from morphax._src.core.jaxpr import ClosedJaxpr, Literal
+from morphax._src.core.jaxpr import ClosedJaxpr, Literal, any_eqn
 from morphax._src.core.memo import MISSING, memo_get, memo_put
-from morphax._src.passes import pipeline  # at import: the first jitted call's latency counts
+from morphax._src.core.primitive import Kind
+from morphax._src.passes import inline, pipeline  # at import: the first jitted call's latency counts
 
 logger = logging.getLogger("morphax")
 
@@ -48,7 +49,8 @@ _generation = 0
 
 
 def _optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
-    out = pipeline.optimize(closed)
+    # Nested calls first: their bodies then fuse, and share segments, with the code around them.
+    out = pipeline.optimize(inline.inline_calls(closed))
     return out[0] if isinstance(out, tuple) else out
 
 
@@ -115,6 +117,9 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
             )
             executable.single_segment = _single_segment(program, kernel_fns)
     executable.cost, executable.memory = cost, memory
+    # Loop bodies count once in the cost (as XLA counts them): with loops the work is unknown.
+    if not any_eqn(optimized, lambda e: e.primitive.kind is Kind.LOOP):
+        executable.work = sum(cost.values())
     return memo_put(closed, key, executable)
 
 

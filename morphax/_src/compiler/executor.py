@@ -12,6 +12,7 @@ Other higher-order primitives run through `bind` on Arrays (a fallback that stay
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 import unicodedata
 import warnings
@@ -58,6 +59,8 @@ class Executable:
         # runs the program on the calling thread and raises their errors at the call.
         self.calls_host = any_eqn(closed, lambda e: e.primitive.calls_host or e.primitive.has_side_effects)
         self.total_elements = sum(a.size for a in self.out_avals) + sum(a.size for a in self.in_avals)
+        # Estimated flops plus bytes accessed of one run (set by compile_jaxpr; unknown: inf).
+        self.work = math.inf
         # Input positions whose buffers the program may overwrite when donated (runtime/dispatch.py).
         self.donated: tuple = ()
         # Compiled.cost_analysis() / memory_analysis() (compiler/analysis.py), set by compile_jaxpr.

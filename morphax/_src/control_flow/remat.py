@@ -196,6 +196,7 @@ remat_p = Primitive("checkpoint", multiple_results=True)
 remat_p.kind = Kind.CALL
 remat_p.higher_order = True
 remat_p.call_jaxpr_param = "jaxpr"
+remat_p.keeps_call_boundary = True  # inlined, CSE would merge the recomputation with the forward pass
 remat_p.test_spec = None
 
 

@@ -80,6 +80,9 @@ class Primitive:
         # Call-like primitives (jit, checkpoint, custom-rule calls) whose evaluation is exactly
         # their jaxpr on their operands name the param holding it; compilers inline or call it.
         self.call_jaxpr_param: str | None = None
+        # A call the compiler must keep a call (not inline into its caller): checkpoint, whose
+        # recomputation the caller's CSE would otherwise merge with the forward pass.
+        self.keeps_call_boundary = False
         # Must run even when its outputs are unused, and never be merged with an identical call.
         self.has_side_effects = False
         # Runs user Python on the host (callbacks): the runtime runs a program containing it on

@@ -21,8 +21,11 @@ import numpy as np
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.buffers import PendingBuffer
 
-# Calls whose inputs and outputs hold fewer elements than this may run inline.
+# Calls whose inputs and outputs hold fewer elements than this may run inline, and so may calls
+# whose estimated work (flops plus bytes accessed, compiler/analysis.py) is below INLINE_WORK:
+# about what a thread handoff costs (tens of microseconds), so queueing them would only add it.
 INLINE_ELEMENTS = 1 << 15
+INLINE_WORK = 1 << 20
 
 
 class Stream:
@@ -157,7 +160,7 @@ def execute(executable, args, out_weak_types, device_id: int = 0, donate: bool =
     if (
         not executable.calls_host
         and stream._pending == 0
-        and executable.total_elements < INLINE_ELEMENTS
+        and (executable.total_elements < INLINE_ELEMENTS or executable.work < INLINE_WORK)
         and threading.get_ident() != stream._ident
     ):
         # The hot path of a small call on an idle stream: run here when every input is ready.

@@ -1,0 +1,60 @@
+"""Inlining: every call-like equation (nested `jit`, `checkpoint`, the custom-derivative calls:
+primitives that declare `call_jaxpr_param`) is replaced by the equations of the jaxpr it calls.
+
+Evaluating such an equation is evaluating its body: the custom rules and remat policies it carries
+matter only to transformations, which have run by the time a program is compiled. Inlined, the
+body's operations fuse with their neighbours and share native segments with them instead of
+running as a separate program between them. Bodies are inlined recursively; their constants
+become constants of the result. Loop and branch bodies are left alone (each is compiled on its
+own, and inlined then), and so are calls that keep their boundary (`checkpoint`: merged with the
+forward pass by CSE, its recomputation would be lost).
+"""
+
+from __future__ import annotations
+
+from morphax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, Var
+from morphax._src.passes._util import subst
+
+__all__ = ["inline_calls"]
+
+
+def _inlined(prim) -> bool:
+    return prim.call_jaxpr_param is not None and not prim.keeps_call_boundary
+
+
+def _has_call(jaxpr: Jaxpr) -> bool:
+    return any(_inlined(e.primitive) for e in jaxpr.eqns)
+
+
+def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """`closed` with its call-like equations inlined; `closed` itself when it has none."""
+    jaxpr = closed.jaxpr
+    if not _has_call(jaxpr):
+        return closed
+    constvars, consts = list(jaxpr.constvars), list(closed.consts)
+    eqns: list = []
+
+    def emit(body, env: dict) -> None:
+        """Append `body`'s equations with their variables renamed through `env` (updated)."""
+        for eqn in body.eqns:
+            ins = [subst(env, v) for v in eqn.invars]
+            if not _inlined(eqn.primitive):
+                outs = [DropVar(v.aval) if isinstance(v, DropVar) else Var(v.aval) for v in eqn.outvars]
+                eqns.append(eqn.replace(invars=ins, outvars=outs))
+                env.update(zip(map(id, eqn.outvars), outs))
+                continue
+            inner = eqn.params[eqn.primitive.call_jaxpr_param]
+            inner_jaxpr = inner.jaxpr if isinstance(inner, ClosedJaxpr) else inner
+            inner_env = dict(zip(map(id, inner_jaxpr.invars), ins))
+            for v, c in zip(inner_jaxpr.constvars, inner.consts if isinstance(inner, ClosedJaxpr) else ()):
+                new = Var(v.aval)
+                constvars.append(new)
+                consts.append(c)
+                inner_env[id(v)] = new
+            emit(inner_jaxpr, inner_env)
+            env.update(zip(map(id, eqn.outvars), (subst(inner_env, v) for v in inner_jaxpr.outvars)))
+
+    env: dict = {}
+    emit(jaxpr, env)
+    outvars = [subst(env, v) for v in jaxpr.outvars]
+    return ClosedJaxpr(Jaxpr(constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info), consts)
