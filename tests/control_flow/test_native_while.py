@@ -1,7 +1,8 @@
-"""while_loop as one native loop (backends/c/loops.py): when a loop's step (body, then the
-predicate on its result) compiles to one native segment (kernels and matmuls), the whole loop runs
-in C. Compared with a Python loop of the same arithmetic in NumPy, and with the numpy backend's
-Python loop; loops whose step leaves native code keep the Python loop."""
+"""while_loop as native code. Inside a jitted program, a loop whose predicate and step (body, then
+the predicate on its result) each compile to one native segment is a C loop inside the program's
+segment (compiler/segments.py, backends/c/program.py); run eagerly, such a loop runs in C through
+backends/c/loops.py. Compared with a Python loop of the same arithmetic in NumPy, and with the
+numpy backend's Python loop; loops whose step leaves native code keep the Python loop."""
 
 import numpy as np
 import pytest
@@ -36,6 +37,15 @@ def native_calls(monkeypatch):
     return calls
 
 
+def _native_in_program(f, *args) -> bool:
+    """Whether jit(f) is one native segment holding the loop as C (a fori_loop with static
+    bounds is a scan: a counted C loop)."""
+    compiled = morphax.jit(f, backend="c").lower(*args).compile()
+    text = compiled.as_text()
+    loop = "    while (*(const uint8_t *)" in text or "    for (int64_t t = 0; t < " in text
+    return compiled.num_segments == 1 and loop
+
+
 def test_scalar_newton_iteration(native_calls):
     def newton(a):
         def body(c):
@@ -48,6 +58,10 @@ def test_scalar_newton_iteration(native_calls):
     want = np.float32(2.0)
     for _ in range(1000):
         want = want - (want * want - np.float32(2.0)) / (np.float32(2) * want)
+    assert int(i) == 1000 and float(y) == float(want)
+    assert _native_in_program(newton, np.float32(2.0)) and native_calls == []
+    # Run eagerly, the same loop is one native call.
+    y, i = newton(np.float32(2.0))
     assert int(i) == 1000 and float(y) == float(want)
     assert native_calls == [2]
 
@@ -67,7 +81,9 @@ def test_array_carry_with_a_data_dependent_exit(native_calls, start):
     np.testing.assert_array_equal(
         np.asarray(got), np.asarray(morphax.jit(f, backend="numpy")(x, np.float32(1.5)))
     )
-    # A loop whose first predicate is false runs no step, natively or not.
+    assert _native_in_program(f, x, np.float32(1.5))
+    # Eagerly: a loop whose first predicate is false runs no step, natively or not.
+    f(x, np.float32(1.5))
     assert native_calls == ([] if start == 50.0 else [1])
 
 
@@ -81,7 +97,7 @@ def test_carries_of_two_shapes_run_natively(native_calls):
     while want.sum() < 100:
         want, count = want * np.float32(1.5) + np.float32(1), count + 1
     np.testing.assert_array_equal(np.asarray(got), want)
-    assert int(n) == count and native_calls == [2]
+    assert int(n) == count and _native_in_program(f, np.arange(4, dtype=np.float32))
 
 
 def test_power_iteration_with_a_matmul_runs_natively(native_calls):
@@ -105,7 +121,7 @@ def test_power_iteration_with_a_matmul_runs_natively(native_calls):
     for _ in range(50):
         w = a @ ref
         ref = w / np.sqrt(np.sum(w * w))
-    assert int(n) == 50 and native_calls == [2]
+    assert int(n) == 50 and _native_in_program(f, a, v0)
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-5)
 
@@ -125,6 +141,7 @@ def test_integer_carries_and_a_carry_the_step_does_not_read(native_calls):
         while want != 1:
             want, count = (want // 2 if want % 2 == 0 else 3 * want + 1), count + 1
         assert (int(v), int(steps), int(last)) == (1, count, count - 1 if count else -1)
+    assert _native_in_program(collatz_steps, np.int32(6))
 
 
 def test_fori_loop_under_vmap_runs_natively_and_matches_numpy(native_calls):
@@ -135,6 +152,7 @@ def test_fori_loop_under_vmap_runs_natively_and_matches_numpy(native_calls):
     got = morphax.jit(morphax.vmap(f), backend="c")(xs)
     want = morphax.jit(morphax.vmap(f), backend="numpy")(xs)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+    assert _native_in_program(morphax.vmap(f), xs)
 
 
 def test_a_step_with_a_callback_keeps_the_python_loop(native_calls):
@@ -150,4 +168,4 @@ def test_a_step_with_a_callback_keeps_the_python_loop(native_calls):
     out, n = morphax.jit(f, backend="c")(np.float32(0.0))
     assert float(out) == 3.0 and int(n) == 3
     assert seen == [0.0, 1.0, 2.0]
-    assert native_calls == []
+    assert native_calls == [] and not _native_in_program(f, np.float32(0.0))

@@ -79,7 +79,8 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
     cost, memory = analysis.describe(program, reuse)
     runs_natively = getattr(chosen.caps, "runs_natively", None)
     if runs_natively is not None:
-        program, reuse = segments.group(program, runs_natively, reuse, executor.identifier(name))
+        lower_body = _body_lowering(chosen.caps, runs_natively)
+        program, reuse = segments.group(program, runs_natively, reuse, executor.identifier(name), lower_body)
     opaque = getattr(chosen, "opaque", None)
 
     def compile_call(inner, inner_name):
@@ -121,6 +122,17 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
     if not any_eqn(optimized, lambda e: e.primitive.kind is Kind.LOOP):
         executable.work = sum(cost.values())
     return memo_put(closed, key, executable)
+
+
+def _body_lowering(caps, runs_natively):
+    """`(closed, name) -> Program`: a loop or branch body optimized, lowered and grouped into
+    segments like a program (its own loops included), for native loops (compiler/segments.py)."""
+
+    def lower_body(closed: ClosedJaxpr, name: str):
+        program = lower(_optimize(closed), caps, name=name)
+        return segments.group(program, runs_natively, {}, name, lower_body)[0]
+
+    return lower_body
 
 
 def _single_segment(program, kernel_fns):

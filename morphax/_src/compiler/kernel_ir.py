@@ -124,6 +124,40 @@ class Opaque:
 
 
 @dataclasses.dataclass
+class Body:
+    """One body of a native loop: `segment` (None when the body computes nothing) reads, per
+    input, ("input", pos): the body's input `pos`, or ("const", k): its constant k. Each output
+    of the body is ("segment", k): output k of the segment, ("input", pos) or ("const", k) passed
+    through, ("literal", value), or ("same", j): a copy of output j."""
+
+    segment: object
+    args: list
+    results: list
+    consts: list = dataclasses.field(default_factory=list)  # NumPy arrays, embedded in the code
+
+
+@dataclasses.dataclass
+class Loop:
+    """A control-flow equation run natively inside a segment (core/loop_form.py): its bodies are
+    segments of their own, called from the loop; `temp` places the loop's working memory (carry
+    buffers, the predicate, the bodies' scratch) at byte offsets in a `temp_bytes` area."""
+
+    eqn: object
+    form: object  # core.loop_form.LoopForm
+    bodies: list  # Body, one per form body
+    temp: dict
+    temp_bytes: int
+
+    @property
+    def inputs(self) -> list:
+        return list(self.eqn.invars)
+
+    @property
+    def outputs(self) -> list:
+        return list(self.eqn.outvars)
+
+
+@dataclasses.dataclass
 class Segment:
     """Consecutive steps a backend runs as one native call (compiler/segments.py): fused kernels
     and the opaque equations it implements natively (matmuls through BLAS). Only `inputs` and
@@ -139,7 +173,25 @@ class Segment:
 
     @property
     def kernels(self) -> list:
-        return [s for s in self.steps if isinstance(s, Kernel)]
+        """Its fused kernels, those of its loops' bodies included."""
+        out = []
+        for s in self.steps:
+            if isinstance(s, Kernel):
+                out.append(s)
+            elif isinstance(s, Loop):
+                out.extend(k for b in s.bodies if b.segment is not None for k in b.segment.kernels)
+        return out
+
+    def nested(self) -> list:
+        """Its loops' body segments, innermost first, then itself: the order C defines them in."""
+        out = []
+        for s in self.steps:
+            if isinstance(s, Loop):
+                for b in s.bodies:
+                    if b.segment is not None:
+                        out.extend(b.segment.nested())
+        out.append(self)
+        return out
 
 
 @dataclasses.dataclass

@@ -14,19 +14,29 @@ between segments; the number of segments of a program is what tests assert and `
 
 from __future__ import annotations
 
-from morphax._src.compiler.kernel_ir import Kernel, Opaque, Program, Segment
+import numpy as np
+
+from morphax._src.compiler.kernel_ir import Body, Kernel, Loop, Program, Segment
 from morphax._src.core.jaxpr import Literal
 
 ALIGNMENT = 64  # bytes: a cache line, and enough for every vector width the C compiler uses
+# Loop bodies with constants (folded by the optimizer) run natively when these fit in the code.
+EMBEDDED_CONST_BYTES = 1 << 16
 
 
-def group(program: Program, runs_natively, reuse_plan: dict, name: str) -> tuple[Program, dict]:
+def group(
+    program: Program, runs_natively, reuse_plan: dict, name: str, lower_body=None
+) -> tuple[Program, dict]:
     """`program` with its native runs as Segments, and the donation plan (compiler/donation.py:
     {input position: (step, store)}) renumbered for the new steps: a donated buffer can still
-    hold a segment's output; a value that became scratch needs no buffer of its own."""
+    hold a segment's output; a value that became scratch needs no buffer of its own.
+
+    `runs_natively(eqn)` says which opaque equations the backend runs in C; with `lower_body`
+    (`(closed jaxpr, name) -> grouped Program`), control flow whose bodies each compile to one
+    segment becomes a native `Loop` inside the segment around it."""
     jaxpr = program.closed.jaxpr
     steps = program.steps
-    native = [isinstance(s, Kernel) or (isinstance(s, Opaque) and runs_natively(s.eqn)) for s in steps]
+    native = [_native_form(s, i, runs_natively, lower_body, name) for i, s in enumerate(steps)]
     # Where each value is read: step indices, and "returned" when the program returns it.
     last_read: dict[int, int] = {}
     for i, step in enumerate(steps):
@@ -39,19 +49,19 @@ def group(program: Program, runs_natively, reuse_plan: dict, name: str) -> tuple
     new_index: dict[int, tuple] = {}  # old step -> (new step, {old store: new output})
     i = 0
     while i < len(steps):
-        if not native[i]:
+        if native[i] is None:
             new_index[i] = (len(new_steps), None)
             new_steps.append(steps[i])
             i += 1
             continue
         j = i
-        while j < len(steps) and native[j]:
+        while j < len(steps) and native[j] is not None:
             j += 1
-        run = steps[i:j]
-        segment = _segment(run, i, last_read, returned, f"{name}_seg{len(program_segments(new_steps))}")
+        count = sum(isinstance(s, Segment) for s in new_steps)
+        segment = _segment(native[i:j], i, last_read, returned, f"{name}_seg{count}")
         position = len(new_steps)
         outputs = {id(v): k for k, v in enumerate(segment.outputs)}
-        for k, step in enumerate(run):
+        for k, step in enumerate(steps[i:j]):
             stores = {}
             if isinstance(step, Kernel):
                 for s, store in enumerate(step.stores):
@@ -70,8 +80,86 @@ def group(program: Program, runs_natively, reuse_plan: dict, name: str) -> tuple
     return Program(program.closed, new_steps), new_plan
 
 
-def program_segments(steps) -> list:
-    return [s for s in steps if isinstance(s, Segment)]
+def _native_form(step, i: int, runs_natively, lower_body, name: str):
+    """The step as a segment runs it (a Kernel, an Opaque the backend implements, a Loop), or
+    None when it stays a Python step."""
+    if isinstance(step, Kernel):
+        return step
+    eqn = step.eqn
+    if runs_natively(eqn):
+        return step
+    if lower_body is not None and eqn.primitive.loop_form is not None:
+        return _loop(eqn, lower_body, f"{name}_l{i}")
+    return None
+
+
+def _loop(eqn, lower_body, name: str) -> Loop | None:
+    form = eqn.primitive.loop_form(**eqn.params)
+    if form is None:
+        return None
+    bodies = []
+    for b, closed in enumerate(form.bodies):
+        body = _body(lower_body(closed, f"{name}b{b}"))
+        if body is None:
+            return None
+        bodies.append(body)
+    temp, size = _loop_temp(eqn, form, bodies)
+    return Loop(eqn, form, bodies, temp, size)
+
+
+def _body(program: Program) -> Body | None:
+    """`program` (a loop body) as one segment called with the body's inputs (and its constants,
+    embedded in the code when they are small), or None when it needs anything else."""
+    closed, steps = program.closed, program.steps
+    jaxpr = closed.jaxpr
+    if len(steps) > 1 or (steps and not isinstance(steps[0], Segment)):
+        return None
+    if sum(np.asarray(c).nbytes for c in closed.consts) > EMBEDDED_CONST_BYTES:
+        return None
+    segment = steps[0] if steps else None
+    sources = {id(v): ("const", k) for k, v in enumerate(jaxpr.constvars)}
+    sources.update({id(v): ("input", p) for p, v in enumerate(jaxpr.invars)})
+    if segment is not None and any(id(v) not in sources for v in segment.inputs):
+        return None
+    produced = {id(v): k for k, v in enumerate(segment.outputs)} if segment is not None else {}
+    results, first = [], {}
+    for k, v in enumerate(jaxpr.outvars):
+        if type(v) is Literal:
+            results.append(("literal", np.asarray(v.val, v.aval.dtype)))
+        elif id(v) in first:  # returned twice: a copy of the first
+            results.append(("same", first[id(v)]))
+        elif id(v) in produced:
+            results.append(("segment", produced[id(v)]))
+        elif id(v) in sources:
+            results.append(sources[id(v)])
+        else:
+            return None
+        first.setdefault(id(v), k)
+    args = [sources[id(v)] for v in segment.inputs] if segment is not None else []
+    consts = [np.ascontiguousarray(c) for c in closed.consts]
+    return Body(segment, args, results, consts)
+
+
+def _loop_temp(eqn, form, bodies) -> tuple[dict, int]:
+    """Offsets of a loop's working memory: two buffers per carry (the iterations alternate
+    between them), the predicate, and the bodies' scratch (they run one at a time)."""
+    temp: dict = {"carry_a": [], "carry_b": []}
+    size = 0
+
+    def take(n: int) -> int:
+        nonlocal size
+        at = size
+        size += _round_up(max(n, 1))
+        return at
+
+    if form.kind != "switch":
+        for out in form.carry_final:
+            n = _nbytes(eqn.outvars[out])
+            temp["carry_a"].append(take(n))
+            temp["carry_b"].append(take(n))
+    temp["pred"] = take(1)
+    temp["body"] = take(max((b.segment.scratch_bytes for b in bodies if b.segment is not None), default=0))
+    return temp, size
 
 
 def _segment(run: list, start: int, last_read: dict, returned: set, name: str) -> Segment:
@@ -80,33 +168,37 @@ def _segment(run: list, start: int, last_read: dict, returned: set, name: str) -
     inputs, seen = [], set()
     for step in run:
         for v in step.inputs:
-            if id(v) not in defined and id(v) not in seen:
+            # Literal operands (of loops) are constants in the generated code.
+            if type(v) is not Literal and id(v) not in defined and id(v) not in seen:
                 seen.add(id(v))
                 inputs.append(v)
         for v in step.outputs:
             defined[id(v)] = v
     outputs = [v for key, v in defined.items() if key in returned or last_read.get(key, -1) > end]
     crossing = {id(v) for v in outputs}
-    # Lifetimes of the values that stay inside, in step numbers local to the run.
+    # Lifetimes of the values that stay inside, in step numbers local to the run, and of the
+    # loops' working memory (their step only).
     lifetimes = []
     for k, step in enumerate(run):
         for v in step.outputs:
             if id(v) not in crossing:
                 dies = max(last_read.get(id(v), start + k) - start, k)
-                lifetimes.append((v, k, dies))
+                lifetimes.append((id(v), _nbytes(v), k, dies))
+        if isinstance(step, Loop):
+            lifetimes.append((id(step), step.temp_bytes, k, k))
     offsets, total = plan_scratch(lifetimes)
     return Segment(name, list(run), inputs, outputs, offsets, total)
 
 
 def plan_scratch(lifetimes) -> tuple[dict, int]:
-    """Byte offsets for values alive over [first step, last step] (inclusive): first fit, largest
-    values placed first, never overlapping a value alive at the same time. Returns
-    ({id(var): offset}, arena size)."""
+    """Byte offsets for blocks (key, bytes, first step, last step) alive over [first, last]
+    (inclusive): first fit, largest blocks placed first, never overlapping a block alive at the
+    same time. Returns ({key: offset}, arena size)."""
     placed: list = []  # (offset, end offset, first, last)
     offsets = {}
     total = 0
-    for v, first, last in sorted(lifetimes, key=lambda t: -_nbytes(t[0])):
-        size = _round_up(max(_nbytes(v), 1))
+    for key, nbytes, first, last in sorted(lifetimes, key=lambda t: -t[1]):
+        size = _round_up(max(nbytes, 1))
         clashes = sorted((lo, hi) for lo, hi, f, la in placed if f <= last and first <= la)
         offset = 0
         for lo, hi in clashes:
@@ -114,7 +206,7 @@ def plan_scratch(lifetimes) -> tuple[dict, int]:
                 break
             offset = max(offset, hi)
         placed.append((offset, offset + size, first, last))
-        offsets[id(v)] = offset
+        offsets[key] = offset
         total = max(total, offset + size)
     return offsets, total
 

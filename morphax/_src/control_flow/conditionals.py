@@ -18,6 +18,7 @@ from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, jaxpr_as_fun
+from morphax._src.core.loop_form import LoopForm
 from morphax._src.core.memo import MISSING, memo_get, memo_put
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
@@ -85,6 +86,16 @@ def _cond_host(args, *, branches):
 
 
 host_rules[cond_p] = _cond_host
+
+
+def _cond_loop_form(*, branches):
+    n_ops, n_out = len(branches[0].in_avals), len(branches[0].out_avals)
+    inputs = tuple(("operand", 1 + k) for k in range(n_ops))
+    outputs = tuple(("result", k) for k in range(n_out))
+    return LoopForm("switch", tuple(branches), (inputs,) * len(branches), (outputs,) * len(branches))
+
+
+cond_p.loop_form = _cond_loop_form
 
 
 def _cond_impl(index, *args, branches):

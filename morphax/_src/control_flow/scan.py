@@ -17,6 +17,7 @@ from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangen
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.dtypes import float0
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr, split_list
+from morphax._src.core.loop_form import LoopForm
 from morphax._src.core.memo import memoized
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.prims._ad import add_tangents, aval_of, instantiate, zeros_like_aval
@@ -95,6 +96,32 @@ def _scan_abstract_eval(*avals, jaxpr, length, reverse, num_consts, num_carry, u
 
 scan_p.impl = _scan_impl
 scan_p.abstract_eval = _scan_abstract_eval
+
+
+def _scan_loop_form(*, jaxpr, length, reverse, num_consts, num_carry, unroll):
+    n_in, n_out = len(jaxpr.in_avals), len(jaxpr.out_avals)
+    n_xs, n_ys = n_in - num_consts - num_carry, n_out - num_carry
+    inputs = (
+        *[("operand", k) for k in range(num_consts)],
+        *[("carry", c) for c in range(num_carry)],
+        *[("x", j) for j in range(n_xs)],
+    )
+    outputs = (*[("carry", c) for c in range(num_carry)], *[("y", j) for j in range(n_ys)])
+    return LoopForm(
+        "scan",
+        (jaxpr,),
+        (inputs,),
+        (outputs,),
+        carry_init=tuple(range(num_consts, num_consts + num_carry)),
+        carry_final=tuple(range(num_carry)),
+        xs=tuple(range(num_consts + num_carry, n_in)),
+        ys=tuple(range(num_carry, n_out)),
+        length=length,
+        reverse=reverse,
+    )
+
+
+scan_p.loop_form = _scan_loop_form
 
 
 # ------------------------------------------------------------------------------------------ JVP

@@ -18,6 +18,7 @@ from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, jaxpr_as_fun, split_list
+from morphax._src.core.loop_form import LoopForm
 from morphax._src.core.memo import memoized
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
@@ -304,6 +305,30 @@ def _step_jaxpr(cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts) -> ClosedJax
 
 
 host_rules[while_p] = _while_host
+
+
+def _while_loop_form(*, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    # Operands: cond consts, body consts, carry. The step body takes (body consts, cond consts,
+    # carry) and returns (new carry, predicate on it).
+    n_carry = len(body_jaxpr.out_avals)
+    carry = tuple(("carry", c) for c in range(n_carry))
+    cond_in = (*[("operand", k) for k in range(cond_nconsts)], *carry)
+    step_in = (
+        *[("operand", cond_nconsts + k) for k in range(body_nconsts)],
+        *[("operand", k) for k in range(cond_nconsts)],
+        *carry,
+    )
+    return LoopForm(
+        "while",
+        (cond_jaxpr, _step_jaxpr(cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts)),
+        (cond_in, step_in),
+        ((("pred", 0),), (*carry, ("pred", 0))),
+        carry_init=tuple(range(cond_nconsts + body_nconsts, cond_nconsts + body_nconsts + n_carry)),
+        carry_final=tuple(range(n_carry)),
+    )
+
+
+while_p.loop_form = _while_loop_form
 
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):

@@ -83,6 +83,9 @@ class Primitive:
         # A call the compiler must keep a call (not inline into its caller): checkpoint, whose
         # recomputation the caller's CSE would otherwise merge with the forward pass.
         self.keeps_call_boundary = False
+        # Control flow (Kind.LOOP): `loop_form(params) -> core.loop_form.LoopForm | None`, how a
+        # compiler may run the equation as a native loop or branch over its bodies.
+        self.loop_form = None
         # Must run even when its outputs are unused, and never be merged with an identical call.
         self.has_side_effects = False
         # Runs user Python on the host (callbacks): the runtime runs a program containing it on

@@ -108,7 +108,7 @@ class CBackend:
         backend meanwhile); `on_ready(kernel_fns)` is called with the native ones once the
         library is built (never, if the compiler fails: NumPy stays, with a warning)."""
         kernels = program.kernels
-        segments = program.segments
+        segments = [s for top_segment in program.segments for s in top_segment.nested()]  # bodies first
         top = [s for s in program.steps if isinstance(s, (Kernel, Segment))]
         if not top:
             return {}, []

@@ -10,13 +10,15 @@ printed program's `c`), so the C reads like the jaxpr.
 from __future__ import annotations
 
 import ctypes
+import math
 
 import numpy as np
 
 from morphax._src.compiler.backends.c import blas
-from morphax._src.compiler.kernel_ir import Kernel
+from morphax._src.compiler.backends.c.scalar import ctype
+from morphax._src.compiler.kernel_ir import Kernel, Loop, Opaque
 from morphax._src.compiler.segments import ALIGNMENT
-from morphax._src.core.jaxpr import _print_eqn
+from morphax._src.core.jaxpr import DropVar, Literal, _print_eqn
 
 
 def runs_natively(eqn) -> bool:
@@ -25,25 +27,30 @@ def runs_natively(eqn) -> bool:
 
 
 def uses_blas(segments) -> bool:
-    return any(not isinstance(step, Kernel) for seg in segments for step in seg.steps)
+    return any(isinstance(step, Opaque) for seg in segments for step in seg.steps)
 
 
 def render_segment(segment, names_ctx) -> str:
     names = names_ctx.name
     n_in, n_out = len(segment.inputs), len(segment.outputs)
-    kernels = len(segment.kernels)
-    matmuls = len(segment.steps) - kernels
+    kernels = sum(isinstance(s, Kernel) for s in segment.steps)
+    matmuls = sum(isinstance(s, Opaque) for s in segment.steps)
+    loops = len(segment.steps) - kernels - matmuls
     lines = [
-        f"/* {segment.name}: one native segment: {kernels} kernel{'s' * (kernels != 1)}, "
-        f"{matmuls} matmul{'s' * (matmuls != 1)}, {segment.scratch_bytes} bytes of scratch.\n"
+        f"/* {segment.name}: one native segment: {_count(kernels, 'kernel')}, {_count(matmuls, 'matmul')}, "
+        f"{_count(loops, 'loop')}, {segment.scratch_bytes} bytes of scratch.\n"
         f" * io: inputs {_listing(segment.inputs, names)}; "
         f"outputs {_listing(segment.outputs, names)}; then the scratch arena. */",
         f"void {segment.name}(void *const *restrict io) {{",
     ]
     where: dict[int, str] = {}
+    taken: set = set()
 
     def declare(v, place: str) -> None:
-        local = f"b_{names(v)}"
+        local = "b_drop" if isinstance(v, DropVar) else f"b_{names(v)}"
+        while local in taken:
+            local += "_"
+        taken.add(local)
         where[id(v)] = local
         lines.append(f"  void *{local} = {place};  /* {v.aval.str_short()} */")
 
@@ -54,6 +61,9 @@ def render_segment(segment, names_ctx) -> str:
     if segment.offsets:
         lines.append(f"  char *scratch = (char *)io[{n_in + n_out}];")
     for step in segment.steps:
+        for v in step.inputs:
+            if type(v) is Literal and id(v) not in where:
+                where[id(v)] = _literal_bytes(v, lines, len(where))
         for v in step.outputs:
             if id(v) not in where:
                 declare(v, f"scratch + {segment.offsets[id(v)]}")
@@ -61,16 +71,154 @@ def render_segment(segment, names_ctx) -> str:
         if isinstance(step, Kernel):
             args = [where[id(v)] for v in step.inputs] + [where[id(s.var)] for s in step.stores]
             lines.append(f"  {{ void *const args[] = {{{', '.join(args)}}}; {step.name}(args); }}")
-            continue
-        eqn = step.eqn
-        form = blas.matmul_form(eqn)
-        t = form["ctype"]
-        a, b = (f"(const {t} *){where[id(v)]}" for v in eqn.invars)
-        c = f"({t} *){where[id(eqn.outvars[0])]}"
-        comment = _print_eqn(eqn, names_ctx, 0).strip().replace("*/", "* /")
-        lines.extend(blas.render_call(form, a, b, c, comment))
+        elif isinstance(step, Loop):
+            lines.extend(_render_loop(step, where, f"scratch + {segment.offsets[id(step)]}", names_ctx))
+        else:
+            eqn = step.eqn
+            form = blas.matmul_form(eqn)
+            t = form["ctype"]
+            a, b = (f"(const {t} *){where[id(v)]}" for v in eqn.invars)
+            c = f"({t} *){where[id(eqn.outvars[0])]}"
+            lines.extend(blas.render_call(form, a, b, c, _comment(eqn, names_ctx)))
     lines.append("}")
     return "\n".join(lines)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' * (n != 1)}"
+
+
+def _comment(eqn, names_ctx) -> str:
+    text = _print_eqn(eqn, names_ctx, 0).strip().splitlines()[0]
+    return text.replace("*/", "* /")
+
+
+def _literal_bytes(v, lines: list, n: int) -> str:
+    """A static copy of literal `v`'s bytes (exact for every dtype), as a pointer expression."""
+    data = np.asarray(v.val, v.aval.dtype).tobytes()
+    name = f"lit{n}"
+    lines.append(
+        f"  static const _Alignas(16) uint8_t {name}[] = {{{', '.join(str(b) for b in data)}}};  /* {v!r} */"
+    )
+    return f"(void *){name}"
+
+
+def _nbytes(v) -> int:
+    return math.prod(v.aval.shape) * np.dtype(v.aval.dtype).itemsize
+
+
+def _render_loop(loop, where: dict, temp: str, names_ctx) -> list:
+    """C running a control-flow equation (core/loop_form.py) whose bodies are segments."""
+    form, eqn = loop.form, loop.eqn
+    t = loop.temp
+    lines = [f"  /* {_comment(eqn, names_ctx)} */", "  {", f"    char *tmp = {temp};"]
+    operand = [where[id(v)] for v in eqn.invars]
+    result = [where[id(v)] for v in eqn.outvars]
+    carry_bytes = [_nbytes(eqn.outvars[o]) for o in form.carry_final]
+
+    def slice_bytes(v) -> int:
+        return _nbytes(v) // form.length if form.length else 0
+
+    def in_ptr(role) -> str:
+        kind, k = role
+        if kind == "operand":
+            return operand[k]
+        if kind == "carry":
+            return f"cur{k}"
+        v = eqn.invars[form.xs[k]]  # "x": slice s of a scanned operand
+        return f"((char *){operand[form.xs[k]]} + s * {slice_bytes(v)})"
+
+    def out_ptr(role) -> str:
+        kind, k = role
+        if kind == "carry":
+            return f"next{k}"
+        if kind == "pred":
+            return f"(tmp + {t['pred']})"
+        if kind == "result":
+            return result[k]
+        v = eqn.outvars[form.ys[k]]  # "y": slice s of a stacked output
+        return f"((char *){result[form.ys[k]]} + s * {slice_bytes(v)})"
+
+    def source(b: int, role) -> str:
+        kind, k = role  # ("input", body input position) or ("const", body constant)
+        return in_ptr(form.inputs[b][k]) if kind == "input" else f"(void *)body{b}_const{k}"
+
+    def call(b: int, pad: str) -> list:
+        body, closed = loop.bodies[b], form.bodies[b]
+        outs = form.outputs[b]
+        out = []
+        seg = body.segment
+        if seg is not None:
+            seg_out = [None] * len(seg.outputs)
+            for k, (kind, j) in enumerate(body.results):
+                if kind == "segment":
+                    seg_out[j] = out_ptr(outs[k])
+            args = [source(b, role) for role in body.args] + seg_out + [f"tmp + {t['body']}"]
+            out.append(f"{pad}{{ void *const args[] = {{{', '.join(args)}}}; {seg.name}(args); }}")
+        for k, (kind, j) in enumerate(body.results):
+            size = _nbytes(closed.jaxpr.outvars[k])
+            if kind in ("input", "const"):
+                out.append(f"{pad}memcpy({out_ptr(outs[k])}, {source(b, (kind, j))}, {size});")
+            elif kind == "same":
+                out.append(f"{pad}memcpy({out_ptr(outs[k])}, {out_ptr(outs[j])}, {size});")
+            elif kind == "literal":
+                data = ", ".join(str(x) for x in j.tobytes())
+                out.append(
+                    f"{pad}{{ static const uint8_t lit[] = {{{data}}}; memcpy({out_ptr(outs[k])}, lit, {size}); }}"
+                )
+        return out
+
+    for b, body in enumerate(loop.bodies):
+        for k, value in enumerate(body.consts):
+            data = ", ".join(str(x) for x in value.tobytes()) or "0"
+            lines.append(f"    static const _Alignas(64) uint8_t body{b}_const{k}[] = {{{data}}};")
+    n_carry = len(form.carry_final)
+    for c in range(n_carry):
+        lines.append(f"    char *cur{c} = (char *){operand[form.carry_init[c]]};")
+    if form.kind == "scan":
+        n = form.length
+        lines.append(f"    for (int64_t t = 0; t < {n}; t++) {{")
+        lines.append(f"      const int64_t s = {f'{n - 1} - t' if form.reverse else 't'};")
+        for c in range(n_carry):
+            a, b_ = f"tmp + {t['carry_a'][c]}", f"tmp + {t['carry_b'][c]}"
+            final = result[form.carry_final[c]]
+            lines.append(
+                f"      char *next{c} = t == {n - 1} ? (char *){final} : cur{c} == {a} ? {b_} : {a};"
+            )
+        lines.extend(call(0, "      "))
+        lines.extend(f"      cur{c} = next{c};" for c in range(n_carry))
+        lines.append("    }")
+        if n == 0:
+            lines.extend(
+                f"    memcpy({result[form.carry_final[c]]}, cur{c}, {carry_bytes[c]});"
+                for c in range(n_carry)
+            )
+    elif form.kind == "while":
+        lines.extend(call(0, "    "))
+        lines.append(f"    while (*(const uint8_t *)(tmp + {t['pred']})) {{")
+        for c in range(n_carry):
+            a, b_ = f"tmp + {t['carry_a'][c]}", f"tmp + {t['carry_b'][c]}"
+            lines.append(f"      char *next{c} = cur{c} == {a} ? {b_} : {a};")
+        lines.extend(call(1, "      "))
+        lines.extend(f"      cur{c} = next{c};" for c in range(n_carry))
+        lines.append("    }")
+        lines.extend(
+            f"    memcpy({result[form.carry_final[c]]}, cur{c}, {carry_bytes[c]});" for c in range(n_carry)
+        )
+    else:  # switch
+        index = eqn.invars[form.index]
+        last = len(form.bodies) - 1
+        lines.append(f"    int64_t i = (int64_t)*(const {ctype(index.aval.dtype)} *){operand[form.index]};")
+        lines.append(f"    i = i < 0 ? 0 : i > {last} ? {last} : i;")
+        lines.append("    switch (i) {")
+        for b in range(len(form.bodies)):
+            lines.append(f"      {'default' if b == last else f'case {b}'}: {{")
+            lines.extend(call(b, "        "))
+            lines.append("        break;")
+            lines.append("      }")
+        lines.append("    }")
+    lines.append("  }")
+    return lines
 
 
 def _listing(values, names) -> str:
