@@ -205,6 +205,9 @@ def _extra_flags_text() -> str:
 
 
 def _flags() -> list:
+    # The probe decides -fopenmp: run it first, whoever builds (jit(backend="c") never asks
+    # whether the backend is available, and built its kernels without OpenMP, 3.5x slower).
+    probe()
     openmp = OPENMP if _probe.get("openmp") else []
     return FLAGS + _target_flags() + openmp + shlex.split(_extra_flags_text())
 
