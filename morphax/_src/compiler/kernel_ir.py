@@ -108,11 +108,8 @@ class Kernel:
         return "\n".join(_print_eqn(e, names, 0).strip() for e in self.eqns)
 
 
-@dataclasses.dataclass
-class Opaque:
-    """One equation run outside the fused kernels."""
-
-    eqn: object
+class _EquationStep:
+    """A step that runs one jaxpr equation (`self.eqn`): its inputs and outputs are the equation's."""
 
     @property
     def inputs(self) -> list:
@@ -121,6 +118,13 @@ class Opaque:
     @property
     def outputs(self) -> list:
         return list(self.eqn.outvars)
+
+
+@dataclasses.dataclass
+class Opaque(_EquationStep):
+    """One equation run outside the fused kernels."""
+
+    eqn: object
 
 
 @dataclasses.dataclass
@@ -137,7 +141,7 @@ class Body:
 
 
 @dataclasses.dataclass
-class Loop:
+class Loop(_EquationStep):
     """A control-flow equation run natively inside a segment (core/loop_form.py): its bodies are
     segments of their own, called from the loop; `temp` places the loop's working memory (carry
     buffers, the predicate, the bodies' scratch) at byte offsets in a `temp_bytes` area."""
@@ -147,14 +151,6 @@ class Loop:
     bodies: list  # Body, one per form body
     temp: dict
     temp_bytes: int
-
-    @property
-    def inputs(self) -> list:
-        return list(self.eqn.invars)
-
-    @property
-    def outputs(self) -> list:
-        return list(self.eqn.outvars)
 
 
 @dataclasses.dataclass

@@ -20,8 +20,7 @@ import numpy as np
 
 from morphax._src.compiler.backends.c import background, blas, build, render
 from morphax._src.compiler.backends.c import program as native_program
-from morphax._src.compiler.backends.numpy import kernel_callable, segment_callable
-from morphax._src.compiler.kernel_ir import Kernel, Segment
+from morphax._src.compiler.backends.numpy import segment_callable
 from morphax._src.core.jaxpr import _NameContext, _print_jaxpr
 from morphax._src.core.primitive import Kind
 
@@ -114,7 +113,9 @@ class CBackend:
         library is built (never, if the compiler fails: NumPy stays, with a warning)."""
         kernels = program.kernels
         segments = [s for top_segment in program.segments for s in top_segment.nested()]  # bodies first
-        top = [s for s in program.steps if isinstance(s, (Kernel, Segment))]
+        # compile.py groups every kernel into a native segment (compiler/segments.py): segments are
+        # the only steps this backend launches.
+        top = program.segments
         if not top:
             return {}, []
         with_blas = native_program.uses_blas(segments)
@@ -168,12 +169,7 @@ class CBackend:
             if with_blas:
                 lib.mx_set_blas.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
                 lib.mx_set_blas(*blas.gemm_pointers())
-            return {
-                id(s): (_launcher if isinstance(s, Kernel) else native_program.launcher)(
-                    getattr(lib, s.name), s
-                )
-                for s in top
-            }
+            return {id(s): native_program.launcher(getattr(lib, s.name), s) for s in top}
 
         if on_ready is not None:
             lib = build.cached(key_text)
@@ -194,7 +190,7 @@ class CBackend:
             lib = build.load(source, top[0].name, key_text)
         except build.CompileError as e:
             _warn_fallback(e, stacklevel=3)
-            fns = {id(s): kernel_callable(s) if isinstance(s, Kernel) else segment_callable(s) for s in top}
+            fns = {id(s): segment_callable(s) for s in top}
             return fns, render_all()
         return launchers(lib), _LazySources(render_all)
 
@@ -237,61 +233,6 @@ class _LazySources:
 
     def __len__(self):
         return len(self._render_all())
-
-
-def _launcher(fn, kernel):
-    """A Python callable for one C kernel: inputs -> freshly allocated outputs."""
-    fn.argtypes = [ctypes.c_void_p]
-    fn.restype = None
-    in_dtypes = [np.dtype(v.aval.dtype) for v in kernel.inputs]
-    out_specs = [(tuple(s.var.aval.shape), np.dtype(s.var.aval.dtype)) for s in kernel.stores]
-    n = len(in_dtypes) + len(out_specs)
-    ptr_array = ctypes.c_void_p * n
-    empty = np.empty
-    asarray = np.ascontiguousarray
-
-    def run(*inputs, outs=None):
-        ins = [asarray(x, dtype=d) for x, d in zip(inputs, in_dtypes)]
-        if outs:  # donated buffers to write into (compiler/donation.py), where they fit
-            res = [
-                given
-                if (given := outs.get(k)) is not None and _fits(given, shape, dtype)
-                else empty(shape, dtype)
-                for k, (shape, dtype) in enumerate(out_specs)
-            ]
-        else:
-            res = [empty(shape, dtype) for shape, dtype in out_specs]
-        ptrs = ptr_array(*[address(a) for a in ins], *[address(a) for a in res])
-        fn(ptrs)
-        return res
-
-    run.c_function = fn  # for native loops over this kernel (backends/c/loops.py)
-    return run
-
-
-_char_at = ctypes.c_char.from_buffer
-_addressof = ctypes.addressof
-
-
-def address(a: np.ndarray) -> int:
-    """The address of `a`'s first element: through the buffer protocol (0.2 us), or NumPy's
-    ctypes view (0.8 us) for read-only and empty arrays, which the protocol refuses."""
-    try:
-        return _addressof(_char_at(a))
-    except (TypeError, ValueError):
-        return a.ctypes.data
-
-
-def _fits(buffer, shape, dtype) -> bool:
-    flags = buffer.flags
-    return (
-        type(buffer) is np.ndarray
-        and buffer.shape == shape
-        and buffer.dtype == dtype
-        and flags.c_contiguous
-        and flags.writeable
-        and flags.aligned
-    )
 
 
 BACKEND = CBackend()
