@@ -10,7 +10,7 @@ import pytest
 import morphax
 import morphax.numpy as jnp
 from morphax import lax
-from morphax._src.compiler.backends import get_backend
+from morphax._src.compiler.backends import default_backend_name, get_backend
 from morphax._src.compiler.backends.c import loops
 
 pytestmark = pytest.mark.skipif(not get_backend("c").available(), reason="no working C compiler")
@@ -60,10 +60,10 @@ def test_scalar_newton_iteration(native_calls):
         want = want - (want * want - np.float32(2.0)) / (np.float32(2) * want)
     assert int(i) == 1000 and float(y) == float(want)
     assert _native_in_program(newton, np.float32(2.0)) and native_calls == []
-    # Run eagerly, the same loop is one native call.
+    # Run eagerly (on the default backend), the same loop is one native call.
     y, i = newton(np.float32(2.0))
     assert int(i) == 1000 and float(y) == float(want)
-    assert native_calls == [2]
+    assert native_calls == ([2] if default_backend_name() == "c" else [])
 
 
 @pytest.mark.parametrize("start", [0.0, 1.0, 50.0])
@@ -84,7 +84,7 @@ def test_array_carry_with_a_data_dependent_exit(native_calls, start):
     assert _native_in_program(f, x, np.float32(1.5))
     # Eagerly: a loop whose first predicate is false runs no step, natively or not.
     f(x, np.float32(1.5))
-    assert native_calls == ([] if start == 50.0 else [1])
+    assert native_calls == ([] if start == 50.0 or default_backend_name() != "c" else [1])
 
 
 def test_carries_of_two_shapes_run_natively(native_calls):
