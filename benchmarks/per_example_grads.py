@@ -73,10 +73,18 @@ def measure(batch, features, repeat, loop_repeat):
     np.testing.assert_allclose(np.asarray(got_v[1]), np.asarray(got_l[1]), rtol=1e-4, atol=1e-6)
     t_loop = best_of(lambda: morphax.block_until_ready(looped(params, xs, ys)), loop_repeat)
     rows.append(("morphax", "loop of grad", t_loop))
-    rows.append(("morphax", "vmap(grad)", best_of(lambda: morphax.block_until_ready(batched(params, xs, ys)), repeat)))
+    rows.append(
+        ("morphax", "vmap(grad)", best_of(lambda: morphax.block_until_ready(batched(params, xs, ys)), repeat))
+    )
     jitted(params, xs, ys)
     settle(morphax)
-    rows.append(("morphax", "jit(vmap(grad))", best_of(lambda: morphax.block_until_ready(jitted(params, xs, ys)), repeat)))
+    rows.append(
+        (
+            "morphax",
+            "jit(vmap(grad))",
+            best_of(lambda: morphax.block_until_ready(jitted(params, xs, ys)), repeat),
+        )
+    )
     try:
         import jax
         import jax.numpy as jjnp

@@ -34,6 +34,17 @@ def make_loss(lib):
     return loss
 
 
+def make_data(seed=0):
+    """(params, xs): the weights (scaled by fan-in) and the input sequence."""
+    rng = np.random.default_rng(seed)
+    params = (
+        (rng.standard_normal((HIDDEN, HIDDEN)) / np.sqrt(HIDDEN)).astype(np.float32),
+        (rng.standard_normal((FEATURES, HIDDEN)) / np.sqrt(FEATURES)).astype(np.float32),
+        np.zeros(HIDDEN, np.float32),
+    )
+    return params, rng.standard_normal((T, BATCH, FEATURES)).astype(np.float32)
+
+
 def run(lib, params, xs, number):
     step = lib.jit(lib.value_and_grad(make_loss(lib)))
     p = tuple(lib.numpy.asarray(a) for a in params)
@@ -53,13 +64,7 @@ def main():
     args = parser.parse_args()
     import morphax
 
-    rng = np.random.default_rng(0)
-    params = (
-        (rng.standard_normal((HIDDEN, HIDDEN)) / np.sqrt(HIDDEN)).astype(np.float32),
-        (rng.standard_normal((FEATURES, HIDDEN)) / np.sqrt(FEATURES)).astype(np.float32),
-        np.zeros(HIDDEN, np.float32),
-    )
-    xs = rng.standard_normal((T, BATCH, FEATURES)).astype(np.float32)
+    params, xs = make_data()
     rows = {"morphax": run(morphax, params, xs, args.number)}
     try:
         import jax

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 from jit_mlp import init_params, make_step
-from native_backend import best, blocked, pin_threads, thread_env
+from native_backend import best, blocked, libraries, pin_threads, thread_env
 
 GOALS = {
     "per-example": 1.0,
@@ -37,23 +37,6 @@ GOALS = {
     "transformer": 1.0,
 }
 WORKLOADS = tuple(GOALS)
-
-
-def libraries(include_jax):
-    import morphax
-
-    morphax.config.update("morphax_compile_in_background", False)
-    out = [
-        ("morphax[c]", morphax, lambda f: morphax.jit(f, backend="c")),
-        ("morphax[numpy]", morphax, lambda f: morphax.jit(f, backend="numpy")),
-    ]
-    if include_jax:
-        try:
-            import jax
-        except ImportError:
-            return out
-        out.append(("jax", jax, jax.jit))
-    return out
 
 
 # ------------------------------------------------------------------------------------ workloads
@@ -76,15 +59,9 @@ def per_example(lib):
 
 
 def rnn(lib):
-    from rnn_scan import BATCH, FEATURES, HIDDEN, T, make_loss
+    from rnn_scan import make_data, make_loss
 
-    rng = np.random.default_rng(0)
-    params = (
-        (rng.standard_normal((HIDDEN, HIDDEN)) / np.sqrt(HIDDEN)).astype(np.float32),
-        (rng.standard_normal((FEATURES, HIDDEN)) / np.sqrt(FEATURES)).astype(np.float32),
-        np.zeros(HIDDEN, np.float32),
-    )
-    xs = rng.standard_normal((T, BATCH, FEATURES)).astype(np.float32)
+    params, xs = make_data()
     return lib.value_and_grad(make_loss(lib)), (params, xs)
 
 

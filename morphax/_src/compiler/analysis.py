@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, sub_jaxprs
 from morphax._src.core.primitive import Kind
 
@@ -56,10 +54,6 @@ class CompiledMemoryStats:
         return self.argument_size_in_bytes + self.output_size_in_bytes + self.temp_size_in_bytes
 
 
-def _bytes(aval) -> int:
-    return int(aval.size) * np.dtype(aval.dtype).itemsize
-
-
 def _op_costs(jaxpr: Jaxpr, totals: dict) -> None:
     for eqn in jaxpr.eqns:
         prim = eqn.primitive
@@ -88,7 +82,7 @@ def describe(program, reuse_plan: dict, code_size: int = 0) -> tuple:
     accessed = 0
     for step in program.steps:
         ins = [v for v in step.inputs if type(v) is not Literal]
-        accessed += sum(_bytes(v.aval) for v in ins) + sum(_bytes(v.aval) for v in step.outputs)
+        accessed += sum(v.aval.nbytes for v in ins) + sum(v.aval.nbytes for v in step.outputs)
     totals["bytes accessed"] = accessed
     cost = {k: float(v) for k, v in totals.items()}
     return cost, _memory(program, reuse_plan, code_size)
@@ -107,17 +101,17 @@ def _memory(program, reuse_plan: dict, code_size: int) -> CompiledMemoryStats:
     for i, step in enumerate(program.steps):
         for v in step.outputs:
             if id(v) not in outputs and id(v) not in inputs and id(v) not in live:
-                live[id(v)] = _bytes(v.aval)
+                live[id(v)] = v.aval.nbytes
                 size += live[id(v)]
         peak = max(peak, size)
         for v in step.inputs:
             if type(v) is not Literal and last_use.get(id(v)) == i and id(v) in live:
                 size -= live.pop(id(v))
-    alias = sum(_bytes(jaxpr.invars[pos].aval) for pos in reuse_plan)
+    alias = sum(jaxpr.invars[pos].aval.nbytes for pos in reuse_plan)
     return CompiledMemoryStats(
         generated_code_size_in_bytes=code_size,
-        argument_size_in_bytes=sum(_bytes(v.aval) for v in jaxpr.invars),
-        output_size_in_bytes=sum(_bytes(v.aval) for v in jaxpr.outvars),
+        argument_size_in_bytes=sum(v.aval.nbytes for v in jaxpr.invars),
+        output_size_in_bytes=sum(v.aval.nbytes for v in jaxpr.outvars),
         alias_size_in_bytes=alias,
         temp_size_in_bytes=peak,
     )

@@ -170,13 +170,7 @@ class Segment:
     @property
     def kernels(self) -> list:
         """Its fused kernels, those of its loops' bodies included."""
-        out = []
-        for s in self.steps:
-            if isinstance(s, Kernel):
-                out.append(s)
-            elif isinstance(s, Loop):
-                out.extend(k for b in s.bodies if b.segment is not None for k in b.segment.kernels)
-        return out
+        return _kernels_in(self.steps)
 
     def nested(self) -> list:
         """Its loops' body segments, innermost first, then itself: the order C defines them in."""
@@ -199,15 +193,22 @@ class Program:
 
     @property
     def kernels(self) -> list:
-        """Every fused kernel, those inside segments included, in execution order."""
-        out = []
-        for s in self.steps:
-            if isinstance(s, Kernel):
-                out.append(s)
-            elif isinstance(s, Segment):
-                out.extend(s.kernels)
-        return out
+        """Every fused kernel, those inside segments (and their loops) included, in order."""
+        return _kernels_in(self.steps)
 
     @property
     def segments(self) -> list:
         return [s for s in self.steps if isinstance(s, Segment)]
+
+
+def _kernels_in(steps) -> list:
+    """The fused kernels of `steps`: top-level ones, those of segments, those of loop bodies."""
+    out = []
+    for s in steps:
+        if isinstance(s, Kernel):
+            out.append(s)
+        elif isinstance(s, Segment):
+            out.extend(_kernels_in(s.steps))
+        elif isinstance(s, Loop):
+            out.extend(k for b in s.bodies if b.segment is not None for k in _kernels_in(b.segment.steps))
+    return out

@@ -47,7 +47,7 @@ def group(
 
     new_steps: list = []
     new_index: dict[int, tuple] = {}  # old step -> (new step, {old store: new output})
-    i = 0
+    i = count = 0
     while i < len(steps):
         if native[i] is None:
             new_index[i] = (len(new_steps), None)
@@ -57,8 +57,8 @@ def group(
         j = i
         while j < len(steps) and native[j] is not None:
             j += 1
-        count = sum(isinstance(s, Segment) for s in new_steps)
         segment = _segment(native[i:j], i, last_read, returned, f"{name}_seg{count}")
+        count += 1
         position = len(new_steps)
         outputs = {id(v): k for k, v in enumerate(segment.outputs)}
         for k, step in enumerate(steps[i:j]):
@@ -154,7 +154,7 @@ def _loop_temp(eqn, form, bodies) -> tuple[dict, int]:
 
     if form.kind != "switch":
         for out in form.carry_final:
-            n = _nbytes(eqn.outvars[out])
+            n = eqn.outvars[out].aval.nbytes
             temp["carry_a"].append(take(n))
             temp["carry_b"].append(take(n))
     temp["pred"] = take(1)
@@ -183,7 +183,7 @@ def _segment(run: list, start: int, last_read: dict, returned: set, name: str) -
         for v in step.outputs:
             if id(v) not in crossing:
                 dies = max(last_read.get(id(v), start + k) - start, k)
-                lifetimes.append((id(v), _nbytes(v), k, dies))
+                lifetimes.append((id(v), v.aval.nbytes, k, dies))
         if isinstance(step, Loop):
             lifetimes.append((id(step), step.temp_bytes, k, k))
     offsets, total = plan_scratch(lifetimes)
@@ -209,14 +209,6 @@ def plan_scratch(lifetimes) -> tuple[dict, int]:
         offsets[key] = offset
         total = max(total, offset + size)
     return offsets, total
-
-
-def _nbytes(v) -> int:
-    aval = v.aval
-    n = 1
-    for d in aval.shape:
-        n *= int(d)
-    return n * aval.dtype.itemsize
 
 
 def _round_up(n: int) -> int:

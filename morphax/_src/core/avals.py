@@ -31,6 +31,10 @@ class ShapedArray:
     def size(self):
         return int(math.prod(self.shape))  # not np.prod: microseconds per call on hot paths
 
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
     def update(self, shape=None, dtype=None, weak_type=None):
         return ShapedArray(
             self.shape if shape is None else shape,

@@ -104,7 +104,6 @@ def matmul_form(eqn) -> dict | None:
         "a": (sam, sak),
         "b": (sbk, sbn),
         "batch": batch,  # (extent, lhs stride, rhs stride) per batch dimension, output row-major
-        "out_size": math.prod(out.shape),
     }
 
 

@@ -10,7 +10,6 @@ printed program's `c`), so the C reads like the jaxpr.
 from __future__ import annotations
 
 import ctypes
-import math
 
 import numpy as np
 
@@ -63,7 +62,9 @@ def render_segment(segment, names_ctx) -> str:
     for step in segment.steps:
         for v in step.inputs:
             if type(v) is Literal and id(v) not in where:
-                where[id(v)] = _literal_bytes(v, lines, len(where))
+                name = f"lit{len(where)}"
+                lines.append(f"  {_static_bytes(name, np.asarray(v.val, v.aval.dtype))}  /* {v!r} */")
+                where[id(v)] = f"(void *){name}"
         for v in step.outputs:
             if id(v) not in where:
                 declare(v, f"scratch + {segment.offsets[id(v)]}")
@@ -93,18 +94,10 @@ def _comment(eqn, names_ctx) -> str:
     return text.replace("*/", "* /")
 
 
-def _literal_bytes(v, lines: list, n: int) -> str:
-    """A static copy of literal `v`'s bytes (exact for every dtype), as a pointer expression."""
-    data = np.asarray(v.val, v.aval.dtype).tobytes()
-    name = f"lit{n}"
-    lines.append(
-        f"  static const _Alignas(16) uint8_t {name}[] = {{{', '.join(str(b) for b in data)}}};  /* {v!r} */"
-    )
-    return f"(void *){name}"
-
-
-def _nbytes(v) -> int:
-    return math.prod(v.aval.shape) * np.dtype(v.aval.dtype).itemsize
+def _static_bytes(name: str, value: np.ndarray) -> str:
+    """A C declaration of a static array holding `value`'s bytes (exact for every dtype)."""
+    data = ", ".join(str(b) for b in value.tobytes()) or "0"
+    return f"static const _Alignas(64) uint8_t {name}[] = {{{data}}};"
 
 
 def _render_loop(loop, where: dict, temp: str, names_ctx) -> list:
@@ -114,10 +107,10 @@ def _render_loop(loop, where: dict, temp: str, names_ctx) -> list:
     lines = [f"  /* {_comment(eqn, names_ctx)} */", "  {", f"    char *tmp = {temp};"]
     operand = [where[id(v)] for v in eqn.invars]
     result = [where[id(v)] for v in eqn.outvars]
-    carry_bytes = [_nbytes(eqn.outvars[o]) for o in form.carry_final]
+    carry_bytes = [eqn.outvars[o].aval.nbytes for o in form.carry_final]
 
     def slice_bytes(v) -> int:
-        return _nbytes(v) // form.length if form.length else 0
+        return v.aval.nbytes // form.length if form.length else 0
 
     def in_ptr(role) -> str:
         kind, k = role
@@ -156,22 +149,18 @@ def _render_loop(loop, where: dict, temp: str, names_ctx) -> list:
             args = [source(b, role) for role in body.args] + seg_out + [f"tmp + {t['body']}"]
             out.append(f"{pad}{{ void *const args[] = {{{', '.join(args)}}}; {seg.name}(args); }}")
         for k, (kind, j) in enumerate(body.results):
-            size = _nbytes(closed.jaxpr.outvars[k])
+            size = closed.jaxpr.outvars[k].aval.nbytes
             if kind in ("input", "const"):
                 out.append(f"{pad}memcpy({out_ptr(outs[k])}, {source(b, (kind, j))}, {size});")
             elif kind == "same":
                 out.append(f"{pad}memcpy({out_ptr(outs[k])}, {out_ptr(outs[j])}, {size});")
             elif kind == "literal":
-                data = ", ".join(str(x) for x in j.tobytes())
-                out.append(
-                    f"{pad}{{ static const uint8_t lit[] = {{{data}}}; memcpy({out_ptr(outs[k])}, lit, {size}); }}"
-                )
+                out.append(f"{pad}{{ {_static_bytes('lit', j)} memcpy({out_ptr(outs[k])}, lit, {size}); }}")
         return out
 
     for b, body in enumerate(loop.bodies):
         for k, value in enumerate(body.consts):
-            data = ", ".join(str(x) for x in value.tobytes()) or "0"
-            lines.append(f"    static const _Alignas(64) uint8_t body{b}_const{k}[] = {{{data}}};")
+            lines.append(f"    {_static_bytes(f'body{b}_const{k}', value)}")
     n_carry = len(form.carry_final)
     for c in range(n_carry):
         lines.append(f"    char *cur{c} = (char *){operand[form.carry_init[c]]};")
