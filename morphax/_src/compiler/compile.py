@@ -10,8 +10,6 @@ from __future__ import annotations
 import logging
 import threading
 
-import numpy as np
-
 from morphax._src.compiler import analysis, donation, executor, segments
 
 # The native backend is imported with morphax, not at the first jitted call (whose latency counts).
@@ -21,7 +19,7 @@ from morphax._src.compiler.fusion import lower
 from morphax._src.compiler.kernel_ir import Kernel, Segment
 from morphax._src.config import config
 from morphax._src.control_flow import host_eval
-from morphax._src.core.jaxpr import ClosedJaxpr, Literal, any_eqn
+from morphax._src.core.jaxpr import ClosedJaxpr, any_eqn
 from morphax._src.core.memo import MISSING, memo_get, memo_put
 from morphax._src.core.primitive import Kind
 from morphax._src.passes import inline, pipeline  # at import: the first jitted call's latency counts
@@ -96,7 +94,6 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
             program, name, native_fns, compile_call, chosen.name, (), opaque, reuse
         )
         with swap:
-            executable.single_segment = _single_segment(program, native_fns)
             executable.fn = native.fn
 
     background = on_ready if config.morphax_compile_in_background else None
@@ -116,7 +113,6 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
             executable = executor.compile_program(
                 program, name, kernel_fns, compile_call, chosen.name, sources, opaque, reuse
             )
-            executable.single_segment = _single_segment(program, kernel_fns)
     executable.cost, executable.memory = cost, memory
     # Loop bodies count once in the cost (as XLA counts them): with loops the work is unknown.
     if not any_eqn(optimized, lambda e: e.primitive.kind is Kind.LOOP):
@@ -133,45 +129,6 @@ def _body_lowering(caps, runs_natively):
         return segments.group(program, runs_natively, {}, name, lower_body)[0]
 
     return lower_body
-
-
-def _single_segment(program, kernel_fns):
-    """For a program that is one native segment reading only the program's inputs and returning
-    each of its outputs once: (C function, input position per segment input, output position per
-    segment output, input dtypes, output shapes and dtypes, scratch bytes); else None. Native
-    loops run such programs back to back."""
-    steps = program.steps
-    if len(steps) != 1 or not isinstance(steps[0], Segment):
-        return None
-    segment, jaxpr = steps[0], program.closed.jaxpr
-    launcher = kernel_fns.get(id(segment))
-    c_fn = getattr(launcher, "c_function", None)
-    in_ids = {id(v): i for i, v in enumerate(jaxpr.invars)}
-    out_ids = {id(v): i for i, v in enumerate(jaxpr.outvars) if type(v) is not Literal}
-    if (
-        c_fn is None
-        or any(id(v) not in in_ids for v in segment.inputs)
-        or len(out_ids) != len(jaxpr.outvars)
-        or len({id(v) for v in jaxpr.outvars}) != len(jaxpr.outvars)
-        or sorted(out_ids.get(id(v), -1) for v in segment.outputs) != list(range(len(jaxpr.outvars)))
-    ):
-        return None
-    return (
-        c_fn,
-        [in_ids[id(v)] for v in segment.inputs],
-        [out_ids[id(v)] for v in segment.outputs],
-        [np.dtype(v.aval.dtype) for v in segment.inputs],
-        [(tuple(v.aval.shape), np.dtype(v.aval.dtype)) for v in segment.outputs],
-        launcher.scratch_bytes,
-    )
-
-
-def _native_while(step, n_consts: int, n_carry: int):
-    hook = getattr(get_backend(step.backend), "native_while", None)
-    return hook(step, n_consts, n_carry) if hook is not None else None
-
-
-host_eval.set_native_while(_native_while)
 
 
 def _body_executable(closed: ClosedJaxpr):

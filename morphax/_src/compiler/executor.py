@@ -66,8 +66,6 @@ class Executable:
         # Compiled.cost_analysis() / memory_analysis() (compiler/analysis.py), set by compile_jaxpr.
         self.cost: dict = {}
         self.memory = None
-        # compile.py's _single_segment: set when the program is one native segment (native loops).
-        self.single_segment = None
         # Native segments (compiler/segments.py): (name, steps, scratch bytes) each, in order.
         self.segments: list = []
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from morphax._src.config import config
-from morphax._src.control_flow.host_eval import host_rules, run_closed_jaxpr, run_host_rule
+from morphax._src.control_flow.host_eval import host_rules, run_as_program, run_closed_jaxpr
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
@@ -100,7 +100,7 @@ cond_p.loop_form = _cond_loop_form
 
 def _cond_impl(index, *args, branches):
     in_avals = [get_aval(index), *branches[0].in_avals]
-    return run_host_rule(_cond_host, [index, *args], in_avals, _join_avals(branches), {"branches": branches})
+    return run_as_program(cond_p, [index, *args], in_avals, _join_avals(branches), {"branches": branches})
 
 
 def _same_type(a: ShapedArray, b: ShapedArray) -> bool:

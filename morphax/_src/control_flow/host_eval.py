@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from morphax._src.core.jaxpr import ClosedJaxpr
+from morphax._src.core.avals import ShapedArray
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, sub_jaxprs
+from morphax._src.core.memo import memoized
 from morphax._src.core.values import make_array
 
 __all__ = [
     "body_runner",
     "host_rules",
-    "native_while",
+    "run_as_program",
     "run_closed_jaxpr",
-    "run_host_rule",
-    "set_native_while",
     "set_runner",
 ]
 
@@ -33,18 +33,6 @@ __all__ = [
 host_rules: dict = {}
 
 _runner: list = []
-_native_while: list = []
-
-
-def set_native_while(make) -> None:
-    """Install `make(step, n_consts, n_carry) -> run | None`: the compiler's native form of a
-    while loop whose step (`body_runner` of the loop's step jaxpr) allows one."""
-    _native_while[:] = [make]
-
-
-def native_while(step, n_consts: int, n_carry: int):
-    """`run(consts + carry) -> final carry` running the whole loop natively, or None."""
-    return _native_while[0](step, n_consts, n_carry) if _native_while else None
 
 
 def set_runner(prepare) -> None:
@@ -66,10 +54,39 @@ def run_closed_jaxpr(closed: ClosedJaxpr, args) -> list:
     return body_runner(closed)(*args)
 
 
-def run_host_rule(rule, args, in_avals, out_avals, params) -> list:
-    """A loop primitive's eager impl: its host rule on NumPy values of `in_avals`' dtypes, the
-    results returned as Arrays of `out_avals`' types."""
+def run_as_program(prim, args, in_avals, out_avals, params) -> list:
+    """A loop primitive's eager impl: the equation compiled as a program of its own (so the loop
+    runs as native code where the backend can, and through its host rule otherwise), run on
+    NumPy values of `in_avals`' dtypes; the results are Arrays of `out_avals`' types."""
     vals = [np.asarray(x, dtype=a.dtype) for x, a in zip(args, in_avals)]
+    closed = _one_equation(prim, [ShapedArray(v.shape, v.dtype) for v in vals], out_avals, params)
     with np.errstate(all="ignore"):  # float edge cases are not errors (JAX is silent)
-        outs = rule(vals, **params)
+        outs = body_runner(closed)(*vals)
     return [make_array(o, dtype=a.dtype, weak_type=a.weak_type) for o, a in zip(outs, out_avals)]
+
+
+def _one_equation(prim, in_avals, out_avals, params) -> ClosedJaxpr:
+    """`prim` applied to inputs of `in_avals`, as a closed jaxpr, memoized on the equation's first
+    sub-jaxpr (the entry holds them all, so the ids in the key stay unique while it lives)."""
+    subs = sub_jaxprs(params)
+    key = (
+        "eager program",
+        prim.name,
+        tuple((a.shape, a.dtype) for a in in_avals),
+        tuple((a.shape, a.dtype, a.weak_type) for a in out_avals),
+        tuple(id(j) for j in subs),
+        tuple((k, v) for k, v in sorted(params.items()) if not _holds_jaxpr(v)),
+    )
+
+    def build() -> ClosedJaxpr:
+        invars = [Var(a) for a in in_avals]
+        outvars = [Var(a) for a in out_avals]
+        return ClosedJaxpr(Jaxpr([], invars, outvars, [JaxprEqn(prim, invars, outvars, params)]), [])
+
+    return memoized(subs[0], key, build)
+
+
+def _holds_jaxpr(value) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_holds_jaxpr(v) for v in value)
+    return isinstance(value, (ClosedJaxpr, Jaxpr))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from morphax._src.control_flow.host_eval import body_runner, host_rules, run_host_rule
+from morphax._src.control_flow.host_eval import body_runner, host_rules, run_as_program
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
@@ -67,7 +67,7 @@ def _scan_impl(*args, jaxpr, length, reverse, num_consts, num_carry, unroll):
     params = dict(
         jaxpr=jaxpr, length=length, reverse=reverse, num_consts=num_consts, num_carry=num_carry, unroll=unroll
     )
-    return run_host_rule(_scan_host, args, jaxpr.in_avals, _out_avals(jaxpr, length, num_carry), params)
+    return run_as_program(scan_p, args, jaxpr.in_avals, _out_avals(jaxpr, length, num_carry), params)
 
 
 def _out_avals(jaxpr, length, num_carry):

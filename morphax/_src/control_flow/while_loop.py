@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 
 from morphax._src.config import config
-from morphax._src.control_flow.host_eval import body_runner, host_rules, native_while, run_host_rule
+from morphax._src.control_flow.host_eval import body_runner, host_rules, run_as_program
 from morphax._src.control_flow.trace_cache import cached_trace
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
@@ -273,9 +273,6 @@ def _while_host(args, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
         return carry
     # Each iteration is one compiled call: the body, then the predicate on its result.
     step = body_runner(_step_jaxpr(cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts))
-    native = native_while(step, body_nconsts + cond_nconsts, len(carry))
-    if native is not None:  # one fused kernel per step: the whole loop runs in C
-        return native([*bc, *cc, *carry])
     while True:
         *carry, again = step(*bc, *cc, *carry)
         if not bool(again):
@@ -337,7 +334,7 @@ def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     params = dict(
         cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts, body_nconsts=body_nconsts
     )
-    return run_host_rule(_while_host, args, in_avals, body_jaxpr.out_avals, params)
+    return run_as_program(while_p, args, in_avals, body_jaxpr.out_avals, params)
 
 
 def _types(avals):

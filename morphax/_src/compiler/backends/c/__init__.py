@@ -91,12 +91,6 @@ class CBackend:
     def unavailable_reason() -> str:
         return build.probe()[1]
 
-    def native_while(self, step, n_consts: int, n_carry: int):
-        """The whole while loop in C when its step program is one kernel (loops.py)."""
-        from morphax._src.compiler.backends.c import loops
-
-        return loops.native_while(step, n_consts, n_carry)
-
     def opaque(self, eqn):
         """Gather and the scatter family as C loops (indexing.py); None: the reference runs."""
         from morphax._src.compiler.backends.c import indexing

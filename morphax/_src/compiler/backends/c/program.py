@@ -246,8 +246,6 @@ def launcher(fn, segment):
             pool.append(arena)
         return res
 
-    run.c_function = fn  # for native loops over this segment (backends/c/loops.py)
-    run.scratch_bytes = scratch
     return run
 
 

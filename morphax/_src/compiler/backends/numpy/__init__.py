@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.compiler import kernel_ops
+from morphax._src.control_flow.host_eval import host_rules
 from morphax._src.core.index_expr import IndexExpr
 
 
@@ -55,9 +56,16 @@ def segment_callable(segment):
             if fn is not None:
                 results = fn(*[env[id(v)] for v in step.inputs])
             else:
+                # Loops through their host rule: their eager impl compiles a program around
+                # them, which would land back here if the C compiler keeps failing.
                 eqn = step.eqn
-                result = eqn.primitive.impl(*[env[id(v)] for v in eqn.invars], **eqn.params)
-                results = result if eqn.primitive.multiple_results else [result]
+                args = [env[id(v)] for v in eqn.invars]
+                rule = host_rules.get(eqn.primitive)
+                if rule is not None:
+                    results = rule(args, **eqn.params)
+                else:
+                    result = eqn.primitive.impl(*args, **eqn.params)
+                    results = result if eqn.primitive.multiple_results else [result]
             for v, r in zip(step.outputs, results):
                 env[id(v)] = np.asarray(r, dtype=v.aval.dtype)
         return [env[id(v)] for v in segment.outputs]
