@@ -75,10 +75,10 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
     # Positions index the optimized jaxpr's inputs: the passes keep every input (DCE drops none).
     reuse = donation.plan(program, donate) if donate else {}
     cost, memory = analysis.describe(program, reuse)
-    runs_natively = getattr(chosen.caps, "runs_natively", None)
-    if runs_natively is not None:
-        lower_body = _body_lowering(chosen.caps, runs_natively)
-        program, reuse = segments.group(program, runs_natively, reuse, executor.identifier(name), lower_body)
+    native_scratch = getattr(chosen.caps, "native_scratch", None)
+    if native_scratch is not None:
+        lower_body = _body_lowering(chosen.caps, native_scratch)
+        program, reuse = segments.group(program, native_scratch, reuse, executor.identifier(name), lower_body)
     opaque = getattr(chosen, "opaque", None)
 
     def compile_call(inner, inner_name):
@@ -120,13 +120,13 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
     return memo_put(closed, key, executable)
 
 
-def _body_lowering(caps, runs_natively):
+def _body_lowering(caps, native_scratch):
     """`(closed, name) -> Program`: a loop or branch body optimized, lowered and grouped into
     segments like a program (its own loops included), for native loops (compiler/segments.py)."""
 
     def lower_body(closed: ClosedJaxpr, name: str):
         program = lower(_optimize(closed), caps, name=name)
-        return segments.group(program, runs_natively, {}, name, lower_body)[0]
+        return segments.group(program, native_scratch, {}, name, lower_body)[0]
 
     return lower_body
 

@@ -34,13 +34,15 @@ from morphax._src.core.primitive import Kind
 
 
 class _View:
-    """A LAYOUT result over a materialized buffer: `index(out_index) -> base index`."""
+    """A LAYOUT result over a materialized buffer: `index(out_index) -> base index`; `eqns` are
+    the layout equations it composes (named in the comment of a kernel that copies it)."""
 
-    __slots__ = ("base", "index")
+    __slots__ = ("base", "index", "eqns")
 
-    def __init__(self, base, index):
+    def __init__(self, base, index, eqns):
         self.base = base
         self.index = index
+        self.eqns = eqns
 
 
 class _Builder:
@@ -286,6 +288,7 @@ def lower(closed, caps, name: str = "kernel") -> Program:
         if view is None:
             return
         b = new_kernel(canonical(v.aval.shape))
+        b.kernel.eqns.extend(view.eqns)
         node = load(b, view.base, view.index(shape_index(v.aval.shape)), v.aval)
         b.define(v, node)
         owner[id(v)] = b
@@ -362,7 +365,7 @@ def lower(closed, caps, name: str = "kernel") -> Program:
             inner = views.get(id(operand))
             if inner is None and src is not None:
                 outside_readers.add(id(operand))
-            views[id(out)] = _compose_view(prim.index_map, operand, eqn.params, inner)
+            views[id(out)] = _compose_view(prim.index_map, eqn, inner)
             continue
         if kind is Kind.REDUCE and caps.supports(eqn):
             (operand,) = eqn.invars
@@ -569,12 +572,15 @@ def _read_bases(eqn, rule, permuted, uses):
     return eqn
 
 
-def _compose_view(index_map, operand, params, inner: _View | None) -> _View:
+def _compose_view(index_map, eqn, inner: _View | None) -> _View:
+    operand = eqn.invars[0]
     in_aval = operand.aval
-    params = dict(params)
+    params = dict(eqn.params)
 
     def index(out_index):
         mapped = tuple(index_map(tuple(out_index), in_aval, **params)[0])
         return mapped if inner is None else inner.index(mapped)
 
-    return _View(operand if inner is None else inner.base, index)
+    if inner is None:
+        return _View(operand, index, (eqn,))
+    return _View(inner.base, index, (*inner.eqns, eqn))

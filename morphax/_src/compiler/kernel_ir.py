@@ -122,9 +122,11 @@ class _EquationStep:
 
 @dataclasses.dataclass
 class Opaque(_EquationStep):
-    """One equation run outside the fused kernels."""
+    """One equation run outside the fused kernels; inside a native segment, with `temp_bytes` of
+    working memory in the segment's scratch arena."""
 
     eqn: object
+    temp_bytes: int = 0
 
 
 @dataclasses.dataclass

@@ -8,7 +8,7 @@ to Python. Everything else it computes lives in a scratch arena: each value gets
 and values whose lifetimes do not overlap share memory (a first-fit liveness plan), so a program
 of many steps needs one arena of about its peak live size, reused across calls.
 
-Steps the backend cannot run natively (sorts, LAPACK, callbacks, control flow for now) stay
+Steps the backend cannot run natively (sorts, LAPACK, callbacks) stay
 between segments; the number of segments of a program is what tests assert and `as_text()` shows.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from morphax._src.compiler.kernel_ir import Body, Kernel, Loop, Program, Segment
+from morphax._src.compiler.kernel_ir import Body, Kernel, Loop, Opaque, Program, Segment
 from morphax._src.core.jaxpr import Literal
 
 ALIGNMENT = 64  # bytes: a cache line, and enough for every vector width the C compiler uses
@@ -25,18 +25,19 @@ EMBEDDED_CONST_BYTES = 1 << 16
 
 
 def group(
-    program: Program, runs_natively, reuse_plan: dict, name: str, lower_body=None
+    program: Program, native_scratch, reuse_plan: dict, name: str, lower_body=None
 ) -> tuple[Program, dict]:
     """`program` with its native runs as Segments, and the donation plan (compiler/donation.py:
     {input position: (step, store)}) renumbered for the new steps: a donated buffer can still
     hold a segment's output; a value that became scratch needs no buffer of its own.
 
-    `runs_natively(eqn)` says which opaque equations the backend runs in C; with `lower_body`
+    `native_scratch(eqn)` says which opaque equations the backend runs in C, and the bytes of
+    working memory each needs (None: a Python step); with `lower_body`
     (`(closed jaxpr, name) -> grouped Program`), control flow whose bodies each compile to one
     segment becomes a native `Loop` inside the segment around it."""
     jaxpr = program.closed.jaxpr
     steps = program.steps
-    native = [_native_form(s, i, runs_natively, lower_body, name) for i, s in enumerate(steps)]
+    native = [_native_form(s, i, native_scratch, lower_body, name) for i, s in enumerate(steps)]
     # Where each value is read: step indices, and "returned" when the program returns it.
     last_read: dict[int, int] = {}
     for i, step in enumerate(steps):
@@ -80,14 +81,15 @@ def group(
     return Program(program.closed, new_steps), new_plan
 
 
-def _native_form(step, i: int, runs_natively, lower_body, name: str):
+def _native_form(step, i: int, native_scratch, lower_body, name: str):
     """The step as a segment runs it (a Kernel, an Opaque the backend implements, a Loop), or
     None when it stays a Python step."""
     if isinstance(step, Kernel):
         return step
     eqn = step.eqn
-    if runs_natively(eqn):
-        return step
+    scratch = native_scratch(eqn)
+    if scratch is not None:
+        return Opaque(eqn, scratch)
     if lower_body is not None and eqn.primitive.loop_form is not None:
         return _loop(eqn, lower_body, f"{name}_l{i}")
     return None
@@ -184,7 +186,7 @@ def _segment(run: list, start: int, last_read: dict, returned: set, name: str) -
             if id(v) not in crossing:
                 dies = max(last_read.get(id(v), start + k) - start, k)
                 lifetimes.append((id(v), v.aval.nbytes, k, dies))
-        if isinstance(step, Loop):
+        if isinstance(step, (Loop, Opaque)) and step.temp_bytes:
             lifetimes.append((id(step), step.temp_bytes, k, k))
     offsets, total = plan_scratch(lifetimes)
     return Segment(name, list(run), inputs, outputs, offsets, total)

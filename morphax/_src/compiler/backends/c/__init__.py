@@ -58,9 +58,10 @@ class _Caps:
         return render.supports(op, in_dtypes, out_dtypes, eqn.params)
 
     @staticmethod
-    def runs_natively(eqn) -> bool:
-        """Opaque equations native segments run in C (compiler/segments.py): BLAS matmuls."""
-        return native_program.runs_natively(eqn)
+    def native_scratch(eqn) -> int | None:
+        """Opaque equations native segments run in C (compiler/segments.py): BLAS matmuls and
+        convolutions, with the bytes of working memory they need (None: a Python step)."""
+        return native_program.native_scratch(eqn)
 
 
 def _set_thread_policy() -> None:

@@ -19,8 +19,8 @@ import numpy as np
 from morphax._src.compiler.backends.c.render import _strides
 from morphax._src.core.jaxpr import Literal
 
-_GEMM_DTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
-_INT_MAX = 2**31 - 1
+GEMM_DTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+INT_MAX = 2**31 - 1
 _pointers: list = []
 
 
@@ -63,15 +63,25 @@ def _groups(shape, dims, strides):
     return extent, strides[dims[-1]]
 
 
-def matmul_form(eqn) -> dict | None:
-    """The GEMM description of a `dot_general` equation over row-major buffers, or None."""
-    if eqn.primitive.name != "dot_general" or any(type(v) is Literal for v in eqn.invars):
+def gemm_operands(eqn, primitive: str) -> tuple | None:
+    """(lhs aval, rhs aval, out aval, dtype) of a two-operand `primitive` equation that BLAS can
+    compute (buffer operands, all three float32 or all float64), else None."""
+    if eqn.primitive.name != primitive or any(type(v) is Literal for v in eqn.invars):
         return None
     lhs, rhs = (v.aval for v in eqn.invars)
     out = eqn.outvars[0].aval
     dtype = np.dtype(lhs.dtype)
-    if dtype not in _GEMM_DTYPES or np.dtype(rhs.dtype) != dtype or np.dtype(out.dtype) != dtype:
+    if dtype not in GEMM_DTYPES or np.dtype(rhs.dtype) != dtype or np.dtype(out.dtype) != dtype:
         return None
+    return lhs, rhs, out, dtype
+
+
+def matmul_form(eqn) -> dict | None:
+    """The GEMM description of a `dot_general` equation over row-major buffers, or None."""
+    operands = gemm_operands(eqn, "dot_general")
+    if operands is None:
+        return None
+    lhs, rhs, out, dtype = operands
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     ls, rs = _strides(lhs.shape), _strides(rhs.shape)
     lf = [d for d in range(len(lhs.shape)) if d not in lc and d not in lb]
@@ -94,16 +104,17 @@ def matmul_form(eqn) -> dict | None:
     if 1 not in (sam, sak) or 1 not in (sbk, sbn):
         return None
     batch = [(lhs.shape[a], ls[a], rs[b]) for a, b in zip(lb, rb) if lhs.shape[a] != 1]
-    if max(m, n, k, sam, sak, sbk, sbn) > _INT_MAX:
+    if max(m, n, k, sam, sak, sbk, sbn) > INT_MAX:
         return None
     return {
-        "ctype": _GEMM_DTYPES[dtype],
+        "ctype": GEMM_DTYPES[dtype],
         "m": m,
         "n": n,
         "k": k,
         "a": (sam, sak),
         "b": (sbk, sbn),
         "batch": batch,  # (extent, lhs stride, rhs stride) per batch dimension, output row-major
+        "scratch": 0,  # BLAS needs no working memory of ours
     }
 
 
@@ -145,6 +156,25 @@ void mx_set_blas(void *sgemm, void *dgemm) {
   }
 MX_MATMUL(mx_matmul_float, float, mx_sgemm)
 MX_MATMUL(mx_matmul_double, double, mx_dgemm)
+
+/* c(r, j) = sum_l a[r * k + l] * w[l * n + j] (a row-major m x k, w row-major k x n), stored
+ * at c[r * ldr + j * ldj] where ldj == 1 (row-major, ldr >= n) or ldr == 1 (column-major,
+ * ldj >= m): the convolutions' GEMMs (convolution.py), written into the output in place. */
+#define MX_GEMM_ROWS(NAME, T, GEMM)                                                           \
+  static void NAME(const T *a, const T *w, T *c, int64_t m, int64_t n, int64_t k, int64_t ldr, \
+                   int64_t ldj) {                                                             \
+    const T one = 1, zero = 0;                                                                \
+    const int mm = (int)m, nn = (int)n, kk = (int)k, lda = (int)k, ldw = (int)n;              \
+    if (ldj == 1) {                                                                           \
+      const int ldc = (int)ldr;                                                               \
+      GEMM("N", "N", &nn, &mm, &kk, &one, w, &ldw, a, &lda, &zero, c, &ldc);                  \
+    } else {                                                                                  \
+      const int ldc = (int)ldj;                                                               \
+      GEMM("T", "T", &mm, &nn, &kk, &one, a, &lda, w, &ldw, &zero, c, &ldc);                  \
+    }                                                                                         \
+  }
+MX_GEMM_ROWS(mx_gemm_rows_float, float, mx_sgemm)
+MX_GEMM_ROWS(mx_gemm_rows_double, double, mx_dgemm)
 """
 
 

@@ -13,16 +13,25 @@ import ctypes
 
 import numpy as np
 
-from morphax._src.compiler.backends.c import blas
+from morphax._src.compiler.backends.c import blas, convolution
 from morphax._src.compiler.backends.c.scalar import ctype
 from morphax._src.compiler.kernel_ir import Kernel, Loop, Opaque
 from morphax._src.compiler.segments import ALIGNMENT
 from morphax._src.core.jaxpr import DropVar, Literal, _print_eqn
 
 
-def runs_natively(eqn) -> bool:
-    """Opaque equations a segment runs in C: matmuls BLAS can do over the buffers as they lie."""
-    return eqn.primitive.name == "dot_general" and blas.matmul_form(eqn) is not None and blas.available()
+def native_form(eqn) -> dict | None:
+    """How a segment runs an opaque equation in C, or None when it stays a Python step: matmuls
+    BLAS can do over the buffers as they lie (blas.py), convolutions as im2col + BLAS
+    (convolution.py). The form's "scratch" is the working memory its C needs."""
+    form = blas.matmul_form(eqn) or convolution.conv_form(eqn)
+    return form if form is not None and blas.available() else None
+
+
+def native_scratch(eqn) -> int | None:
+    """Bytes of working memory the C of an opaque equation needs, or None (a Python step)."""
+    form = native_form(eqn)
+    return None if form is None else form["scratch"]
 
 
 def uses_blas(segments) -> bool:
@@ -33,11 +42,13 @@ def render_segment(segment, names_ctx) -> str:
     names = names_ctx.name
     n_in, n_out = len(segment.inputs), len(segment.outputs)
     kernels = sum(isinstance(s, Kernel) for s in segment.steps)
-    matmuls = sum(isinstance(s, Opaque) for s in segment.steps)
-    loops = len(segment.steps) - kernels - matmuls
+    calls = [s.eqn.primitive.name for s in segment.steps if isinstance(s, Opaque)]
+    matmuls = calls.count("dot_general")
+    convolutions = len(calls) - matmuls
+    loops = len(segment.steps) - kernels - len(calls)
     lines = [
         f"/* {segment.name}: one native segment: {_count(kernels, 'kernel')}, {_count(matmuls, 'matmul')}, "
-        f"{_count(loops, 'loop')}, {segment.scratch_bytes} bytes of scratch.\n"
+        f"{_count(convolutions, 'convolution')}, {_count(loops, 'loop')}, {segment.scratch_bytes} bytes of scratch.\n"
         f" * io: inputs {_listing(segment.inputs, names)}; "
         f"outputs {_listing(segment.outputs, names)}; then the scratch arena. */",
         f"void {segment.name}(void *const *restrict io) {{",
@@ -76,11 +87,15 @@ def render_segment(segment, names_ctx) -> str:
             lines.extend(_render_loop(step, where, f"scratch + {segment.offsets[id(step)]}", names_ctx))
         else:
             eqn = step.eqn
-            form = blas.matmul_form(eqn)
+            form = native_form(eqn)
             t = form["ctype"]
             a, b = (f"(const {t} *){where[id(v)]}" for v in eqn.invars)
             c = f"({t} *){where[id(eqn.outvars[0])]}"
-            lines.extend(blas.render_call(form, a, b, c, _comment(eqn, names_ctx)))
+            if eqn.primitive.name == "dot_general":
+                lines.extend(blas.render_call(form, a, b, c, _comment(eqn, names_ctx)))
+            else:
+                temp = f"scratch + {segment.offsets[id(step)]}"
+                lines.extend(convolution.render_call(form, a, b, c, temp, _comment(eqn, names_ctx)))
     lines.append("}")
     return "\n".join(lines)
 

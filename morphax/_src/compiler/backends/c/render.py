@@ -28,6 +28,7 @@ from morphax._src.compiler.backends.c.scalar import (  # noqa: F401  (re-exporte
     ctype,
     expr,
     literal,
+    local_ctype,
     narrow_store,
     supports,
     widen,
@@ -268,7 +269,7 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
                     off = _offset(ld.index, shape, index_names) if all_const else "i"
                 else:
                     off = _offset(ld.index, shape, index_names)
-                ct = ctype(compute_dtype(node.dtype))
+                ct = local_ctype(node.dtype)
                 value = widen(f"{pointers[ld.slot]}[{off}]", node.dtype)
                 if ld.guard:  # the buffer is read only inside the guard (C evaluates one branch)
                     value = f"{_guard_c(ld.guard, index_names)} ? {value} : {local[node.args[0]]}"
@@ -276,21 +277,19 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
             elif node.op == "guarded":
                 inside, outside = (local[a] for a in node.args)
                 cond = _guard_c(node.params["guard"], index_names)
-                out.append(
-                    f"{indent}const {ctype(compute_dtype(node.dtype))} {name} = {cond} ? {inside} : {outside};"
-                )
+                out.append(f"{indent}const {local_ctype(node.dtype)} {name} = {cond} ? {inside} : {outside};")
             elif node.op == "reduced":  # the epilogue reads a finished reduction
                 p = f"out_{names(node.params['var'])}"
                 epi = kernel.epilogue_domain
                 off = _offset(tuple(IndexExpr.var(f"i{d}", n) for d, n in enumerate(epi)), epi, index_names)
-                ct = ctype(compute_dtype(node.dtype))
+                ct = local_ctype(node.dtype)
                 out.append(f"{indent}const {ct} {name} = {widen(f'{p}[{off}]', node.dtype)};")
             elif node.op == "const":
                 value = literal(
                     np.asarray(node.params["value"], node.dtype).astype(compute_dtype(node.dtype)),
                     compute_dtype(node.dtype),
                 )
-                out.append(f"{indent}const {ctype(compute_dtype(node.dtype))} {name} = {value};")
+                out.append(f"{indent}const {local_ctype(node.dtype)} {name} = {value};")
             elif node.op == "result":
                 out.append(f"{indent}const uint32_t {name} = {local[node.args[0]]}_{node.params['index']};")
             elif node.dtype is None:  # a multiple-result op (threefry2x32)
@@ -300,7 +299,7 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
             else:
                 args = [local[a] for a in node.args]
                 code = _node_expr(node, args, [kernel.nodes[a].dtype for a in node.args])
-                out.append(f"{indent}const {ctype(compute_dtype(node.dtype))} {name} = {code};")
+                out.append(f"{indent}const {local_ctype(node.dtype)} {name} = {code};")
         return out, local
 
     def store_lines(indent, local, index_names, flat_index, phase: int = 0) -> list:

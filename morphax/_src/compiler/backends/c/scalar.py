@@ -122,6 +122,14 @@ def compute_dtype(dtype) -> np.dtype:
     return np.dtype(np.float32) if dtype in _NARROW else dtype
 
 
+def local_ctype(dtype) -> str:
+    """The C type of a kernel's local holding a value of `dtype`: its compute type, except that
+    booleans (0 or 1, stored as bytes) are computed as 32-bit ints, because GCC does not
+    vectorize a loop that turns a float comparison's byte into a float (relu's derivative)."""
+    dtype = np.dtype(dtype)
+    return "int32_t" if dtype == np.bool_ else ctype(compute_dtype(dtype))
+
+
 def widen(code: str, dtype) -> str:
     """A loaded (stored) value of `dtype` as its compute type."""
     narrow = _NARROW.get(np.dtype(dtype))
