@@ -27,6 +27,7 @@ from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.errors import JaxRuntimeError
 from morphax._src.jit_options import check_backend, int_tuple, resolve_argnums, str_tuple
+from morphax._src.runtime import call_fast
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.call import call_compiled
 from morphax._src.traceback_util import api_boundary
@@ -371,6 +372,11 @@ class JitWrapped:
             cache = {}
             _own_caches.add(self)
         self._cache = cache
+        # Signatures this wrapper ran eagerly, for the fast path of later calls (call_fast.py).
+        # Static and donated arguments always take the general path.
+        self._fast = None
+        if not (nums or names or dnums or dnames or self._backend_error):
+            self._fast = call_fast.FastCalls()
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
@@ -532,8 +538,17 @@ class JitWrapped:
             closed, in_tree, out_tree, list(leaves), self._name, dbg.arg_names, self._compiler_backend
         )
 
-    @api_boundary
     def __call__(self, *args, **kwargs):
+        # The fast path (call_fast.py): positional ready Arrays at a signature called before,
+        # eagerly, with nothing that needs the general path. Otherwise (or when it declines):
+        if not kwargs and self._fast:
+            outs = call_fast.run(self._fast, args)
+            if outs is not None:
+                return outs
+        return self._call(*args, **kwargs)
+
+    @api_boundary
+    def _call(self, *args, **kwargs):
         if self._backend_error is not None:
             raise RuntimeError(self._backend_error)
         if config.disable_jit:
@@ -551,6 +566,10 @@ class JitWrapped:
                 ids = {id(leaf) for leaf in donated}
                 positions = tuple(i for i, leaf in enumerate(leaves) if id(leaf) in ids)
             outs = call_compiled(leaves, closed, self._name, self._compiler_backend, positions)
+            if not kwargs and leaves is args and not donated:
+                call_fast.remember(
+                    self._fast, args, closed, self._name, self._compiler_backend, out_tree, single
+                )
         else:
             outs = pjit_p.bind(*leaves, jaxpr=closed, name=self._name)
         if donated:

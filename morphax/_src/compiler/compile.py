@@ -95,6 +95,7 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
         )
         with swap:
             executable.fn = native.fn
+            executable.direct = native.direct
 
     background = on_ready if config.morphax_compile_in_background else None
     with swap:
@@ -143,6 +144,8 @@ host_eval.set_runner(_body_executable)
 def clear_cache():
     global _generation
     _generation += 1
+    from morphax._src.compiler.backends.c import generic
     from morphax._src.compiler.backends.c.build import clear_disk_cache  # memory and disk (issue 13)
 
     clear_disk_cache()
+    generic.REGISTRY.clear()  # its generic libraries were among those forgotten

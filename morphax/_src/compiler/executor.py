@@ -68,6 +68,9 @@ class Executable:
         self.memory = None
         # Native segments (compiler/segments.py): (name, steps, scratch bytes) each, in order.
         self.segments: list = []
+        # A program that is one native segment, with the program's inputs and outputs as its
+        # own: its launcher, which the fast path of a call (runtime/call_fast.py) runs directly.
+        self.direct = None
 
     def __call__(self, *args, reuse=()):
         if reuse:
@@ -254,7 +257,27 @@ def compile_program(
     executable = Executable(env.pop(fn_name), source, closed, name, backend, sources, len(program.kernels))
     executable.donated = tuple(sorted(reuse_plan))
     executable.segments = [(s.name, len(s.steps), s.scratch_bytes) for s in program.segments]
+    executable.direct = _direct_launcher(program, kernel_fns)
     return executable
+
+
+def _direct_launcher(program, kernel_fns):
+    """The native launcher of a program that is exactly one segment called with the program's
+    inputs in order and returning its outputs in order, or None. It returns None itself when an
+    input needs converting (the C launcher of launch_ext.py): then the executable runs."""
+    from morphax._src.compiler.kernel_ir import Segment
+
+    steps, jaxpr = program.steps, program.closed.jaxpr
+    if len(steps) != 1 or not isinstance(steps[0], Segment) or jaxpr.constvars:
+        return None
+    segment = steps[0]
+    launch = kernel_fns.get(id(segment))
+    if not getattr(launch, "native", False):
+        return None
+    same = lambda a, b: len(a) == len(b) and all(x is y for x, y in zip(a, b))  # noqa: E731
+    if not (same(segment.inputs, jaxpr.invars) and same(segment.outputs, jaxpr.outvars)):
+        return None
+    return launch.fast or launch
 
 
 def _opaque_lines(eqn, i, operand, var_name, bind_global, compile_call, backend) -> list:

@@ -151,18 +151,21 @@ def _consume(args, positions) -> None:
             args[k].delete()
 
 
+def runs_inline(executable) -> bool:
+    """Whether calls of `executable` run on the calling thread when the stream is idle: small
+    work (a thread handoff would cost more) and no host callbacks."""
+    return not executable.calls_host and (
+        executable.total_elements < INLINE_ELEMENTS or executable.work < INLINE_WORK
+    )
+
+
 def execute(executable, args, out_weak_types, device_id: int = 0, donate: bool = False):
     """Run `executable` on `args` (Arrays or host values); returns output Arrays, maybe pending.
     With `donate`, the Arrays at the executable's donated positions are consumed: deleted here,
     and their buffers overwritten by outputs where nothing else references them."""
     stream = _streams.get(device_id) or stream_for(device_id)
     donated = executable.donated if donate else ()
-    if (
-        not executable.calls_host
-        and stream._pending == 0
-        and (executable.total_elements < INLINE_ELEMENTS or executable.work < INLINE_WORK)
-        and threading.get_ident() != stream._ident
-    ):
+    if stream._pending == 0 and runs_inline(executable) and threading.get_ident() != stream._ident:
         # The hot path of a small call on an idle stream: run here when every input is ready.
         values = _ready_values(args, executable.in_avals)
         if values is not None:

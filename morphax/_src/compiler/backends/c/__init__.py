@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from morphax._src.compiler.backends.c import background, blas, build, render
+from morphax._src.compiler.backends.c import background, blas, build, generic, render
 from morphax._src.compiler.backends.c import program as native_program
 from morphax._src.compiler.backends.numpy import segment_callable
 from morphax._src.core.jaxpr import _NameContext, _print_jaxpr
@@ -148,9 +148,10 @@ class CBackend:
         # Which steps share a segment follows from the program and the code generator, except
         # for BLAS's availability (without SciPy, matmuls stay Python steps).
         layout = repr([(s.name, len(s.steps), s.scratch_bytes) for s in segments])
+        printed = str(program.closed)
         key_text = "\n".join(
             [
-                str(program.closed),
+                printed,
                 literal_bits,
                 aliases,
                 layout,
@@ -160,34 +161,68 @@ class CBackend:
             ]
         )
 
-        def launchers(lib) -> dict:
+        def launchers(lib, params=None) -> dict:
             if with_blas:
                 lib.mx_set_blas.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
                 lib.mx_set_blas(*blas.gemm_pointers())
-            return {id(s): native_program.launcher(getattr(lib, s.name), s) for s in top}
+            return {id(s): native_program.launcher(getattr(lib, s.name), s, params) for s in top}
+
+        # Programs that differ only in shapes share a structure (generic.py).
+        structure = generic.structure_key("\n".join([printed, aliases, layout, top[0].name]))
+        lib = build.cached(key_text)
+        if lib is not None:
+            generic.REGISTRY.remember_lazily(structure, render_all)
+            return launchers(lib), _LazySources(render_all)
+        # Not compiled for this shape: maybe for another shape of the same structure. Rendering
+        # costs milliseconds, so only structures compiled before are rendered here.
+        shapes = plan = None
+        if generic.REGISTRY.seen(structure):
+            shapes = generic.template(render_all())
+            plan = generic.REGISTRY.plan(shapes)
+            if plan is not None and plan[0] == "reuse":
+                build.stats["generic_hits"] += 1
+                return launchers(plan[1], plan[2]), _LazySources(render_all)
+
+        def compile_now():
+            """(library, parameters or None): generic when a structure's second shape asks."""
+            if plan is not None:
+                positions = plan[1]
+                position = {id(s): len(kernels) + k for k, s in enumerate(segments)}
+                entries = {position[id(s)]: len(s.inputs) + len(s.outputs) + 1 for s in top}
+                text = generic.generic_source(shapes, positions, entries)
+                generic_text = (
+                    render.PRELUDE + (blas.SOURCE if with_blas else "") + generic.PRELUDE + "\n" + text + "\n"
+                )
+                try:
+                    lib = build.load(generic_text, top[0].name)
+                except build.CompileError:
+                    generic.REGISTRY.failed(shapes)  # a number C needs as a constant: specialize
+                else:
+                    generic.REGISTRY.built(shapes, positions, lib)
+                    return lib, generic.values(shapes, positions)
+            lib = build.load(source, top[0].name, key_text)
+            generic.REGISTRY.remember(structure, shapes or generic.template(render_all()))
+            return lib, None
 
         if on_ready is not None:
-            lib = build.cached(key_text)
-            if lib is not None:
-                return launchers(lib), _LazySources(render_all)
 
             def finish():
                 try:
-                    lib = build.load(source, top[0].name, key_text)
+                    lib, params = compile_now()
                 except build.CompileError as e:
                     _warn_fallback(e, stacklevel=1)
                     return
-                on_ready(launchers(lib))
+                on_ready(launchers(lib, params))
 
             background.submit(finish)
             return None, _LazySources(render_all)
         try:
-            lib = build.load(source, top[0].name, key_text)
+            lib, params = compile_now()
         except build.CompileError as e:
             _warn_fallback(e, stacklevel=3)
             fns = {id(s): segment_callable(s) for s in top}
             return fns, render_all()
-        return launchers(lib), _LazySources(render_all)
+        return launchers(lib, params), _LazySources(render_all)
 
 
 def _warn_fallback(error, stacklevel: int) -> None:

@@ -49,7 +49,8 @@ FLAGS = [
 ]
 OPENMP = ["-fopenmp"]
 
-stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0, "rebuilt_corrupt": 0}
+# generic_hits: programs that ran a library compiled for another shape (generic.py).
+stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0, "rebuilt_corrupt": 0, "generic_hits": 0}
 _libraries: dict[str, ctypes.CDLL] = {}
 _lock = threading.Lock()
 _probe: dict = {}

@@ -13,7 +13,7 @@ import ctypes
 
 import numpy as np
 
-from morphax._src.compiler.backends.c import blas, convolution
+from morphax._src.compiler.backends.c import blas, convolution, launch_ext
 from morphax._src.compiler.backends.c.scalar import ctype
 from morphax._src.compiler.kernel_ir import Kernel, Loop, Opaque
 from morphax._src.compiler.segments import ALIGNMENT
@@ -229,21 +229,28 @@ def _listing(values, names) -> str:
     return ", ".join(names(v) for v in values) or "none"
 
 
-def launcher(fn, segment):
+def launcher(fn, segment, params=None):
     """A Python callable for one segment: inputs -> freshly allocated outputs (or the donated
     buffers given in `outs`, by output index). Scratch arenas are kept in a pool, one per
-    concurrent caller, and reused across calls."""
+    concurrent caller, and reused across calls. `params` (an int64 array): the shape parameters
+    of a generic library (generic.py), passed after the scratch arena."""
     fn.argtypes = [ctypes.c_void_p]
     fn.restype = None
     in_dtypes = [np.dtype(v.aval.dtype) for v in segment.inputs]
     out_specs = [(tuple(v.aval.shape), np.dtype(v.aval.dtype)) for v in segment.outputs]
-    ptr_array = ctypes.c_void_p * (len(in_dtypes) + len(out_specs) + 1)
+    extra = () if params is None else (params.ctypes.data,)
+    ptr_array = ctypes.c_void_p * (len(in_dtypes) + len(out_specs) + 1 + len(extra))
     scratch = segment.scratch_bytes
     pool: list = []
     empty = np.empty
     asarray = np.ascontiguousarray
+    fast = launch_ext.launcher(fn, in_dtypes, out_specs, scratch, params)
 
     def run(*inputs, outs=None):
+        if fast is not None and not outs:
+            res = fast(*inputs)  # None: an input needs converting first
+            if res is not None:
+                return res
         ins = [asarray(x, dtype=d) for x, d in zip(inputs, in_dtypes)]
         if outs:
             res = [
@@ -255,12 +262,17 @@ def launcher(fn, segment):
         else:
             res = [empty(shape, dtype) for shape, dtype in out_specs]
         arena = (pool.pop() if pool else _arena(scratch)) if scratch else None
-        ptrs = ptr_array(*[address(a) for a in ins], *[address(a) for a in res], arena[1] if arena else None)
+        ptrs = ptr_array(
+            *[address(a) for a in ins], *[address(a) for a in res], arena[1] if arena else None, *extra
+        )
         fn(ptrs)
         if arena:
             pool.append(arena)
         return res
 
+    run.params = params  # alive as long as the launcher: the C reads it on every call
+    run.native = True  # the fast path may call it directly (executor._direct_launcher)
+    run.fast = fast
     return run
 
 

@@ -1,0 +1,245 @@
+"""Shape-generic libraries: one compiled library for every shape of a program's structure.
+
+A program traced again for a new batch size lowers, fuses and renders to the same C as before
+except for numbers: extents, strides, trip counts, scratch offsets, a mean's 1/n. So the C
+backend compares the rendered text of a new shape with what it compiled before, token by token.
+When only numbers differ, it compiles once more a *generic* version in which each number that
+differed is read at run time from a parameter array, and from then on every shape whose C has the
+same skeleton (and the same numbers everywhere else) reuses that library: a new shape costs a
+trace and a render, no C compile. The first shape keeps its fully specialized library.
+
+The parameters travel as one more pointer after a top-level segment's scratch arena; the segment
+stores it in a thread-local, and every function reads the values it uses into locals when it
+starts (so OpenMP worker threads, which have their own thread-locals, see plain locals). Numbers
+C needs at compile time -- in preprocessor lines, static initializers, case labels, or with a type
+suffix -- must match exactly; a program where one differs gets its own specialized library, as
+does a program whose generic version fails to compile (a C constant expression, say).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+import struct
+import threading
+
+import numpy as np
+
+# Comments and identifiers are consumed whole, so the numbers found are C numeric literals.
+_TOKEN = re.compile(
+    r"/\*.*?\*/|//[^\n]*|[A-Za-z_]\w*"
+    r"|(?P<num>0[xX][0-9a-fA-F]*\.?[0-9a-fA-F]*(?:[pP][+-]?\d+)?[fFlLuU]*"
+    r"|\d+\.?\d*(?:[eE][+-]?\d+)?[fFlLuU]*|\.\d+(?:[eE][+-]?\d+)?[fFlLuU]*)",
+    re.S,
+)
+_INT = re.compile(r"\d+")
+_FLOAT = re.compile(
+    r"(0[xX][0-9a-fA-F]*\.?[0-9a-fA-F]*[pP][+-]?\d+|\d*\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)[fF]?"
+)
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+# Lines where C needs its numbers at compile time.
+_COMPILE_TIME = re.compile(r"^\s*#|\bstatic\b|\bcase\b")
+MAX_FAMILIES = 256
+PRELUDE = """
+static _Thread_local const int64_t *mx_dims;  /* this call's shape parameters (generic.py) */
+static inline double mx_dim_double(int64_t bits) { double d; memcpy(&d, &bits, 8); return d; }
+"""
+
+
+@dataclasses.dataclass
+class Template:
+    """The rendered functions of one program split at their numeric literals."""
+
+    pieces: list  # per function: the text around its numbers (one more piece than numbers)
+    numbers: list  # per function: the numeric literal tokens, in order
+    fixed: list  # per function: per number, whether C needs it at compile time
+    key: str  # hash of the skeleton: comments dropped, every number replaced by '#'
+
+
+def template(functions) -> Template:
+    pieces, numbers, fixed, skeleton = [], [], [], hashlib.sha256()
+    for text in functions:
+        parts, nums, rigid, start = [], [], [], 0
+        for m in _TOKEN.finditer(text):
+            token = m.group("num")
+            if token is None:  # a comment or an identifier, consumed whole
+                continue
+            parts.append(text[start : m.start()])
+            line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
+            numeric = _INT.fullmatch(token) or _FLOAT.fullmatch(token)
+            rigid.append(not numeric or _COMPILE_TIME.search(line) is not None)
+            nums.append(token)
+            start = m.end()
+        parts.append(text[start:])
+        for part in parts:
+            skeleton.update(_COMMENT.sub(" ", part).encode() + b"#")
+        skeleton.update(b"\0")
+        pieces.append(parts)
+        numbers.append(nums)
+        fixed.append(rigid)
+    return Template(pieces, numbers, fixed, skeleton.hexdigest())
+
+
+def differing(new: Template, old: Template) -> list | None:
+    """The (function, number) positions where `new` and `old` (same skeleton) differ, or None
+    when one of them is a number C needs at compile time."""
+    positions = []
+    for f, (a, b) in enumerate(zip(new.numbers, old.numbers)):
+        for n, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                if new.fixed[f][n]:
+                    return None
+                positions.append((f, n))
+    return positions
+
+
+def _c_type(token: str) -> str:
+    if _INT.fullmatch(token):
+        return "int64_t"
+    return "float" if token[-1] in "fF" else "double"
+
+
+def value_bits(token: str) -> int:
+    """A number token as the int64 the generic code reads (floats as their double's bits)."""
+    if _INT.fullmatch(token):
+        return int(token)
+    text = token.rstrip("fF")
+    value = float.fromhex(text) if text[:2].lower() == "0x" else float(text)
+    return struct.unpack("<q", struct.pack("<d", value))[0]
+
+
+def generic_source(tmpl: Template, positions: list, entries: dict) -> str:
+    """The functions of `tmpl` with the numbers at `positions` read from the parameters.
+    `entries` maps the index of each top-level segment function to its io slot for them."""
+    params = {pos: k for k, pos in enumerate(positions)}
+    out = []
+    for f, (parts, nums) in enumerate(zip(tmpl.pieces, tmpl.numbers)):
+        text = [parts[0]]
+        declared = []
+        for n, token in enumerate(nums):
+            k = params.get((f, n))
+            if k is None:
+                text.append(token)
+            else:
+                text.append(f"mxd{k}")
+                declared.append((k, _c_type(token)))
+            text.append(parts[n + 1])
+        body = "".join(text)
+        setup = []
+        if f in entries:
+            setup.append(f"  mx_dims = (const int64_t *)io[{entries[f]}];")
+        for k, ctype in dict(declared).items():
+            read = f"mx_dims[{k}]" if ctype == "int64_t" else f"({ctype})mx_dim_double(mx_dims[{k}])"
+            setup.append(f"  const {ctype} mxd{k} = {read};")
+        if setup:
+            opening = re.search(r"^void \w+\(void \*const \*restrict \w+\) \{\n", body, re.M)
+            assert opening is not None, "every rendered function starts with its definition line"
+            body = body[: opening.end()] + "\n".join(setup) + "\n" + body[opening.end() :]
+        out.append(body)
+    header = (
+        f"/* Generic over {len(positions)} numbers (mxd0, mxd1, ...: this call's extents, offsets and "
+        "shape-derived constants, read from the parameters); the comments show the shapes of the "
+        "program that built it. */"
+    )
+    return header + "\n\n" + "\n\n".join(out)
+
+
+def values(tmpl: Template, positions: list) -> np.ndarray:
+    return np.array([value_bits(tmpl.numbers[f][n]) for f, n in positions], dtype=np.int64)
+
+
+@dataclasses.dataclass
+class _Family:
+    """What is known about one skeleton: the numbers of its first compiled shape, and the generic
+    library once a second shape has been seen (`positions`: its parameters)."""
+
+    first: Template
+    positions: list | None = None
+    library: object = None
+    failed: bool = False
+
+
+def structure_key(description: str) -> str:
+    """A program's description (its printed jaxpr and segment layout) with every number
+    blanked: programs that differ only in shapes share it. Cheap, unlike rendering."""
+    return hashlib.sha256(re.sub(r"\d+", "#", description).encode()).hexdigest()
+
+
+class Registry:
+    """Structures and skeletons seen in this process, shared by every program (thread-safe)."""
+
+    def __init__(self):
+        self._families: dict[str, _Family] = {}
+        self._structures: set = set()
+        self._pending: dict = {}  # structure -> render(), for libraries loaded from a cache
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._families.clear()
+            self._structures.clear()
+            self._pending.clear()
+
+    def seen(self, structure: str) -> bool:
+        """Whether a program of this structure was compiled (or loaded) before."""
+        with self._lock:
+            pending = self._pending.pop(structure, None)
+            known = structure in self._structures
+        if pending is not None:
+            self.remember(structure, template(pending()))
+        return known
+
+    def remember_lazily(self, structure: str, render) -> None:
+        """A library for this structure came from a cache: its rendering (`render()`, the
+        functions' C) is taken only if another shape of the structure shows up."""
+        with self._lock:
+            if structure not in self._structures:
+                self._structures.add(structure)
+                self._pending[structure] = render
+                self._bound()
+
+    def plan(self, tmpl: Template):
+        """("reuse", library, params) when a generic library serves `tmpl`; ("build", positions)
+        when one should be compiled for it; None when `tmpl` needs a specialized library."""
+        with self._lock:
+            family = self._families.get(tmpl.key)
+        if family is None or family.failed:
+            return None
+        positions = differing(tmpl, family.first)
+        if positions is None or not positions:
+            return None
+        if family.library is not None:
+            known = set(family.positions)
+            if known.issuperset(positions):
+                return "reuse", family.library, values(tmpl, family.positions)
+            positions = sorted(known.union(positions))
+        return "build", positions
+
+    def remember(self, structure: str, tmpl: Template) -> None:
+        """`tmpl` was compiled specialized: later shapes are compared with it."""
+        with self._lock:
+            self._structures.add(structure)
+            self._families.setdefault(tmpl.key, _Family(tmpl))
+            self._bound()
+
+    def _bound(self) -> None:
+        # A process that jits many different programs keeps the most recent structures only.
+        for table in (self._families, self._pending):
+            while len(table) > MAX_FAMILIES:
+                table.pop(next(iter(table)))
+        if len(self._structures) > 4 * MAX_FAMILIES:
+            self._structures.clear()
+
+    def built(self, tmpl: Template, positions: list, library) -> None:
+        with self._lock:
+            family = self._families.setdefault(tmpl.key, _Family(tmpl))
+            family.positions, family.library = positions, library
+
+    def failed(self, tmpl: Template) -> None:
+        with self._lock:
+            family = self._families.setdefault(tmpl.key, _Family(tmpl))
+            family.failed = True
+
+
+REGISTRY = Registry()

@@ -1,0 +1,103 @@
+"""The fast path of a jitted call.
+
+Most calls of a jitted function repeat a signature it has run before: positional Arrays whose
+values are ready, no static or donated arguments, called eagerly, and small enough to run on the
+calling thread (runtime/dispatch.py's inline rule). For those, `JitWrapped.__call__` skips the
+general path (flattening, the trace-cache lookup, the executable's memo lookup, the dispatch
+decisions): one dictionary lookup on the arguments' shapes, dtypes and weak types finds the
+executable and what to check before running it -- that the flags tracing depends on, the
+compiled-program generation (`clear_caches`) and the backend are those it was recorded under,
+that no transformation is tracing, and that the device stream has no queued work the call would
+overtake. Anything else, or any check failing, returns None and the general path runs, which
+records the signature for next time.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from morphax._src.compiler import compile as _compile
+from morphax._src.compiler.backends import default_backend_name
+from morphax._src.config import config
+from morphax._src.core import pytree
+from morphax._src.core import trace as _trace
+from morphax._src.runtime import dispatch, eager
+from morphax._src.runtime.array import Array
+
+# Signatures kept per jitted function: a function called with ever-new shapes stops recording.
+MAX_SIGNATURES = 64
+_ndarray = np.ndarray
+_get_ident = threading.get_ident
+
+
+class FastCalls(dict):
+    """signature -> _Entry, for one jitted function."""
+
+
+class _Entry:
+    __slots__ = ("context", "generation", "setting", "executable", "weak_types", "out_tree", "single")
+
+    def __init__(self, context, generation, setting, executable, out_tree, single):
+        self.context = context
+        self.generation = generation
+        # (the configured backend,) when the function runs on the default backend, else None.
+        self.setting = setting
+        self.executable = executable
+        self.weak_types = executable.out_weak_types
+        self.out_tree = out_tree
+        self.single = single
+
+
+def remember(table: FastCalls, args, closed, name, backend, out_tree, single) -> None:
+    """Record the signature of a call the general path just ran (positional Arrays, eagerly)."""
+    if len(table) >= MAX_SIGNATURES or eager._float_checks:
+        return
+    default = backend is None or backend == "cpu"
+    executable = _compile.compile_jaxpr(closed, name, default_backend_name() if default else backend)
+    if not dispatch.runs_inline(executable):
+        return  # queued on the stream: the general path's cost is small beside the work
+    key = tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args])
+    setting = (config.morphax_backend,) if default else None
+    table[key] = _Entry(config.trace_context(), _compile._generation, setting, executable, out_tree, single)
+
+
+def run(table: FastCalls, args):
+    """The outputs of the call, or None when it must take the general path."""
+    try:
+        key = tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args])
+    except AttributeError:  # not all Arrays (a tracer, a NumPy array, a Python scalar)
+        return None
+    entry = table.get(key)
+    if (
+        entry is None
+        or entry.generation != _compile._generation
+        or entry.context != config.trace_context()
+        or _trace.ctx.trace is not _trace.base_trace()
+        or config.disable_jit
+        or eager._float_checks
+    ):
+        return None
+    values = [a._buf for a in args]
+    for v in values:
+        if type(v) is not _ndarray:  # still being computed: the general path orders it
+            return None
+    stream = dispatch._streams.get(0)
+    if stream is not None and (stream._pending or stream._ident == _get_ident()):
+        return None
+    if entry.setting is not None and config.morphax_backend != entry.setting[0]:
+        return None  # the default backend changed since
+    executable = entry.executable
+    direct = executable.direct
+    try:
+        outs = direct(*values) if direct is not None else None
+        if outs is None:
+            outs = executable(*values)
+    except Exception as e:  # noqa: BLE001 - surfaces at the wait, as on the general path
+        arrays = dispatch._failed(executable.out_avals, entry.weak_types, e)
+    else:
+        arrays = [Array(o, w) for o, w in zip(outs, entry.weak_types)]
+    if entry.single:
+        return arrays[0]
+    return pytree.tree_unflatten(entry.out_tree, arrays)

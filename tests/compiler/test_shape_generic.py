@@ -1,0 +1,151 @@
+"""Shape-generic libraries (backends/c/generic.py): a program traced again at a new shape reuses
+a library compiled for another shape of the same structure, with the shape-dependent numbers
+passed at run time. Results are compared with the numpy backend at every shape; the counters
+show how many C compiles happened."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import morphax
+import morphax.numpy as jnp
+from morphax._src.compiler.backends import get_backend
+from morphax._src.compiler.backends.c import build, generic
+from morphax._src.jit_api import trace_counters
+
+pytestmark = pytest.mark.skipif(not get_backend("c").available(), reason="no C compiler")
+RNG = np.random.default_rng(17)
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    """A private empty disk cache, no libraries in memory and an empty registry; builds in the
+    calling thread (the test suite's setting): compiles are countable."""
+    monkeypatch.setenv("MORPHAX_CACHE_DIR", str(tmp_path))
+    saved = dict(build._libraries)
+    build._libraries.clear()
+    build.reset_cache_dir()
+    generic.REGISTRY.clear()
+    yield
+    generic.REGISTRY.clear()
+    build._libraries.clear()
+    build._libraries.update(saved)
+    build.reset_cache_dir()
+
+
+def _mlp_step(params, x, y):
+    def loss(params):
+        (w1, b1), (w2, b2) = params
+        h = jnp.maximum(x @ w1 + b1, 0.0)
+        logits = h @ w2 + b2
+        return -jnp.mean(jnp.sum(y * morphax.nn.log_softmax(logits), axis=-1))
+
+    value, grads = morphax.value_and_grad(loss)(params)
+    return value, morphax.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads)
+
+
+def _mlp_params(d_in=12, hidden=24, classes=5):
+    return (
+        (RNG.standard_normal((d_in, hidden)).astype(np.float32) * 0.2, np.zeros(hidden, np.float32)),
+        (RNG.standard_normal((hidden, classes)).astype(np.float32) * 0.2, np.zeros(classes, np.float32)),
+    )
+
+
+def _agree(got, want, tol=2e-5):
+    for g, w in zip(morphax.tree_util.tree_leaves(got), morphax.tree_util.tree_leaves(want)):
+        assert np.asarray(g).shape == np.asarray(w).shape
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
+
+
+def test_five_batch_sizes_compile_c_twice_and_match_the_numpy_backend(fresh_cache):
+    """The first size gets a specialized library, the second a generic one that every later
+    size reuses: each new size costs a trace (and a render), no C compile."""
+    params = _mlp_params()
+    step = morphax.jit(_mlp_step, backend="c")
+    reference = morphax.jit(_mlp_step, backend="numpy")
+    compiles, hits = build.stats["compiles"], build.stats["generic_hits"]
+    traces = trace_counters.traces
+    for batch in (16, 24, 7, 40, 64):
+        x = RNG.standard_normal((batch, 12)).astype(np.float32)
+        y = np.eye(5, dtype=np.float32)[RNG.integers(0, 5, batch)]
+        _agree(step(params, x, y), reference(params, x, y))
+    assert build.stats["compiles"] - compiles == 2
+    assert build.stats["generic_hits"] - hits == 3
+    assert trace_counters.traces - traces == 5  # one per batch size (both backends share it)
+
+
+def test_the_generic_library_serves_shapes_on_several_threads_at_once(fresh_cache):
+    """Each call's parameters travel with the call (a thread-local set by the segment), so two
+    threads running the same library at different shapes do not see each other's extents."""
+    f = morphax.jit(lambda x: jnp.sin(x) * 2.0 + jnp.sum(x, axis=0), backend="c")
+    inputs = {n: RNG.standard_normal((n, 3)).astype(np.float32) for n in (5, 8, 11, 13)}
+    for n in (5, 8):  # specialized, then generic
+        f(inputs[n]).block_until_ready()
+    compiles = build.stats["compiles"]
+    errors = []
+
+    def worker(n):
+        want = np.sin(inputs[n]) * 2.0 + inputs[n].sum(axis=0)
+        for _ in range(200):
+            got = np.asarray(f(inputs[n]))
+            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-5):
+                errors.append(n)
+                return
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in (11, 13, 11, 13)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert build.stats["compiles"] == compiles
+
+
+def test_generic_kernels_run_on_openmp_threads(fresh_cache):
+    """Sizes above the threading threshold: the parallel loops read the extents from locals."""
+    f = morphax.jit(lambda x: jnp.exp(-x * x) + x[::-1], backend="c")
+    for n in (300_000, 400_000, 500_000):
+        x = RNG.standard_normal(n).astype(np.float32)
+        np.testing.assert_allclose(np.asarray(f(x)), np.exp(-x * x) + x[::-1], rtol=2e-6, atol=1e-6)
+    assert build.stats["generic_hits"] >= 1
+
+
+def test_a_scan_loop_and_its_trip_count_stay_generic(fresh_cache):
+    def f(xs, h):
+        def body(h, x):
+            h = jnp.tanh(h * 0.5 + x)
+            return h, h.sum()
+
+        return morphax.lax.scan(body, h, xs)
+
+    jitted, reference = morphax.jit(f, backend="c"), morphax.jit(f, backend="numpy")
+    for steps, width in ((5, 3), (9, 3), (4, 7), (12, 2)):
+        xs = RNG.standard_normal((steps, width)).astype(np.float32)
+        h = RNG.standard_normal(width).astype(np.float32)
+        _agree(jitted(xs, h), reference(xs, h))
+    assert build.stats["generic_hits"] >= 2
+
+
+def test_templates_find_numbers_not_names_comments_or_hex_digits():
+    text = (
+        "/* f32[32,784] */\n"
+        "void k0(void *const *restrict buf) {\n"
+        "  float *restrict out_b2 = (float *)buf[1];\n"
+        "  for (int64_t i = 0; i < 25088; i++) out_b2[i] = 0x1.0p-5f * i + 1e-3 + 0x7fffffff;\n"
+        "  #pragma omp simd safelen(8)\n"
+        "  static const uint8_t lit0[] = {1, 2};\n"
+        "}\n"
+    )
+    tmpl = generic.template([text])
+    assert tmpl.numbers[0] == ["1", "0", "25088", "0x1.0p-5f", "1e-3", "0x7fffffff", "8", "1", "2"]
+    assert tmpl.fixed[0] == [False, False, False, False, False, True, True, True, True]
+    other = generic.template([text.replace("25088", "512").replace("0x1.0p-5f", "0x1.0p-6f")])
+    assert other.key == tmpl.key  # the same skeleton: only numbers differ
+    assert generic.differing(other, tmpl) == [(0, 2), (0, 3)]
+    # A number C needs as a constant (an initializer, a pragma) cannot become a parameter.
+    frozen = generic.template([text.replace("{1, 2}", "{1, 3}")])
+    assert generic.differing(frozen, tmpl) is None
+    source = generic.generic_source(other, [(0, 2), (0, 3)], {})
+    assert "i < mxd0" in source and "mxd1 * i" in source and "const float mxd1" in source
+    assert generic.value_bits("0x1.0p-6f") == np.float64(2.0**-6).view(np.int64)

@@ -1,0 +1,135 @@
+"""The fast path of jitted calls (runtime/call_fast.py) and the C segment launcher
+(backends/c/launch_ext.py): repeated calls skip the general path, and every condition that needs
+it (new signatures, changed flags, cleared caches, tracing, pending inputs, donation) still
+takes it. Results are compared with NumPy."""
+
+import numpy as np
+import pytest
+
+import morphax
+import morphax.numpy as jnp
+from morphax._src.compiler.backends import get_backend
+from morphax._src.jit_api import JitWrapped
+
+RNG = np.random.default_rng(23)
+
+
+@pytest.fixture
+def general_calls(monkeypatch):
+    """Counts calls that take the general path."""
+    calls = []
+    original = JitWrapped._call
+
+    def counting(self, *args, **kwargs):
+        calls.append(self._name)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(JitWrapped, "_call", counting)
+    return calls
+
+
+def test_repeated_calls_take_the_fast_path_and_stay_correct(general_calls):
+    def f(x, y):
+        return jnp.sin(x) * y + 1.0, {"sum": jnp.sum(x)}
+
+    jitted = morphax.jit(f)
+    x = jnp.asarray(RNG.standard_normal(8).astype(np.float32))
+    y = jnp.asarray(RNG.standard_normal(8).astype(np.float32))
+    jitted(x, y)
+    assert len(general_calls) == 1
+    for _ in range(5):
+        out, aux = jitted(x, y)
+    assert len(general_calls) == 1
+    np.testing.assert_allclose(np.asarray(out), np.sin(np.asarray(x)) * np.asarray(y) + 1.0, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(aux["sum"]), np.asarray(x).sum(), rtol=1e-5)
+    # A new shape is a new signature: the general path, once.
+    z = jnp.asarray(RNG.standard_normal(5).astype(np.float32))
+    jitted(z, z)
+    jitted(z, z)
+    assert len(general_calls) == 2
+
+
+def test_flags_cleared_caches_and_python_values_take_the_general_path(general_calls):
+    jitted = morphax.jit(lambda x: x * 2)
+    x = jnp.asarray(np.arange(4, dtype=np.int32))
+    jitted(x)
+    jitted(x)
+    assert len(general_calls) == 1
+    with morphax.enable_x64(True):  # the flags tracing depends on changed
+        assert np.asarray(jitted(x)).tolist() == [0, 2, 4, 6]
+    assert len(general_calls) == 2
+    morphax.clear_caches()
+    assert np.asarray(jitted(x)).tolist() == [0, 2, 4, 6]
+    assert len(general_calls) == 3
+    jitted(np.arange(4, dtype=np.int32))  # a NumPy array, not an Array
+    assert len(general_calls) == 4
+
+
+def test_jitted_functions_inside_transformations_are_traced_not_run():
+    jitted = morphax.jit(lambda x: jnp.sum(jnp.tanh(x) ** 2))
+    x = jnp.asarray(RNG.standard_normal(6).astype(np.float32))
+    jitted(x)
+    jitted(x)  # the signature is recorded; under grad and vmap the arguments are tracers
+    grad = morphax.grad(jitted)(x)
+    t = np.tanh(np.asarray(x))
+    np.testing.assert_allclose(np.asarray(grad), 2 * t * (1 - t**2), rtol=1e-5)
+    rows = morphax.vmap(jitted)(jnp.stack([x, x * 2]))
+    np.testing.assert_allclose(
+        np.asarray(rows), [np.sum(t**2), np.sum(np.tanh(2 * np.asarray(x)) ** 2)], rtol=1e-5
+    )
+
+
+def test_an_input_still_being_computed_is_waited_for_in_order():
+    big = morphax.jit(lambda x: jnp.cumsum(jnp.sin(x) ** 2))
+    small = morphax.jit(lambda x: x[-1:] + 1.0)
+    x = jnp.asarray(RNG.standard_normal(2_000_000).astype(np.float32))
+    small(big(x)).block_until_ready()
+    small(big(x)).block_until_ready()
+    for _ in range(3):
+        pending = big(x)  # queued on the device stream: its buffer is not ready yet
+        out = small(pending)
+        want = np.cumsum(np.sin(np.asarray(x)).astype(np.float32) ** 2, dtype=np.float32)[-1:] + 1
+        np.testing.assert_allclose(np.asarray(out), want, rtol=1e-3)
+
+
+def test_donated_arguments_always_take_the_general_path(general_calls):
+    jitted = morphax.jit(lambda x: x + 1.0, donate_argnums=0)
+    for _ in range(3):
+        x = jnp.asarray(np.ones(8, np.float32))
+        assert np.asarray(jitted(x)).tolist() == [2.0] * 8
+        assert x.is_deleted()
+    assert len(general_calls) == 3
+
+
+def test_errors_surface_at_the_wait_on_the_fast_path_too():
+    jitted = morphax.jit(lambda x: morphax.pure_callback(_fail_on_negative, x, x))
+    x = jnp.asarray(np.ones(3, np.float32))
+    jitted(x).block_until_ready()
+    jitted(x).block_until_ready()
+    with pytest.raises(ValueError, match="negative input"):
+        jitted(-x).block_until_ready()
+
+
+def _fail_on_negative(x):
+    if (np.asarray(x) < 0).any():
+        raise ValueError("negative input")
+    return np.asarray(x)
+
+
+@pytest.mark.skipif(not get_backend("c").available(), reason="no C compiler")
+def test_the_c_launcher_declines_inputs_it_cannot_pass_and_ctypes_runs_them():
+    from morphax._src.compiler.backends.c import launch_ext
+
+    if launch_ext.module() is None:
+        pytest.skip("no Python headers to build the launcher extension")
+    jitted = morphax.jit(lambda a, b: a * 2.0 + b, backend="c")
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    b = np.ones((3, 4), np.float32)
+    compiled = jitted.lower(a, b).compile()
+    launch = compiled._executable.direct
+    assert launch is not None and type(launch).__name__ == "Launcher"
+    assert np.asarray(launch(a, b)[0]).tolist() == (a * 2 + 1).tolist()
+    assert launch(a.T.copy().T, b) is None  # not C-contiguous: declined
+    assert launch(a.astype(np.float64), b) is None  # another dtype: declined
+    # The jitted call converts such inputs and runs them through the ctypes launcher.
+    np.testing.assert_allclose(np.asarray(jitted(np.asfortranarray(a), b)), a * 2 + 1)
