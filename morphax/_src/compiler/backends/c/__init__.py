@@ -127,7 +127,10 @@ class CBackend:
                     names = _NameContext()
                     _print_jaxpr(jaxpr, names, 0)  # names as the printed jaxpr shows them
                     rendered.extend(render.render_kernel(k, names) for k in kernels)
-                    rendered.extend(native_program.render_segment(s, names) for s in segments)
+                    launched = {id(s) for s in top}
+                    rendered.extend(
+                        native_program.render_segment(s, names, id(s) in launched) for s in segments
+                    )
             return rendered
 
         def source() -> str:

@@ -133,7 +133,7 @@ def generic_source(tmpl: Template, positions: list, entries: dict) -> str:
             read = f"mx_dims[{k}]" if ctype == "int64_t" else f"({ctype})mx_dim_double(mx_dims[{k}])"
             setup.append(f"  const {ctype} mxd{k} = {read};")
         if setup:
-            opening = re.search(r"^void \w+\(void \*const \*restrict \w+\) \{\n", body, re.M)
+            opening = re.search(r"^(?:static )?void \w+\(void \*const \*restrict \w+\) \{\n", body, re.M)
             assert opening is not None, "every rendered function starts with its definition line"
             body = body[: opening.end()] + "\n".join(setup) + "\n" + body[opening.end() :]
         out.append(body)

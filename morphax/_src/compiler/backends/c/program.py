@@ -38,7 +38,9 @@ def uses_blas(segments) -> bool:
     return any(isinstance(step, Opaque) for seg in segments for step in seg.steps)
 
 
-def render_segment(segment, names_ctx) -> str:
+def render_segment(segment, names_ctx, exported: bool = True) -> str:
+    """C for one segment. Loop bodies (`exported=False`) are static: only their loop calls
+    them, and the C compiler may inline them into it."""
     names = names_ctx.name
     n_in, n_out = len(segment.inputs), len(segment.outputs)
     kernels = sum(isinstance(s, Kernel) for s in segment.steps)
@@ -51,7 +53,7 @@ def render_segment(segment, names_ctx) -> str:
         f"{_count(convolutions, 'convolution')}, {_count(loops, 'loop')}, {segment.scratch_bytes} bytes of scratch.\n"
         f" * io: inputs {_listing(segment.inputs, names)}; "
         f"outputs {_listing(segment.outputs, names)}; then the scratch arena. */",
-        f"void {segment.name}(void *const *restrict io) {{",
+        f"{'' if exported else 'static '}void {segment.name}(void *const *restrict io) {{",
     ]
     where: dict[int, str] = {}
     taken: set = set()

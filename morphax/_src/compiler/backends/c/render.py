@@ -221,7 +221,9 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
     lines.append(
         f"/* {kernel.name}: fuses\n" + "\n".join(f" *   {ln}" for ln in comment.splitlines()) + "\n */"
     )
-    lines.append(f"void {kernel.name}(void *const *restrict buf) {{")
+    # Static: only the segments in the same file call a kernel, so the C compiler may inline it
+    # there (a loop body's kernel then costs no call per iteration).
+    lines.append(f"static void {kernel.name}(void *const *restrict buf) {{")
     pointers = {}
     # A donated input overwritten in place (kernel.aliases) shares memory with its store: neither
     # pointer is `restrict` (each element is read before it is written, in one iteration).
