@@ -328,11 +328,13 @@ def _grouped_matmul(x, w, out_c, strides, padding, lhs_dilation, rhs_dilation, f
     nb, og = n // bg, o // groups
     out_sp, ksz = out_c[2:], int(np.prod(w.shape[2:], dtype=np.int64))
     psz = int(np.prod(out_sp, dtype=np.int64))
-    # (bg, nb, fg, i, *o, *k) -> (groups, nb * P, i * K)
+    # (bg, nb, fg, i, *o, *k) -> (groups, nb * P, K * i): each row lists the taps, and under each
+    # tap the input features, in the order the native backend's im2col uses (so jit and eager
+    # sum in the same order).
     win = win.reshape((bg, nb, fg, i) + out_sp + w.shape[2:])
-    perm = (0, 2, 1) + tuple(range(4, 4 + nsp)) + (3,) + tuple(range(4 + nsp, 4 + 2 * nsp))
-    cols = np.ascontiguousarray(np.transpose(win, perm)).reshape(groups, nb * psz, i * ksz)
-    kern = w.reshape((groups, og, i * ksz)).transpose(0, 2, 1)
+    perm = (0, 2, 1) + tuple(range(4, 4 + nsp)) + tuple(range(4 + nsp, 4 + 2 * nsp)) + (3,)
+    cols = np.ascontiguousarray(np.transpose(win, perm)).reshape(groups, nb * psz, ksz * i)
+    kern = w.reshape((groups, og, i, ksz)).transpose(0, 3, 2, 1).reshape(groups, ksz * i, og)
     res = np.matmul(cols, kern)  # (groups, nb * P, og)
     res = res.reshape((groups, nb) + out_sp + (og,))
     res = np.transpose(res, (1, 0, 2 + nsp) + tuple(range(2, 2 + nsp)))
