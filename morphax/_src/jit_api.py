@@ -14,6 +14,7 @@ import functools
 import inspect
 import logging
 import struct
+import sys
 import threading
 import warnings
 import weakref
@@ -30,7 +31,7 @@ from morphax._src.jit_options import check_backend, int_tuple, resolve_argnums, 
 from morphax._src.runtime import call_fast
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.call import call_compiled
-from morphax._src.traceback_util import api_boundary
+from morphax._src.traceback_util import api_boundary, filter_leaving_boundary, register_boundary
 from morphax._src.transforms.jit import pjit_p
 from morphax._src.transforms.staging import closure_convert_tracers, make_debug_info, trace_to_jaxpr
 
@@ -538,16 +539,22 @@ class JitWrapped:
             closed, in_tree, out_tree, list(leaves), self._name, dbg.arg_names, self._compiler_backend
         )
 
+    @register_boundary
     def __call__(self, *args, **kwargs):
-        # The fast path (call_fast.py): positional ready Arrays at a signature called before,
-        # eagerly, with nothing that needs the general path. Otherwise (or when it declines):
-        if not kwargs and self._fast:
-            outs = call_fast.run(self._fast, args)
-            if outs is not None:
-                return outs
-        return self._call(*args, **kwargs)
+        try:
+            # The fast path (call_fast.py): positional ready Arrays at a signature called
+            # before, eagerly, with nothing that needs the general path. Otherwise (or when it
+            # declines), the general path.
+            if not kwargs and self._fast:
+                outs = call_fast.run(self._fast, args)
+                if outs is not None:
+                    return outs
+            return self._call(*args, **kwargs)
+        except Exception as e:
+            # A boundary (traceback_util.api_boundary) without a wrapper frame.
+            filter_leaving_boundary(e, sys._getframe().f_back)
+            raise
 
-    @api_boundary
     def _call(self, *args, **kwargs):
         if self._backend_error is not None:
             raise RuntimeError(self._backend_error)

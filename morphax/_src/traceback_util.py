@@ -77,7 +77,7 @@ def filter_traceback(tb: types.TracebackType | None) -> types.TracebackType | No
 def _under_outer_boundary(frame: types.FrameType | None) -> bool:
     """True when a boundary wrapper is running in `frame` or any of its callers."""
     while frame is not None:
-        if frame.f_code is _BOUNDARY_CODE:
+        if frame.f_code in _BOUNDARY_CODES:
             return True
         frame = frame.f_back
     return False
@@ -112,23 +112,36 @@ def api_boundary(fun):
         try:
             return fun(*args, **kwargs)
         except Exception as e:
-            # The outermost boundary filters; inner ones (found on the stack above) pass it on.
-            if _under_outer_boundary(sys._getframe().f_back) or filtering_mode() == "off":
-                raise
-            tb, filtered = e.__traceback__, None
-            try:
-                filtered = filter_traceback(tb)
-                if filtered is not tb:
-                    e.with_traceback(filtered)
-                    _add_note(e, FILTER_NOTE)
-                raise  # a bare raise re-raises without adding this frame back
-            finally:
-                del tb, filtered, e  # frames and tracebacks would otherwise form cycles
+            filter_leaving_boundary(e, sys._getframe().f_back)
+            raise  # a bare raise re-raises without adding this frame back
 
     return reraise_with_filtered_traceback
 
 
-_BOUNDARY_CODE = api_boundary(lambda: None).__code__
+def filter_leaving_boundary(e: BaseException, caller) -> None:
+    """What a boundary does to an exception leaving it, called from its except block (whose
+    bare `raise` then re-raises it): the outermost boundary filters the traceback; inner ones
+    (a boundary running in `caller` or above it) leave it alone."""
+    if _under_outer_boundary(caller) or filtering_mode() == "off":
+        return
+    tb, filtered = e.__traceback__, None
+    try:
+        filtered = filter_traceback(tb)
+        if filtered is not tb:
+            e.with_traceback(filtered)
+            _add_note(e, FILTER_NOTE)
+    finally:
+        del tb, filtered  # frames and tracebacks would otherwise form cycles
+
+
+def register_boundary(function):
+    """Mark `function`, which handles exceptions with `filter_leaving_boundary` itself, as a
+    boundary (a jitted function's `__call__`, whose fast path has no wrapper frame to spare)."""
+    _BOUNDARY_CODES.add(function.__code__)
+    return function
+
+
+_BOUNDARY_CODES = {api_boundary(lambda: None).__code__}
 
 
 def transformation_boundary(transform):

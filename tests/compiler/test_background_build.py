@@ -13,7 +13,7 @@ import pytest
 import morphax
 import morphax.numpy as jnp
 from morphax._src.compiler.backends import get_backend
-from morphax._src.compiler.backends.c import background, build
+from morphax._src.compiler.backends.c import background, build, generic
 
 pytestmark = pytest.mark.skipif(not get_backend("c").available(), reason="no working C compiler")
 
@@ -27,6 +27,9 @@ def background_builds(tmp_path, monkeypatch):
     build.reset_cache_dir()
     for k in build.stats:
         build.stats[k] = 0
+    # Programs here differ only in a constant, which a shape-generic library would cover
+    # (test_shape_generic.py): each must build its own cache entry.
+    monkeypatch.setattr(generic.REGISTRY, "seen", lambda structure: False)
     morphax.config.update("morphax_compile_in_background", True)
     yield tmp_path / "cache"
     background.wait()

@@ -20,7 +20,7 @@ import pytest
 import morphax
 import morphax.numpy as jnp
 from morphax._src.compiler.backends import get_backend
-from morphax._src.compiler.backends.c import build
+from morphax._src.compiler.backends.c import build, generic
 
 pytestmark = pytest.mark.skipif(not get_backend("c").available(), reason="no working C compiler")
 
@@ -40,6 +40,9 @@ def fresh_cache(tmp_path, monkeypatch):
     build.reset_cache_dir()
     for k in build.stats:
         build.stats[k] = 0
+    # Programs here differ only in a constant, which a shape-generic library would cover
+    # (test_shape_generic.py): each must build its own cache entry.
+    monkeypatch.setattr(generic.REGISTRY, "seen", lambda structure: False)
     yield cache
     build._libraries.clear()
     build._libraries.update(saved_libs)
@@ -119,11 +122,23 @@ def test_in_process_memory_then_disk_hits(fresh_cache):
     assert build.stats["compiles"] == 1
     _recompile()  # same source again: the library comes from memory
     np.testing.assert_allclose(_run_c(f, x), want, rtol=1e-5, atol=1e-6)
-    assert build.stats == {"compiles": 1, "disk_hits": 0, "memory_hits": 1, "rebuilt_corrupt": 0}
+    assert build.stats == {
+        "compiles": 1,
+        "disk_hits": 0,
+        "memory_hits": 1,
+        "rebuilt_corrupt": 0,
+        "generic_hits": 0,
+    }
     _recompile()
     build._libraries.clear()  # ... and now from the disk
     np.testing.assert_allclose(_run_c(f, x), want, rtol=1e-5, atol=1e-6)
-    assert build.stats == {"compiles": 1, "disk_hits": 1, "memory_hits": 1, "rebuilt_corrupt": 0}
+    assert build.stats == {
+        "compiles": 1,
+        "disk_hits": 1,
+        "memory_hits": 1,
+        "rebuilt_corrupt": 0,
+        "generic_hits": 0,
+    }
 
 
 def _corrupt(so_path, how):
@@ -176,7 +191,7 @@ def test_damaged_entry_is_rebuilt_never_loaded(fresh_cache, how, python_child):
     _check_entry(entry)
     # And the repaired entry is a disk hit again.
     stats = json.loads(python_child(_CHILD, env).stdout.strip().splitlines()[-1])
-    assert stats == {"compiles": 0, "disk_hits": 1, "memory_hits": 0, "rebuilt_corrupt": 0}
+    assert stats == {"compiles": 0, "disk_hits": 1, "memory_hits": 0, "rebuilt_corrupt": 0, "generic_hits": 0}
 
 
 def test_damaged_entry_in_this_process(fresh_cache):

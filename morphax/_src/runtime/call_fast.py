@@ -70,19 +70,26 @@ def run(table: FastCalls, args):
     except AttributeError:  # not all Arrays (a tracer, a NumPy array, a Python scalar)
         return None
     entry = table.get(key)
+    if entry is None:
+        return None
+    if entry.generation != _compile._generation:
+        table.clear()  # caches were cleared: drop the old executables too
+        return None
     if (
-        entry is None
-        or entry.generation != _compile._generation
-        or entry.context != config.trace_context()
+        entry.context != config.trace_context()
         or _trace.ctx.trace is not _trace.base_trace()
         or config.disable_jit
         or eager._float_checks
     ):
         return None
-    values = [a._buf for a in args]
-    for v in values:
-        if type(v) is not _ndarray:  # still being computed: the general path orders it
+    values = []
+    for a in args:
+        v = a._buf
+        # Exactly Arrays (the general path recorded only those), with values computed: a
+        # buffer still being computed is ordered by the general path.
+        if type(v) is not _ndarray or type(a) is not Array:
             return None
+        values.append(v)
     stream = dispatch._streams.get(0)
     if stream is not None and (stream._pending or stream._ident == _get_ident()):
         return None

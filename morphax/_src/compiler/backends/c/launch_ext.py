@@ -216,9 +216,12 @@ def _build():
     try:
         directory = os.path.join(build.cache_dir(), "launch")
         os.makedirs(directory, exist_ok=True)
-        path = os.path.join(directory, f"mx_launch_{key}{suffix}")
+        # Not named *.so: the disk cache's entries (programs, with their eviction and checksums)
+        # are the .so files under the cache directory; this is a module of its own.
+        path = os.path.join(directory, f"mx_launch_{key}.ext")
         if not os.path.exists(path):
-            src = os.path.join(directory, f"mx_launch_{key}.c")
+            # Per-process names until the atomic rename: processes may build it at once.
+            src = os.path.join(directory, f"mx_launch_{key}.{os.getpid()}.c")
             with open(src, "w") as fh:
                 fh.write(SOURCE)
             tmp = f"{path}.{os.getpid()}.tmp"
@@ -234,14 +237,18 @@ def _build():
                 "-o",
                 tmp,
             ]
-            done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+            finally:
+                os.remove(src)
             if done.returncode != 0:
                 logger.info(
                     "morphax: the segment launcher extension did not build; using ctypes.\n%s", done.stderr
                 )
                 return None
             os.replace(tmp, path)
-        spec = importlib.util.spec_from_file_location("mx_launch", path)
+        loader = importlib.machinery.ExtensionFileLoader("mx_launch", path)
+        spec = importlib.util.spec_from_file_location("mx_launch", path, loader=loader)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         return mod
