@@ -75,6 +75,9 @@ _TRACE_FLAGS = ("enable_x64", "threefry_partitionable", "numpy_rank_promotion", 
 
 def _refresh_trace_context(d: dict) -> None:
     d["_trace_context"] = tuple(d[a] for a in _TRACE_FLAGS)
+    # What the fast path of a jitted call checks (runtime/call_fast.py), as one object that
+    # changes whenever one of the flags does: a call compares it by identity.
+    d["_call_state"] = (d["_trace_context"], d["disable_jit"], d["morphax_backend"])
 
 
 def _coerce(attr, value):

@@ -30,6 +30,7 @@ from morphax._src.runtime.array import Array
 MAX_SIGNATURES = 64
 _ndarray = np.ndarray
 _get_ident = threading.get_ident
+_base_trace = _trace._base_trace_holder  # [the base trace]: current when nothing is tracing
 
 
 class FastCalls(dict):
@@ -37,13 +38,12 @@ class FastCalls(dict):
 
 
 class _Entry:
-    __slots__ = ("context", "generation", "setting", "executable", "weak_types", "out_tree", "single")
+    __slots__ = ("state", "generation", "executable", "weak_types", "out_tree", "single")
 
-    def __init__(self, context, generation, setting, executable, out_tree, single):
-        self.context = context
+    def __init__(self, state, generation, executable, out_tree, single):
+        # The flags tracing depends on, disable_jit and the default backend when recorded.
+        self.state = state
         self.generation = generation
-        # (the configured backend,) when the function runs on the default backend, else None.
-        self.setting = setting
         self.executable = executable
         self.weak_types = executable.out_weak_types
         self.out_tree = out_tree
@@ -59,8 +59,7 @@ def remember(table: FastCalls, args, closed, name, backend, out_tree, single) ->
     if not dispatch.runs_inline(executable):
         return  # queued on the stream: the general path's cost is small beside the work
     key = tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args])
-    setting = (config.morphax_backend,) if default else None
-    table[key] = _Entry(config.trace_context(), _compile._generation, setting, executable, out_tree, single)
+    table[key] = _Entry(config._call_state, _compile._generation, executable, out_tree, single)
 
 
 def run(table: FastCalls, args):
@@ -75,12 +74,10 @@ def run(table: FastCalls, args):
     if entry.generation != _compile._generation:
         table.clear()  # caches were cleared: drop the old executables too
         return None
-    if (
-        entry.context != config.trace_context()
-        or _trace.ctx.trace is not _trace.base_trace()
-        or config.disable_jit
-        or eager._float_checks
-    ):
+    state = config._call_state
+    if entry.state is not state and entry.state != state:
+        return None  # a flag changed since the signature was recorded
+    if _trace.ctx.trace is not _base_trace[0] or eager._float_checks:
         return None
     values = []
     for a in args:
@@ -93,8 +90,6 @@ def run(table: FastCalls, args):
     stream = dispatch._streams.get(0)
     if stream is not None and (stream._pending or stream._ident == _get_ident()):
         return None
-    if entry.setting is not None and config.morphax_backend != entry.setting[0]:
-        return None  # the default backend changed since
     executable = entry.executable
     direct = executable.direct
     try:
@@ -104,6 +99,8 @@ def run(table: FastCalls, args):
     except Exception as e:  # noqa: BLE001 - surfaces at the wait, as on the general path
         arrays = dispatch._failed(executable.out_avals, entry.weak_types, e)
     else:
+        if entry.single:
+            return Array(outs[0], entry.weak_types[0])
         arrays = [Array(o, w) for o, w in zip(outs, entry.weak_types)]
     if entry.single:
         return arrays[0]

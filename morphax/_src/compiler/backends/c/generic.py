@@ -19,6 +19,7 @@ does a program whose generic version fails to compile (a C constant expression, 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import re
 import struct
@@ -26,10 +27,11 @@ import threading
 
 import numpy as np
 
-# Comments and identifiers are consumed whole, so the numbers found are C numeric literals.
+# Comments are consumed whole; a number must not continue an identifier (b_x3, int64_t), so the
+# numbers found are C numeric literals.
 _TOKEN = re.compile(
-    r"/\*.*?\*/|//[^\n]*|[A-Za-z_]\w*"
-    r"|(?P<num>0[xX][0-9a-fA-F]*\.?[0-9a-fA-F]*(?:[pP][+-]?\d+)?[fFlLuU]*"
+    r"/\*.*?\*/|//[^\n]*"
+    r"|(?<![\w.])(?P<num>0[xX][0-9a-fA-F]*\.?[0-9a-fA-F]*(?:[pP][+-]?\d+)?[fFlLuU]*"
     r"|\d+\.?\d*(?:[eE][+-]?\d+)?[fFlLuU]*|\.\d+(?:[eE][+-]?\d+)?[fFlLuU]*)",
     re.S,
 )
@@ -37,7 +39,6 @@ _INT = re.compile(r"\d+")
 _FLOAT = re.compile(
     r"(0[xX][0-9a-fA-F]*\.?[0-9a-fA-F]*[pP][+-]?\d+|\d*\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)[fF]?"
 )
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 # Lines where C needs its numbers at compile time.
 _COMPILE_TIME = re.compile(r"^\s*#|\bstatic\b|\bcase\b")
 MAX_FAMILIES = 256
@@ -49,36 +50,49 @@ static inline double mx_dim_double(int64_t bits) { double d; memcpy(&d, &bits, 8
 
 @dataclasses.dataclass
 class Template:
-    """The rendered functions of one program split at their numeric literals."""
+    """The rendered functions of one program with the places of their numeric literals."""
 
-    pieces: list  # per function: the text around its numbers (one more piece than numbers)
-    numbers: list  # per function: the numeric literal tokens, in order
-    fixed: list  # per function: per number, whether C needs it at compile time
+    texts: list  # the functions' C
+    spans: list  # per function: (start, end) of each numeric literal
+    numbers: list  # per function: the literal tokens, in order
     key: str  # hash of the skeleton: comments dropped, every number replaced by '#'
+
+    def pieces(self, f: int) -> list:
+        """Function f's text around its numbers (one more piece than numbers)."""
+        text, spans = self.texts[f], self.spans[f]
+        starts = [0] + [end for _, end in spans]
+        ends = [start for start, _ in spans] + [len(text)]
+        return [text[a:b] for a, b in zip(starts, ends)]
+
+    def fixed(self, f: int, n: int) -> bool:
+        """Whether number n of function f is one C needs at compile time (a preprocessor line,
+        a static initializer, a case label) or one with a type suffix."""
+        token, (start, _) = self.numbers[f][n], self.spans[f][n]
+        text = self.texts[f]
+        line = text[text.rfind("\n", 0, start) + 1 : start]
+        numeric = _INT.fullmatch(token) or _FLOAT.fullmatch(token)
+        return not numeric or _COMPILE_TIME.search(line) is not None
 
 
 def template(functions) -> Template:
-    pieces, numbers, fixed, skeleton = [], [], [], hashlib.sha256()
+    texts, spans, numbers, skeleton = [], [], [], hashlib.sha256()
     for text in functions:
-        parts, nums, rigid, start = [], [], [], 0
-        for m in _TOKEN.finditer(text):
-            token = m.group("num")
-            if token is None:  # a comment or an identifier, consumed whole
-                continue
-            parts.append(text[start : m.start()])
-            line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
-            numeric = _INT.fullmatch(token) or _FLOAT.fullmatch(token)
-            rigid.append(not numeric or _COMPILE_TIME.search(line) is not None)
-            nums.append(token)
-            start = m.end()
-        parts.append(text[start:])
-        for part in parts:
-            skeleton.update(_COMMENT.sub(" ", part).encode() + b"#")
-        skeleton.update(b"\0")
-        pieces.append(parts)
+        where, nums = [], []
+        skeleton.update(_TOKEN.sub(functools.partial(_mark, where, nums), text).encode() + b"\0")
+        texts.append(text)
+        spans.append(where)
         numbers.append(nums)
-        fixed.append(rigid)
-    return Template(pieces, numbers, fixed, skeleton.hexdigest())
+    return Template(texts, spans, numbers, skeleton.hexdigest())
+
+
+def _mark(where: list, nums: list, m) -> str:
+    """A token of the skeleton: a number is recorded and becomes '#', a comment goes."""
+    token = m.group("num")
+    if token is None:
+        return " "
+    where.append(m.span())
+    nums.append(token)
+    return "#"
 
 
 def differing(new: Template, old: Template) -> list | None:
@@ -88,7 +102,7 @@ def differing(new: Template, old: Template) -> list | None:
     for f, (a, b) in enumerate(zip(new.numbers, old.numbers)):
         for n, (x, y) in enumerate(zip(a, b)):
             if x != y:
-                if new.fixed[f][n]:
+                if new.fixed(f, n):
                     return None
                 positions.append((f, n))
     return positions
@@ -114,7 +128,8 @@ def generic_source(tmpl: Template, positions: list, entries: dict) -> str:
     `entries` maps the index of each top-level segment function to its io slot for them."""
     params = {pos: k for k, pos in enumerate(positions)}
     out = []
-    for f, (parts, nums) in enumerate(zip(tmpl.pieces, tmpl.numbers)):
+    for f, nums in enumerate(tmpl.numbers):
+        parts = tmpl.pieces(f)
         text = [parts[0]]
         declared = []
         for n, token in enumerate(nums):
