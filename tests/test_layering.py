@@ -29,6 +29,7 @@ LAYERS = {
     "autodiff": 7,
     "vmap_api": 7,
     "jit_api": 7,
+    "stages": 7,
     "debugging": 7,
 }
 PUBLIC = 10
