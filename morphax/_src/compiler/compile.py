@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from morphax._src.compiler import analysis, donation, executor, segments
+from morphax._src.compiler import analysis, donation, executor, scan_matmuls, segments
 
 # The native backend is imported with morphax, not at the first jitted call (whose latency counts).
 from morphax._src.compiler.backends import c as _c_backend  # noqa: F401
@@ -49,7 +49,13 @@ _generation = 0
 def _optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
     # Nested calls first: their bodies then fuse, and share segments, with the code around them.
     out = pipeline.optimize(inline.inline_calls(closed))
-    return out[0] if isinstance(out, tuple) else out
+    out = out[0] if isinstance(out, tuple) else out
+    # Matmuls leave their scans (one large GEMM instead of one per step); the passes clean up.
+    hoisted = scan_matmuls.hoist_scan_matmuls(out)
+    if hoisted is not out:
+        out = pipeline.optimize(hoisted)
+        out = out[0] if isinstance(out, tuple) else out
+    return out
 
 
 def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None = None, donate: tuple = ()):
