@@ -31,6 +31,7 @@ from morphax._src.compiler.kernel_ir import Kernel, Load, Node, Offset, Opaque, 
 from morphax._src.core.index_expr import IndexExpr
 from morphax._src.core.jaxpr import Literal
 from morphax._src.core.primitive import Kind
+from morphax._src.passes._util import use_counts
 
 
 class _View:
@@ -512,14 +513,7 @@ def _fold_permutations(jaxpr) -> list:
     """The equations of `jaxpr`, with each transpose of a result that only it reads folded into
     the producing equation when that primitive declares a `permuted_form` (a matmul computes
     its transposed result directly): no copy kernel, and the readers load it contiguously."""
-    uses: dict[int, int] = {}
-    for eqn in jaxpr.eqns:
-        for v in eqn.invars:
-            if type(v) is not Literal:
-                uses[id(v)] = uses.get(id(v), 0) + 1
-    for v in jaxpr.outvars:
-        if type(v) is not Literal:
-            uses[id(v)] = uses.get(id(v), 0) + 2
+    uses = use_counts(jaxpr, output_weight=2)  # an output is never a transpose's only reader
     producer = {}
     permuted: dict[int, tuple] = {}  # id(var) -> (base var, perm) for transposes' results
     eqns = list(jaxpr.eqns)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from morphax._src.control_flow.scan import scan_p
 from morphax._src.core.avals import ShapedArray
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
-from morphax._src.passes._util import subst_all, with_invars
+from morphax._src.passes._util import subst_all, use_counts, with_invars
 from morphax._src.prims.binary import add_p
 from morphax._src.prims.dot import dot_general_p
 from morphax._src.prims.shape import transpose_p
@@ -71,14 +71,7 @@ def _rewrite(eqn):
     const_ids = {id(v) for v in consts}
     xs_index = {id(v): j for j, v in enumerate(xs)}
     producer = {id(v): e for e in bj.eqns for v in e.outvars}
-    uses: dict[int, int] = {}
-    for e in bj.eqns:
-        for v in e.invars:
-            if type(v) is not Literal:
-                uses[id(v)] = uses.get(id(v), 0) + 1
-    for v in bj.outvars:
-        if type(v) is not Literal:
-            uses[id(v)] = uses.get(id(v), 0) + 1
+    uses = use_counts(bj)
 
     # Accumulated matmuls: carry k's output is add(carry k, [transpose](dot(a, b))).
     accumulated = {}  # carry index -> (add eqn, transpose eqn or None, dot eqn)

@@ -54,6 +54,20 @@ def cache_put(kind: str, key, obj, value):
     return value
 
 
+def use_counts(jaxpr, output_weight: int = 1) -> dict:
+    """{id(var): how many times `jaxpr` reads it}: once per equation operand, and
+    `output_weight` times for each appearance among the outputs."""
+    uses: dict[int, int] = {}
+    for eqn in jaxpr.eqns:
+        for v in eqn.invars:
+            if type(v) is not Literal:
+                uses[id(v)] = uses.get(id(v), 0) + 1
+    for v in jaxpr.outvars:
+        if type(v) is not Literal:
+            uses[id(v)] = uses.get(id(v), 0) + output_weight
+    return uses
+
+
 def subst(env: dict, v):
     """The atom that replaces `v` (itself when not rewritten); literals are never rewritten."""
     if type(v) is Literal:
