@@ -133,3 +133,13 @@ def test_the_c_launcher_declines_inputs_it_cannot_pass_and_ctypes_runs_them():
     assert launch(a.astype(np.float64), b) is None  # another dtype: declined
     # The jitted call converts such inputs and runs them through the ctypes launcher.
     np.testing.assert_allclose(np.asarray(jitted(np.asfortranarray(a), b)), a * 2 + 1)
+
+
+def test_without_python_headers_the_launcher_extension_is_not_built(monkeypatch, tmp_path):
+    """The extension is optional: no headers (or no compiler) means ctypes launches everything."""
+    from morphax._src.compiler.backends.c import launch_ext
+
+    monkeypatch.setattr(launch_ext.sysconfig, "get_paths", lambda: {"include": str(tmp_path)})
+    assert launch_ext._build() is None
+    monkeypatch.setattr(launch_ext.sysconfig, "get_paths", lambda: {})
+    assert launch_ext._build() is None
