@@ -245,9 +245,10 @@ def _codegen_hash() -> str:
     description of the program, so a change to any of them must change the key."""
     if not _CODEGEN_HASH:
         from morphax._src.compiler import fusion, kernel_ir, segments
+        from morphax._src.compiler.backends.c import convolution
 
         h = hashlib.sha256(render.RENDERER_HASH.encode())
-        for module in (fusion, kernel_ir, segments, blas, native_program, sys.modules[__name__]):
+        for module in (fusion, kernel_ir, segments, blas, convolution, native_program, sys.modules[__name__]):
             with open(module.__file__, "rb") as fh:
                 h.update(fh.read())
         _CODEGEN_HASH.append(h.hexdigest())

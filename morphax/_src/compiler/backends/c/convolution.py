@@ -11,6 +11,11 @@ sgemm/dgemm call. When the output layout makes a block's rows and features two s
 channels-last and channels-first layouts), BLAS writes the result in place; otherwise it lands in
 a block buffer and is scattered.
 
+Lhs dilation (the input gradient of a strided convolution) puts holes between the input elements,
+so most taps of a window would read zeros. The output positions are split into *phases*: along
+each dilated axis, the positions whose windows meet real elements at the same taps form one
+arithmetic progression, and each phase is a GEMM over only those taps.
+
 Everything about the shapes is known when the C is rendered; `conv_form` decides the plan and the
 working memory, `render_call` writes the C.
 """
