@@ -532,6 +532,10 @@ def jit(
             inline=inline,
             device=device,
             backend=backend,
+            in_shardings=in_shardings,
+            out_shardings=out_shardings,
+            abstracted_axes=abstracted_axes,
+            compiler_options=compiler_options,
         )
     # NB: backend="c" / "numpy" choose morphax's compiler backend and are not deprecated; JAX's
     # platform names ("cpu", "gpu") and device= are, as in JAX.

@@ -332,3 +332,14 @@ def test_device_put_of_values_that_are_not_arrays(value):
 def test_device_put_of_numbers_and_pytrees():
     out = morphax.device_put([1, 2.0, np.ones(2), None])
     assert out[0].dtype == np.int32 and out[1].dtype == np.float32 and out[3] is None
+
+
+def test_jit_without_a_function_forwards_every_option():
+    """`jit(**options)` is a decorator that applies all of them, as `jit(f, **options)` does."""
+    import inspect
+
+    params = inspect.signature(morphax.jit).parameters.values()
+    options = {p.name: p.default for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    decorator = morphax.jit(**options)
+    assert set(decorator.keywords) == set(options)
+    assert float(decorator(lambda x: x + 1)(1.0)) == 2.0

@@ -2,7 +2,8 @@
 
 Its rules transform the inner jaxpr, so `jit` composes with every transformation: JVP traces
 a JVP jaxpr, linearization splits it with `partial_eval_jaxpr`, transposition runs the backward
-pass over the inner linear jaxpr. Eagerly it evaluates the jaxpr (compilation comes later).
+pass over the inner linear jaxpr. Its impl here evaluates the jaxpr; the runtime installs the
+compiled one (runtime/call.py).
 """
 
 from __future__ import annotations
