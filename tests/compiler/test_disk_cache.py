@@ -10,6 +10,7 @@ between tests or into the cache the rest of the suite shares."""
 import glob
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -461,3 +462,20 @@ def test_a_code_generator_change_changes_the_key(fresh_cache, monkeypatch):
     monkeypatch.setattr(c_backend, "_CODEGEN_HASH", ["another generator"])
     morphax.jit(lambda v: v * 3 + 2, backend="c")(x).block_until_ready()
     assert build.stats["compiles"] == compiles + 1
+
+
+@pytest.mark.parametrize("module", ["convolution", "blas", "program"])
+def test_the_key_covers_every_module_that_renders_program_c(monkeypatch, tmp_path, module):
+    """A library is found by a description of its program, so every module whose code shapes the
+    program's C must be part of the key: editing one gives another key."""
+    import importlib
+
+    from morphax._src.compiler.backends import c as c_backend
+
+    mod = importlib.import_module(f"morphax._src.compiler.backends.c.{module}")
+    before = c_backend._codegen_hash()
+    edited = tmp_path / f"{module}.py"
+    edited.write_text(pathlib.Path(mod.__file__).read_text() + "\n# edited\n")
+    monkeypatch.setattr(mod, "__file__", str(edited))
+    monkeypatch.setattr(c_backend, "_CODEGEN_HASH", [])
+    assert c_backend._codegen_hash() != before
