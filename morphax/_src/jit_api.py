@@ -450,7 +450,7 @@ class JitWrapped:
                 ids = {id(leaf) for leaf in donated}
                 positions = tuple(i for i, leaf in enumerate(leaves) if id(leaf) in ids)
             outs = call_compiled(leaves, closed, self._name, self._compiler_backend, positions)
-            if not kwargs and leaves is args and not donated:
+            if self._fast is not None and not kwargs and leaves is args:
                 call_fast.remember(
                     self._fast, args, closed, self._name, self._compiler_backend, out_tree, single
                 )

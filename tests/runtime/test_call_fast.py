@@ -143,3 +143,12 @@ def test_without_python_headers_the_launcher_extension_is_not_built(monkeypatch,
     assert launch_ext._build() is None
     monkeypatch.setattr(launch_ext.sysconfig, "get_paths", lambda: {})
     assert launch_ext._build() is None
+
+
+def test_donate_argnums_that_name_no_passed_argument_still_run():
+    """A donated position beyond the arguments given donates nothing; the call must still run
+    (and never records a fast-path signature: donation always takes the general path)."""
+    jitted = morphax.jit(lambda x, y=1.0: x * y, donate_argnums=1)
+    x = jnp.asarray(np.arange(3, dtype=np.float32))
+    for _ in range(2):
+        assert np.asarray(jitted(x)).tolist() == [0.0, 1.0, 2.0]
