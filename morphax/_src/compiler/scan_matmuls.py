@@ -69,7 +69,7 @@ def _rewrite(eqn):
         return None
     consts, carries, xs = bj.invars[:nc], bj.invars[nc : nc + nk], bj.invars[nc + nk :]
     const_ids = {id(v) for v in consts}
-    xs_index = {id(v): j for j, v in enumerate(xs)}
+    xs_ids = {id(v) for v in xs}
     producer = {id(v): e for e in bj.eqns for v in e.outvars}
     uses = use_counts(bj)
 
@@ -108,16 +108,16 @@ def _rewrite(eqn):
         if length * out.size * out.dtype.itemsize > MAX_STACKED_BYTES:
             continue  # all steps' products at once would take too much memory
         for pos, (mine, theirs) in enumerate(((a, b), (b, a))):
-            if id(mine) in xs_index and id(theirs) in const_ids:
+            if id(mine) in xs_ids and id(theirs) in const_ids:
                 hoisted.append((e, pos))
                 break
     hoisted = [h for h in hoisted if not any(h[0] is acc[2] for acc in accumulated.values())]
     if not accumulated and not hoisted:
         return None
-    return _rebuild(eqn, accumulated, hoisted, producer)
+    return _rebuild(eqn, accumulated, hoisted)
 
 
-def _rebuild(eqn, accumulated: dict, hoisted: list, producer: dict):
+def _rebuild(eqn, accumulated: dict, hoisted: list):
     p = eqn.params
     body = p["jaxpr"]
     bj = body.jaxpr
@@ -126,6 +126,7 @@ def _rebuild(eqn, accumulated: dict, hoisted: list, producer: dict):
     o_consts, o_carries, o_xs = eqn.invars[:nc], eqn.invars[nc : nc + nk], eqn.invars[nc + nk :]
     outer_of = {id(b): o for b, o in zip(consts, o_consts)}
     outer_of.update({id(b): o for b, o in zip(xs, o_xs)})
+    xs_ids = {id(v) for v in xs}
 
     before, after, replaced = [], [], {}
     dropped = set()  # body equations removed
@@ -145,10 +146,8 @@ def _rebuild(eqn, accumulated: dict, hoisted: list, producer: dict):
         else:  # (const free, step, xs free): the step axis moves to the front
             n_const_free = a.aval.ndim - len(lc)
             order = (n_const_free, *range(n_const_free), *range(n_const_free + 1, out.aval.ndim + 1))
-            inverse = [0] * len(order)
-            for i, d in enumerate(order):
-                inverse[d] = i
-            raw_shape = tuple(stacked_aval.shape[i] for i in inverse)
+            shape = out.aval.shape
+            raw_shape = (*shape[:n_const_free], length, *shape[n_const_free:])
             raw = Var(ShapedArray(raw_shape, out.aval.dtype, out.aval.weak_type))
             before.append(_eqn(dot_general_p, [outer_of[id(a)], outer_of[id(b)]], raw, dot.params, numbers))
             whole = Var(stacked_aval)
@@ -165,7 +164,7 @@ def _rebuild(eqn, accumulated: dict, hoisted: list, producer: dict):
     for add, transpose, dot in accumulated.values():
         dropped.update({id(add), id(dot)} | ({id(transpose)} if transpose is not None else set()))
         for v in dot.invars:
-            if id(v) in outer_of and any(v is x for x in xs):
+            if id(v) in xs_ids:  # a scanned input: already stacked outside
                 stacked_outer[id(v)] = outer_of[id(v)]
             elif id(v) not in stacked_outer:
                 stacked_outer[id(v)] = Var(_stacked(v.aval, length))

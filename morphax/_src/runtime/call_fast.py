@@ -19,7 +19,6 @@ import threading
 import numpy as np
 
 from morphax._src.compiler import compile as _compile
-from morphax._src.compiler.backends import default_backend_name
 from morphax._src.config import config
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
@@ -54,8 +53,7 @@ def remember(table: FastCalls, args, closed, name, backend, out_tree, single) ->
     """Record the signature of a call the general path just ran (positional Arrays, eagerly)."""
     if len(table) >= MAX_SIGNATURES or eager._float_checks:
         return
-    default = backend is None or backend == "cpu"
-    executable = _compile.compile_jaxpr(closed, name, default_backend_name() if default else backend)
+    executable = _compile.compile_jaxpr(closed, name, backend)  # the memoized one just run
     if not dispatch.runs_inline(executable):
         return  # queued on the stream: the general path's cost is small beside the work
     key = tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args])

@@ -133,8 +133,9 @@ class CBackend:
                     )
             return rendered
 
+        prelude = render.PRELUDE + (blas.SOURCE if with_blas else "")
+
         def source() -> str:
-            prelude = render.PRELUDE + (blas.SOURCE if with_blas else "")
             return prelude + "\n\n" + "\n\n".join(render_all()) + "\n"
 
         # Keyed by what determines the source (the optimized jaxpr, the kernel names, the code
@@ -193,9 +194,7 @@ class CBackend:
                 position = {id(s): len(kernels) + k for k, s in enumerate(segments)}
                 entries = {position[id(s)]: len(s.inputs) + len(s.outputs) + 1 for s in top}
                 text = generic.generic_source(shapes, positions, entries)
-                generic_text = (
-                    render.PRELUDE + (blas.SOURCE if with_blas else "") + generic.PRELUDE + "\n" + text + "\n"
-                )
+                generic_text = prelude + generic.PRELUDE + "\n" + text + "\n"
                 try:
                     lib = build.load(generic_text, top[0].name)
                 except build.CompileError:
@@ -204,7 +203,10 @@ class CBackend:
                     generic.REGISTRY.built(shapes, positions, lib)
                     return lib, generic.values(shapes, positions)
             lib = build.load(source, top[0].name, key_text)
-            generic.REGISTRY.remember(structure, shapes or generic.template(render_all()))
+            if shapes is not None:  # a known structure with a new skeleton: its own family
+                generic.REGISTRY.remember(structure, shapes)
+            else:  # a new structure: its template is taken only if another shape comes
+                generic.REGISTRY.remember_lazily(structure, render_all)
             return lib, None
 
         if on_ready is not None:
