@@ -13,6 +13,7 @@ and every call takes the ctypes path.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -272,6 +273,4 @@ def launcher(fn, in_dtypes, out_specs, scratch: int, params):
 
 
 def ctypes_address(fn) -> int:
-    import ctypes
-
     return ctypes.cast(fn, ctypes.c_void_p).value
