@@ -46,6 +46,14 @@ _KNOWN = {
     "morphax_backend": ("morphax_backend", lambda: os.environ.get("MORPHAX_BACKEND", "c")),
     # Threads for the native backend's parallel loops (0: the machine's core count).
     "morphax_num_threads": ("morphax_num_threads", lambda: int(os.environ.get("MORPHAX_NUM_THREADS", "0"))),
+    # A program's first C library reads the numbers it uses once per call (batch extents, scratch
+    # offsets, matmul sizes) at run time, so later batch sizes reuse it without a C compile
+    # (backends/c/generic.py). Off: the first library is fully specialized, and a generic one is
+    # compiled when a second shape comes.
+    "morphax_shape_generic": (
+        "morphax_shape_generic",
+        lambda: os.environ.get("MORPHAX_SHAPE_GENERIC", "1").lower() not in ("0", "false", "no", "off"),
+    ),
     # A program whose C library is in no cache yet runs its kernels with NumPy while the compiler
     # builds it in a background thread, then switches (the first call does not wait for the C
     # compiler). Off: the first call waits for the build.

@@ -3,6 +3,7 @@ a library compiled for another shape of the same structure, with the shape-depen
 passed at run time. Results are compared with the numpy backend at every shape; the counters
 show how many C compiles happened."""
 
+import glob
 import threading
 
 import numpy as np
@@ -20,18 +21,30 @@ RNG = np.random.default_rng(17)
 
 @pytest.fixture
 def fresh_cache(tmp_path, monkeypatch):
-    """A private empty disk cache, no libraries in memory and an empty registry; builds in the
-    calling thread (the test suite's setting): compiles are countable."""
+    """A private empty disk cache, no libraries or executables in memory and an empty registry;
+    builds in the calling thread (the test suite's setting): compiles are countable."""
     monkeypatch.setenv("MORPHAX_CACHE_DIR", str(tmp_path))
-    saved = dict(build._libraries)
-    build._libraries.clear()
+    saved, saved_aliases = dict(build._libraries), dict(build._aliases)
     build.reset_cache_dir()
-    generic.REGISTRY.clear()
-    yield
+    _new_process()
+    yield tmp_path
     generic.REGISTRY.clear()
     build._libraries.clear()
     build._libraries.update(saved)
+    build._aliases.clear()
+    build._aliases.update(saved_aliases)
     build.reset_cache_dir()
+
+
+def _new_process():
+    """What a new process knows: the disk cache only (no library, alias or structure in memory,
+    no compiled executable)."""
+    from morphax._src.compiler import compile as compile_mod
+
+    build._libraries.clear()
+    build._aliases.clear()
+    generic.REGISTRY.clear()
+    compile_mod._generation += 1
 
 
 def _mlp_step(params, x, y):
@@ -58,21 +71,79 @@ def _agree(got, want, tol=2e-5):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
 
 
-def test_five_batch_sizes_compile_c_twice_and_match_the_numpy_backend(fresh_cache):
-    """The first size gets a specialized library, the second a generic one that every later
-    size reuses: each new size costs a trace (and a render), no C compile."""
+def _mlp_batch(batch):
+    x = RNG.standard_normal((batch, 12)).astype(np.float32)
+    return x, np.eye(5, dtype=np.float32)[RNG.integers(0, 5, batch)]
+
+
+def test_five_batch_sizes_compile_c_once_and_match_the_numpy_backend(fresh_cache):
+    """The first size's library reads the batch-dependent numbers at run time: every later size
+    reuses it (a trace and a render each, no C compile)."""
     params = _mlp_params()
     step = morphax.jit(_mlp_step, backend="c")
     reference = morphax.jit(_mlp_step, backend="numpy")
     compiles, hits = build.stats["compiles"], build.stats["generic_hits"]
     traces = trace_counters.traces
     for batch in (16, 24, 7, 40, 64):
-        x = RNG.standard_normal((batch, 12)).astype(np.float32)
-        y = np.eye(5, dtype=np.float32)[RNG.integers(0, 5, batch)]
+        x, y = _mlp_batch(batch)
         _agree(step(params, x, y), reference(params, x, y))
+    assert build.stats["compiles"] - compiles == 1
+    assert build.stats["generic_hits"] - hits == 4
+    assert trace_counters.traces - traces == 5  # one per batch size (both backends share it)
+
+
+def test_with_shape_generic_off_the_first_library_is_specialized(fresh_cache):
+    """morphax_shape_generic=False: the first size compiles specialized, the second compiles the
+    generic library that the later sizes reuse."""
+    params = _mlp_params()
+    step = morphax.jit(_mlp_step, backend="c")
+    reference = morphax.jit(_mlp_step, backend="numpy")
+    compiles, hits = build.stats["compiles"], build.stats["generic_hits"]
+    morphax.config.update("morphax_shape_generic", False)
+    try:
+        for batch in (16, 24, 7, 40):
+            x, y = _mlp_batch(batch)
+            _agree(step(params, x, y), reference(params, x, y))
+    finally:
+        morphax.config.update("morphax_shape_generic", True)
+    assert build.stats["compiles"] - compiles == 2
+    assert build.stats["generic_hits"] - hits == 2
+
+
+def test_an_inner_extent_that_changes_adds_one_generic_library(fresh_cache):
+    """A first library is generic only in the numbers read once per call; a shape that changes
+    an inner loop's extent compiles one more generic library (parameters: every number that
+    differed), which the shapes after it reuse."""
+    f = morphax.jit(lambda x: jnp.tanh(x).sum(axis=1) * 3.0 + x[:, 0], backend="c")
+    compiles, hits = build.stats["compiles"], build.stats["generic_hits"]
+    for rows, cols in ((6, 5), (9, 5), (4, 7), (11, 3), (8, 7)):
+        x = RNG.standard_normal((rows, cols)).astype(np.float32)
+        want = np.tanh(x).sum(axis=1) * 3.0 + x[:, 0]
+        np.testing.assert_allclose(np.asarray(f(x)), want, rtol=2e-6, atol=2e-6)
     assert build.stats["compiles"] - compiles == 2
     assert build.stats["generic_hits"] - hits == 3
-    assert trace_counters.traces - traces == 5  # one per batch size (both backends share it)
+
+
+def test_a_new_process_finds_the_generic_library_on_disk(fresh_cache):
+    """The shape a library was built for finds it through its alias (no render); another shape
+    finds it through the skeleton's key; neither compiles."""
+    params = _mlp_params()
+    x16, y16 = _mlp_batch(16)
+    want = morphax.jit(_mlp_step, backend="numpy")(params, x16, y16)
+    _agree(morphax.jit(_mlp_step, backend="c")(params, x16, y16), want)
+    assert build.stats["compiles"] >= 1
+    assert glob.glob(str(fresh_cache / "c" / "*" / "*.alias"))
+    compiles, disk_hits = build.stats["compiles"], build.stats["disk_hits"]
+
+    _new_process()
+    _agree(morphax.jit(_mlp_step, backend="c")(params, x16, y16), want)
+    assert build.stats["compiles"] == compiles and build.stats["disk_hits"] == disk_hits + 1
+
+    _new_process()
+    x9, y9 = _mlp_batch(9)
+    reference = morphax.jit(_mlp_step, backend="numpy")(params, x9, y9)
+    _agree(morphax.jit(_mlp_step, backend="c")(params, x9, y9), reference)
+    assert build.stats["compiles"] == compiles and build.stats["disk_hits"] == disk_hits + 2
 
 
 def test_the_generic_library_serves_shapes_on_several_threads_at_once(fresh_cache):
@@ -80,7 +151,7 @@ def test_the_generic_library_serves_shapes_on_several_threads_at_once(fresh_cach
     threads running the same library at different shapes do not see each other's extents."""
     f = morphax.jit(lambda x: jnp.sin(x) * 2.0 + jnp.sum(x, axis=0), backend="c")
     inputs = {n: RNG.standard_normal((n, 3)).astype(np.float32) for n in (5, 8, 11, 13)}
-    for n in (5, 8):  # specialized, then generic
+    for n in (5, 8):
         f(inputs[n]).block_until_ready()
     compiles = build.stats["compiles"]
     errors = []
@@ -146,6 +217,16 @@ def test_templates_find_numbers_not_names_comments_or_hex_digits():
     # A number C needs as a constant (an initializer, a pragma) cannot become a parameter.
     frozen = generic.template([text.replace("{1, 2}", "{1, 3}")])
     assert generic.differing(frozen, tmpl) is None
+    # Read once per call: the top-level loop bound; not 0 or 1, nor a non-integral float.
+    assert generic.per_call_positions(tmpl) == [(0, 2)]
+    nested = generic.template(
+        [
+            "void k1(void *const *restrict buf) {\n  for (i = 0; i < 64; i++) {\n"
+            "    for (j = 0; j < 3; j++) y[i * 3 + j] = x[j] / 64.0f;\n  }\n}\n"
+        ]
+    )
+    assert nested.numbers[0] == ["0", "64", "0", "3", "3", "64.0f"]
+    assert generic.per_call_positions(nested) == [(0, 1), (0, 5)]
     source = generic.generic_source(other, [(0, 2), (0, 3)], {})
     assert "i < mxd0" in source and "mxd1 * i" in source and "const float mxd1" in source
     assert generic.value_bits("0x1.0p-6f") == np.float64(2.0**-6).view(np.int64)

@@ -22,6 +22,7 @@ from morphax._src.compiler.backends.c import background, blas, build, generic, r
 from morphax._src.compiler.backends.c import program as native_program
 from morphax._src.compiler.backends.numpy import segment_callable
 from morphax._src.core.jaxpr import _NameContext, _print_jaxpr
+from morphax._src.config import config
 from morphax._src.core.primitive import Kind
 
 logger = logging.getLogger("morphax")
@@ -177,36 +178,51 @@ class CBackend:
         if lib is not None:
             generic.REGISTRY.remember_lazily(structure, render_all)
             return launchers(lib), _LazySources(render_all)
-        # Not compiled for this shape: maybe for another shape of the same structure. Rendering
-        # costs milliseconds, so only structures compiled before are rendered here.
+        hit = build.cached_alias(key_text)  # this very program ran a generic library before
+        if hit is not None:
+            lib, library_key, positions, values = hit
+            generic.REGISTRY.remember_lazily(structure, render_all, (positions, lib, library_key))
+            return launchers(lib, np.array(values, np.int64)), _LazySources(render_all)
         shapes = plan = None
-        if generic.REGISTRY.seen(structure):
+        if generic.REGISTRY.seen(structure):  # another shape of this structure was built before
             shapes = generic.template(render_all())
             plan = generic.REGISTRY.plan(shapes)
             if plan is not None and plan[0] == "reuse":
+                _, lib, library_key, positions, values = plan
                 build.stats["generic_hits"] += 1
-                return launchers(plan[1], plan[2]), _LazySources(render_all)
+                build.save_alias(key_text, library_key, positions, values)
+                return launchers(lib, values), _LazySources(render_all)
+        new_structure = shapes is None
 
         def compile_now():
-            """(library, parameters or None): generic when a structure's second shape asks."""
+            """(library, parameters or None): generic unless the structure's numbers rule it out."""
+            tmpl = generic.template(render_all()) if new_structure else shapes
+            positions = None
             if plan is not None:
                 positions = plan[1]
+            elif config.morphax_shape_generic and (new_structure or not generic.REGISTRY.knows(tmpl)):
+                positions = generic.per_call_positions(tmpl) or None
+            if positions is not None:
                 position = {id(s): len(kernels) + k for k, s in enumerate(segments)}
                 entries = {position[id(s)]: len(s.inputs) + len(s.outputs) + 1 for s in top}
-                text = generic.generic_source(shapes, positions, entries)
+                text = generic.generic_source(tmpl, positions, entries)
                 generic_text = prelude + generic.PRELUDE + "\n" + text + "\n"
+                library_text = "\n".join(
+                    [generic.generic_key(tmpl, positions), repr(entries), repr(with_blas), _codegen_hash()]
+                )
                 try:
-                    lib = build.load(generic_text, top[0].name)
+                    lib = build.load(generic_text, top[0].name, library_text)
                 except build.CompileError:
-                    generic.REGISTRY.failed(shapes)  # a number C needs as a constant: specialize
+                    generic.REGISTRY.failed(tmpl)  # a number C needs as a constant: specialize
                 else:
-                    generic.REGISTRY.built(shapes, positions, lib)
-                    return lib, generic.values(shapes, positions)
+                    library_key = build.cache_key(library_text)
+                    generic.REGISTRY.remember(structure, tmpl)
+                    generic.REGISTRY.built(tmpl, positions, lib, library_key)
+                    values = generic.values(tmpl, positions)
+                    build.save_alias(key_text, library_key, positions, values)
+                    return lib, values
             lib = build.load(source, top[0].name, key_text)
-            if shapes is not None:  # a known structure with a new skeleton: its own family
-                generic.REGISTRY.remember(structure, shapes)
-            else:  # a new structure: its template is taken only if another shape comes
-                generic.REGISTRY.remember_lazily(structure, render_all)
+            generic.REGISTRY.remember(structure, tmpl)
             return lib, None
 
         if on_ready is not None:
@@ -243,14 +259,24 @@ _CODEGEN_HASH: list = []
 
 def _codegen_hash() -> str:
     """A hash of everything that turns a jaxpr into C: lowering and fusion, the kernel IR, the
-    renderer with its prelude and math library, and this module. The disk cache is keyed by a
+    renderer with its prelude and math library, the generic rewrite, and this module. The disk cache is keyed by a
     description of the program, so a change to any of them must change the key."""
     if not _CODEGEN_HASH:
         from morphax._src.compiler import fusion, kernel_ir, segments
         from morphax._src.compiler.backends.c import convolution
 
         h = hashlib.sha256(render.RENDERER_HASH.encode())
-        for module in (fusion, kernel_ir, segments, blas, convolution, native_program, sys.modules[__name__]):
+        modules = (
+            fusion,
+            kernel_ir,
+            segments,
+            blas,
+            convolution,
+            generic,
+            native_program,
+            sys.modules[__name__],
+        )
+        for module in modules:
             with open(module.__file__, "rb") as fh:
                 h.update(fh.read())
         _CODEGEN_HASH.append(h.hexdigest())

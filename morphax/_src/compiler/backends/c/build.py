@@ -5,7 +5,9 @@ the key hashes the source, the compiler's path and version, the flags, the code 
 version and the host CPU. Entries are written atomically (a temporary file renamed into place,
 under a file lock) with a SHA-256 checksum written last; an entry whose checksum does not match
 (truncated, corrupt) is rebuilt, never loaded. The cache is capped (MORPHAX_CACHE_MAX_MB,
-default 512) with least-recently-used eviction. A read-only cache directory falls back to a
+default 512) with least-recently-used eviction. Beside the libraries, small `.alias` files record
+which shape-generic library (generic.py) a program ran, with its parameters, so a program keyed
+by its own description finds a library built for another shape without rendering. A read-only cache directory falls back to a
 temporary one. Counters (`stats`) are what tests assert on: `compiles` counts generated programs
 built by the compiler (the probe is not one), `disk_hits`/`memory_hits` the cache hits and
 `rebuilt_corrupt` the entries found damaged (bad checksum, missing checksum, unloadable) and rebuilt.
@@ -52,6 +54,7 @@ OPENMP = ["-fopenmp"]
 # generic_hits: programs that ran a library compiled for another shape (generic.py).
 stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0, "rebuilt_corrupt": 0, "generic_hits": 0}
 _libraries: dict[str, ctypes.CDLL] = {}
+_aliases: dict[str, dict] = {}  # program key -> the generic library it runs, with its parameters
 _lock = threading.Lock()
 _probe: dict = {}
 
@@ -274,7 +277,51 @@ def load(source, name: str, key_text: str | None = None) -> ctypes.CDLL:
 def cached(key_text: str) -> ctypes.CDLL | None:
     """The library keyed by `key_text` if memory or the disk cache holds it, without compiling."""
     probe()
+    return _cached(cache_key(key_text))
+
+
+def save_alias(key_text: str, library_key: str, positions: list, values) -> None:
+    """Record that the program keyed by `key_text` runs the (shape-generic) library whose cache
+    key is `library_key`, with these parameters, so a later trace of it, in this process or
+    another, finds both without rendering (a small JSON file beside the libraries)."""
+    record = {
+        "library": library_key,
+        "positions": [list(p) for p in positions],
+        "values": [int(v) for v in values],
+    }
     key = cache_key(key_text)
+    _aliases[key] = record
+    with contextlib.suppress(OSError):
+        path = _entry_paths(key)[0][:-3] + ".alias"
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(tmp, "w") as fh:
+            json.dump(record, fh)
+        os.replace(tmp, path)
+
+
+def cached_alias(key_text: str):
+    """(library, its cache key, positions, values) recorded by `save_alias` for `key_text` while
+    the library is still cached, else None."""
+    probe()
+    key = cache_key(key_text)
+    record = _aliases.get(key)
+    if record is None:
+        try:
+            with open(_entry_paths(key)[0][:-3] + ".alias") as fh:
+                record = json.load(fh)
+            positions = [tuple(p) for p in record["positions"]]
+            values = [int(v) for v in record["values"]]
+            library = str(record["library"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        record = _aliases[key] = {"library": library, "positions": positions, "values": values}
+    lib = _cached(record["library"])
+    if lib is None:
+        return None
+    return lib, record["library"], [tuple(p) for p in record["positions"]], record["values"]
+
+
+def _cached(key: str) -> ctypes.CDLL | None:
     lib = _libraries.get(key)
     if lib is not None:
         stats["memory_hits"] += 1
@@ -418,11 +465,11 @@ def _compile_and_load(source: str, name: str, extra, use_disk: bool, count: bool
 
 
 def _entries() -> list:
-    """(mtime, size, path) of every library in the disk cache."""
+    """(mtime, size, path) of every library (and alias) in the disk cache."""
     out = []
     for root, _, files in os.walk(cache_dir()):
         for f in files:
-            if f.endswith(".so") and not os.path.basename(root).startswith("build-"):
+            if f.endswith((".so", ".alias")) and not os.path.basename(root).startswith("build-"):
                 p = os.path.join(root, f)
                 try:
                     st = os.stat(p)
@@ -433,6 +480,10 @@ def _entries() -> list:
 
 
 def _remove_entry(so_path: str) -> None:
+    if so_path.endswith(".alias"):
+        with contextlib.suppress(OSError):
+            os.remove(so_path)
+        return
     for path in (so_path[:-3] + ".sha256", so_path):  # checksum first: never a checksum alone
         with contextlib.suppress(OSError):
             os.remove(path)
@@ -467,3 +518,4 @@ def clear_disk_cache() -> None:
                     with contextlib.suppress(OSError):
                         os.remove(os.path.join(root, f))
         _libraries.clear()
+        _aliases.clear()

@@ -1,19 +1,29 @@
 """Shape-generic libraries: one compiled library for every shape of a program's structure.
 
 A program traced again for a new batch size lowers, fuses and renders to the same C as before
-except for numbers: extents, strides, trip counts, scratch offsets, a mean's 1/n. So the C
-backend compares the rendered text of a new shape with what it compiled before, token by token.
-When only numbers differ, it compiles once more a *generic* version in which each number that
-differed is read at run time from a parameter array, and from then on every shape whose C has the
-same skeleton (and the same numbers everywhere else) reuses that library: a new shape costs a
-trace and a render, no C compile. The first shape keeps its fully specialized library.
+except for numbers: extents, strides, trip counts, scratch offsets, a mean's 1/n. A *generic*
+library reads some of those numbers at run time from a parameter array, so one compile serves
+every shape whose C has the same skeleton (and the same numbers everywhere else): a new shape
+costs a trace and a render, no C compile.
+
+Which numbers become parameters:
+- A new structure's first library is generic in the numbers its functions read once per call
+  (`per_call_positions`): the integers at the top level of each function body (outer loop
+  bounds, scratch offsets, malloc sizes, BLAS extents) and the integral float constants (a
+  mean's n). Inner loops keep their constant trip counts and strides, so the code is as fast as
+  a specialized build (measured on the CNN and transformer steps), and a batch size is usually
+  one of those top-level numbers.
+- A later shape that differs somewhere else (an inner extent) is compared with the first shape
+  token by token; when only numbers differ, one more generic library is compiled whose
+  parameters are every number that differed, and later shapes reuse it.
 
 The parameters travel as one more pointer after a top-level segment's scratch arena; the segment
 stores it in a thread-local, and every function reads the values it uses into locals when it
 starts (so OpenMP worker threads, which have their own thread-locals, see plain locals). Numbers
 C needs at compile time -- in preprocessor lines, static initializers, case labels, or with a type
-suffix -- must match exactly; a program where one differs gets its own specialized library, as
-does a program whose generic version fails to compile (a C constant expression, say).
+suffix -- must match exactly; a program where one differs gets its own library, as does a
+program whose generic version fails to compile (a C constant expression, say): it is then built
+specialized.
 """
 
 from __future__ import annotations
@@ -108,6 +118,48 @@ def differing(new: Template, old: Template) -> list | None:
     return positions
 
 
+def per_call_positions(tmpl: Template) -> list:
+    """The numbers a first generic library takes as parameters: integers of at least 2 at the top
+    level of a function body (brace depth 1: read once per call) and integral float constants of
+    at least 2 (the n of a mean), wherever they are. 0 and 1 stay constants, as do the numbers C
+    needs at compile time."""
+    positions = []
+    for f, tokens in enumerate(tmpl.numbers):
+        text = tmpl.texts[f]
+        depth, scanned = 0, 0
+        for n, token in enumerate(tokens):
+            start = tmpl.spans[f][n][0]
+            depth += text.count("{", scanned, start) - text.count("}", scanned, start)
+            scanned = start
+            if tmpl.fixed(f, n):
+                continue
+            if _INT.fullmatch(token):
+                chosen = depth <= 1 and int(token) >= 2
+            else:
+                value = _double(value_bits(token))
+                chosen = value >= 2 and value.is_integer()
+            if chosen:
+                positions.append((f, n))
+    return positions
+
+
+def generic_key(tmpl: Template, positions: list) -> str:
+    """What determines a generic library's code besides the code generator: the skeleton, which
+    numbers are parameters, and every other number."""
+    params = set(positions)
+    kept = [
+        token
+        for f, tokens in enumerate(tmpl.numbers)
+        for n, token in enumerate(tokens)
+        if (f, n) not in params
+    ]
+    return "\n".join(["generic", tmpl.key, repr(sorted(params)), " ".join(kept)])
+
+
+def _double(bits: int) -> float:
+    return struct.unpack("<d", struct.pack("<q", bits))[0]
+
+
 def _c_type(token: str) -> str:
     if _INT.fullmatch(token):
         return "int64_t"
@@ -166,12 +218,13 @@ def values(tmpl: Template, positions: list) -> np.ndarray:
 
 @dataclasses.dataclass
 class _Family:
-    """What is known about one skeleton: the numbers of its first compiled shape, and the generic
-    library once a second shape has been seen (`positions`: its parameters)."""
+    """What is known about one skeleton: the numbers of its first compiled shape, and its latest
+    generic library (`positions`: its parameters)."""
 
     first: Template
     positions: list | None = None
     library: object = None
+    library_key: str = ""  # its disk-cache key
     failed: bool = False
 
 
@@ -202,34 +255,46 @@ class Registry:
             pending = self._pending.pop(structure, None)
             known = structure in self._structures
         if pending is not None:
-            self.remember(structure, template(pending()))
+            render, generic = pending
+            tmpl = template(render())
+            self.remember(structure, tmpl)
+            if generic is not None:
+                self.built(tmpl, *generic)
         return known
 
-    def remember_lazily(self, structure: str, render) -> None:
+    def remember_lazily(self, structure: str, render, generic=None) -> None:
         """A library for this structure came from a cache: its rendering (`render()`, the
-        functions' C) is taken only if another shape of the structure shows up."""
+        functions' C) is taken only if another shape of the structure shows up. `generic`:
+        (positions, library, its cache key) when that library is generic."""
         with self._lock:
             if structure not in self._structures:
                 self._structures.add(structure)
-                self._pending[structure] = render
+                self._pending[structure] = (render, generic)
                 self._bound()
 
     def plan(self, tmpl: Template):
-        """("reuse", library, params) when a generic library serves `tmpl`; ("build", positions)
-        when one should be compiled for it; None when `tmpl` needs a specialized library."""
+        """("reuse", library, its cache key, positions, params) when a generic library serves
+        `tmpl`; ("build", positions) when one should be compiled for it; None when `tmpl` needs a
+        specialized library."""
         with self._lock:
             family = self._families.get(tmpl.key)
         if family is None or family.failed:
             return None
         positions = differing(tmpl, family.first)
-        if positions is None or not positions:
+        if positions is None:
             return None
         if family.library is not None:
             known = set(family.positions)
             if known.issuperset(positions):
-                return "reuse", family.library, values(tmpl, family.positions)
+                params = values(tmpl, family.positions)
+                return "reuse", family.library, family.library_key, family.positions, params
             positions = sorted(known.union(positions))
-        return "build", positions
+        return ("build", positions) if positions else None
+
+    def knows(self, tmpl: Template) -> bool:
+        """Whether a program with `tmpl`'s skeleton was built before."""
+        with self._lock:
+            return tmpl.key in self._families
 
     def remember(self, structure: str, tmpl: Template) -> None:
         """`tmpl` was compiled specialized: later shapes are compared with it."""
@@ -246,10 +311,10 @@ class Registry:
         if len(self._structures) > 4 * MAX_FAMILIES:
             self._structures.clear()
 
-    def built(self, tmpl: Template, positions: list, library) -> None:
+    def built(self, tmpl: Template, positions: list, library, library_key: str) -> None:
         with self._lock:
             family = self._families.setdefault(tmpl.key, _Family(tmpl))
-            family.positions, family.library = positions, library
+            family.positions, family.library, family.library_key = positions, library, library_key
 
     def failed(self, tmpl: Template) -> None:
         with self._lock:
