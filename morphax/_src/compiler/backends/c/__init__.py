@@ -21,8 +21,8 @@ import numpy as np
 from morphax._src.compiler.backends.c import background, blas, build, generic, render
 from morphax._src.compiler.backends.c import program as native_program
 from morphax._src.compiler.backends.numpy import segment_callable
-from morphax._src.core.jaxpr import _NameContext, _print_jaxpr
 from morphax._src.config import config
+from morphax._src.core.jaxpr import _NameContext, _print_jaxpr
 from morphax._src.core.primitive import Kind
 
 logger = logging.getLogger("morphax")
