@@ -124,6 +124,27 @@ def test_an_inner_extent_that_changes_adds_one_generic_library(fresh_cache):
     assert build.stats["generic_hits"] - hits == 3
 
 
+def test_a_skeleton_reached_from_two_programs_checks_the_rendering_its_library_came_from(fresh_cache):
+    """Two programs (different jaxprs) can render to one skeleton; the latest generic library is
+    then checked against the numbers of the rendering it was built from, not the first one seen
+    (a regression: a 2-d contraction reused a library built for a 3-d one with other constants)."""
+    cases = [
+        ((4, 3), (3, 5), (((1,), (0,)), ((), ()))),
+        ((4, 3, 2), (3, 2, 5), (((1, 2), (0, 1)), ((), ()))),
+        ((4, 1), (1, 5), (((1,), (0,)), ((), ()))),
+        ((6, 2), (2, 3), (((1,), (0,)), ((), ()))),
+    ]
+    for lhs_shape, rhs_shape, numbers in cases:
+        a = RNG.standard_normal(lhs_shape).astype(np.float32)
+        b = RNG.standard_normal(rhs_shape).astype(np.float32)
+
+        def f(a, b, numbers=numbers):
+            return morphax.lax.dot_general(a * 2.0, b + 1.0, numbers) - 1.0
+
+        want = np.tensordot(a * 2.0, b + 1.0, axes=(numbers[0][0], numbers[0][1])) - 1.0
+        np.testing.assert_allclose(np.asarray(morphax.jit(f, backend="c")(a, b)), want, rtol=1e-5, atol=1e-5)
+
+
 def test_a_new_process_finds_the_generic_library_on_disk(fresh_cache):
     """The shape a library was built for finds it through its alias (no render); another shape
     finds it through the skeleton's key; neither compiles."""
@@ -219,6 +240,7 @@ def test_templates_find_numbers_not_names_comments_or_hex_digits():
     assert generic.differing(frozen, tmpl) is None
     # Read once per call: the top-level loop bound; not 0 or 1, nor a non-integral float.
     assert generic.per_call_positions(tmpl) == [(0, 2)]
+    assert generic.per_call_positions(generic.template([text.replace("buf[1]", "buf[2]")])) == [(0, 2)]
     nested = generic.template(
         [
             "void k1(void *const *restrict buf) {\n  for (i = 0; i < 64; i++) {\n"

@@ -13,8 +13,8 @@ Which numbers become parameters:
   mean's n). Inner loops keep their constant trip counts and strides, so the code is as fast as
   a specialized build (measured on the CNN and transformer steps), and a batch size is usually
   one of those top-level numbers.
-- A later shape that differs somewhere else (an inner extent) is compared with the first shape
-  token by token; when only numbers differ, one more generic library is compiled whose
+- A later shape that differs somewhere else (an inner extent) is compared token by token with
+  the rendering the library was built from; when only numbers differ, one more generic library is compiled whose
   parameters are every number that differed, and later shapes reuse it.
 
 The parameters travel as one more pointer after a top-level segment's scratch arena; the segment
@@ -51,6 +51,8 @@ _FLOAT = re.compile(
 )
 # Lines where C needs its numbers at compile time.
 _COMPILE_TIME = re.compile(r"^\s*#|\bstatic\b|\bcase\b")
+# A function's pointer arguments (io[k], buf[k]): their indices are the program's, not a shape's.
+_POINTER_ARRAYS = ("io[", "buf[")
 MAX_FAMILIES = 256
 PRELUDE = """
 static _Thread_local const int64_t *mx_dims;  /* this call's shape parameters (generic.py) */
@@ -121,8 +123,8 @@ def differing(new: Template, old: Template) -> list | None:
 def per_call_positions(tmpl: Template) -> list:
     """The numbers a first generic library takes as parameters: integers of at least 2 at the top
     level of a function body (brace depth 1: read once per call) and integral float constants of
-    at least 2 (the n of a mean), wherever they are. 0 and 1 stay constants, as do the numbers C
-    needs at compile time."""
+    at least 2 (the n of a mean), wherever they are. 0 and 1 stay constants, as do the indices of
+    the pointer arguments and the numbers C needs at compile time."""
     positions = []
     for f, tokens in enumerate(tmpl.numbers):
         text = tmpl.texts[f]
@@ -134,7 +136,8 @@ def per_call_positions(tmpl: Template) -> list:
             if tmpl.fixed(f, n):
                 continue
             if _INT.fullmatch(token):
-                chosen = depth <= 1 and int(token) >= 2
+                pointer_slot = text.endswith(_POINTER_ARRAYS, 0, start)
+                chosen = depth <= 1 and int(token) >= 2 and not pointer_slot
             else:
                 value = _double(value_bits(token))
                 chosen = value >= 2 and value.is_integer()
@@ -218,10 +221,12 @@ def values(tmpl: Template, positions: list) -> np.ndarray:
 
 @dataclasses.dataclass
 class _Family:
-    """What is known about one skeleton: the numbers of its first compiled shape, and its latest
-    generic library (`positions`: its parameters)."""
+    """What is known about one skeleton: the latest library built for it, with the rendering it
+    was built from (`template`) and, when it is generic, its parameters (`positions`). Another
+    shape may use a generic library only where its numbers equal that rendering's outside the
+    parameters."""
 
-    first: Template
+    template: Template
     positions: list | None = None
     library: object = None
     library_key: str = ""  # its disk-cache key
@@ -280,7 +285,7 @@ class Registry:
             family = self._families.get(tmpl.key)
         if family is None or family.failed:
             return None
-        positions = differing(tmpl, family.first)
+        positions = differing(tmpl, family.template)
         if positions is None:
             return None
         if family.library is not None:
@@ -297,7 +302,8 @@ class Registry:
             return tmpl.key in self._families
 
     def remember(self, structure: str, tmpl: Template) -> None:
-        """`tmpl` was compiled specialized: later shapes are compared with it."""
+        """A program of `structure` rendering to `tmpl` was compiled: later shapes of its skeleton
+        are compared with it, unless a generic library built for the skeleton is known."""
         with self._lock:
             self._structures.add(structure)
             self._families.setdefault(tmpl.key, _Family(tmpl))
@@ -314,7 +320,8 @@ class Registry:
     def built(self, tmpl: Template, positions: list, library, library_key: str) -> None:
         with self._lock:
             family = self._families.setdefault(tmpl.key, _Family(tmpl))
-            family.positions, family.library, family.library_key = positions, library, library_key
+            family.template, family.positions = tmpl, positions
+            family.library, family.library_key = library, library_key
 
     def failed(self, tmpl: Template) -> None:
         with self._lock:
