@@ -19,11 +19,11 @@ from morphax._src.numpy.construction import *  # noqa: F401,F403
 from morphax._src.numpy.creation import *  # noqa: F401,F403
 from morphax._src.numpy.index_tricks import *  # noqa: F401,F403
 from morphax._src.numpy.indexing import *  # noqa: F401,F403
-from morphax._src.numpy.linalg_basic import *  # noqa: F401,F403
 from morphax._src.numpy.manipulation import *  # noqa: F401,F403
 from morphax._src.numpy.math_extra import *  # noqa: F401,F403
 from morphax._src.numpy.misc_api import *  # noqa: F401,F403
 from morphax._src.numpy.padding import *  # noqa: F401,F403
+from morphax._src.numpy.products import *  # noqa: F401,F403
 from morphax._src.numpy.reductions import *  # noqa: F401,F403
 from morphax._src.numpy.rounding import *  # noqa: F401,F403
 from morphax._src.numpy.scalar_types import *  # noqa: F401,F403

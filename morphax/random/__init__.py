@@ -5,8 +5,8 @@ either. Thin re-export of `morphax._src.random`."""
 from morphax._src.random import distributions as _d
 from morphax._src.random import keys as _k
 from morphax._src.random import prng as _p
-from morphax._src.random import samplers as _s
-from morphax._src.random import samplers2 as _s2
+from morphax._src.random import rejection_samplers as _s
+from morphax._src.random import transformed_samplers as _s2
 from morphax._src.random.keys import (  # noqa: F401
     KeyArray,
     PRNGKeyDtype,

@@ -1,5 +1,5 @@
 """Transformation-matrix cases (see fn_matrix.py) for the basic `morphax.numpy` functions:
-reductions, array manipulation, creation, basic products (linalg_basic) and the along-axis
+reductions, array manipulation, creation, basic products (products.py) and the along-axis
 indexing helpers."""
 
 from __future__ import annotations
@@ -641,7 +641,7 @@ add(
     Case("logspace", args(normal(2, 3), normal(3)), kwargs={"num": 4, "endpoint": False}, label="endpoint"),
 )
 
-# ---- products (linalg_basic) --------------------------------------------------------------------
+# ---- products (products.py) --------------------------------------------------------------------
 
 add(
     Case("dot", args(normal(3, 4), normal(4, 5)), label="matrix"),

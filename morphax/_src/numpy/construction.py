@@ -17,9 +17,9 @@ from morphax._src.core.trace import Tracer
 from morphax._src.numpy import (
     creation,
     indexing,
-    linalg_basic,
-    linalg_helpers,
+    linalg_array_api,
     manipulation,
+    products,
     reductions,
     searching,
     ufuncs,
@@ -56,7 +56,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     if a1 == a2:
         raise ValueError("axis1 and axis2 must not be equal")
     a = manipulation.moveaxis(a, (a1, a2), (-2, -1))
-    return linalg_helpers.diagonal(a, offset=operator.index(offset))
+    return linalg_array_api.diagonal(a, offset=operator.index(offset))
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
@@ -310,13 +310,13 @@ def vander(x, N=None, increasing=False):  # noqa: N803 - NumPy's name
 def matvec(x1, x2, /):
     """Batched matrix-vector product over the last axes."""
     x1, x2 = _arr("matvec", x1), _arr("matvec", x2)
-    return linalg_basic.matmul(x1, x2[..., None])[..., 0]
+    return products.matmul(x1, x2[..., None])[..., 0]
 
 
 def vecmat(x1, x2, /):
     """Batched (conjugated) vector-matrix product over the last axes."""
     x1, x2 = _arr("vecmat", x1), _arr("vecmat", x2)
-    return linalg_basic.matmul(ufuncs.conjugate(x1)[..., None, :], x2)[..., 0, :]
+    return products.matmul(ufuncs.conjugate(x1)[..., None, :], x2)[..., 0, :]
 
 
 def unravel_index(indices, shape):

@@ -14,9 +14,9 @@ from typing import NamedTuple
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.numpy import creation, linalg_basic, manipulation, reductions, ufuncs, util
+from morphax._src.numpy import creation, manipulation, products, reductions, ufuncs, util
 from morphax._src.numpy.indexing import take_along_axis
-from morphax._src.numpy.linalg_helpers import (  # noqa: F401  (re-exported)
+from morphax._src.numpy.linalg_array_api import (  # noqa: F401  (re-exported)
     _arr,
     _dtype,
     _inexact,
@@ -128,7 +128,7 @@ def _symmetrize(x):
 
 
 def _mm(a, b):
-    return linalg_basic.matmul(a, b, precision=L.Precision.HIGHEST)
+    return products.matmul(a, b, precision=L.Precision.HIGHEST)
 
 
 def _diag(x):
@@ -321,10 +321,10 @@ def matrix_power(a, n: int):
         n = -n
     result = z = None
     while n > 0:
-        z = arr if z is None else linalg_basic.matmul(z, z)
+        z = arr if z is None else products.matmul(z, z)
         n, bit = divmod(n, 2)
         if bit:
-            result = z if result is None else linalg_basic.matmul(result, z)
+            result = z if result is None else products.matmul(result, z)
     return result
 
 

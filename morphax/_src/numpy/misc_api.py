@@ -16,8 +16,8 @@ from morphax._src.core.trace import Tracer
 from morphax._src.numpy import (
     creation,
     linalg,
-    linalg_basic,
     manipulation,
+    products,
     reductions,
     ufuncs,
     util,
@@ -254,8 +254,8 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
     if full:
         return c, resids, rank, s, creation.asarray(rcond)
     if cov:
-        vbase = linalg.inv(linalg_basic.dot(ufuncs.conjugate(lhs).T, lhs))
-        vbase = ufuncs.divide(vbase, linalg_basic.outer(scale, scale))
+        vbase = linalg.inv(products.dot(ufuncs.conjugate(lhs).T, lhs))
+        vbase = ufuncs.divide(vbase, products.outer(scale, scale))
         if cov == "unscaled":
             fac = creation.asarray(1.0, dtype=_dtypes.real_dtype(x.dtype))
         else:

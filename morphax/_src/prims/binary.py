@@ -1,4 +1,5 @@
-"""Binary elementwise arithmetic primitives: add sub mul div rem pow max min atan2 nextafter complex.
+"""Binary elementwise arithmetic primitives: add sub mul div rem pow max min atan2 nextafter complex
+mulhi.
 
 Operands share a dtype (pow also takes an integer exponent); shapes follow lax broadcasting
 (scalars, size-1 axes). Integer semantics are XLA's: wrapping arithmetic, division toward zero,
@@ -7,7 +8,7 @@ is INT_MIN, ``x % 0`` is x and ``INT_MIN % -1`` is 0. Float max/min propagate na
 -0.0 below +0.0 (IEEE 754-2019 maximum/minimum, as stablehlo specifies). Derivative rules follow
 JAX's (max/min split ties evenly, pow's exponent derivative is 0 at x == 0); transposes sum
 cotangents back over broadcast axes and never conjugate. Every one batches (vmap) with the
-broadcasting rule of `_helpers.elementwise_batcher`. Imports the core and the rule helpers;
+broadcasting rule of `builders.elementwise_batcher`. Imports the core and the rule helpers;
 other lax functions are looked up when a rule runs.
 """
 
@@ -30,7 +31,9 @@ from morphax._src.prims._ad import (
     is_zero,
     unbroadcast,
 )
-from morphax._src.prims._helpers import (
+from morphax._src.prims._operands import lax_binary_operands
+from morphax._src.prims._spec import BINARY_SHAPES, Case, TestSpec, binary_cases, random_array
+from morphax._src.prims.builders import (
     as_arrays,
     binary_elementwise,
     broadcasting_shape,
@@ -40,8 +43,6 @@ from morphax._src.prims._helpers import (
     mark_elementwise,
     same_dtypes,
 )
-from morphax._src.prims._operands import lax_binary_operands
-from morphax._src.prims._spec import BINARY_SHAPES, Case, TestSpec, binary_cases, random_array
 
 __all__ = [
     "add",
@@ -58,6 +59,8 @@ __all__ = [
     "min_p",
     "mul",
     "mul_p",
+    "mulhi",
+    "mulhi_p",
     "nextafter",
     "nextafter_p",
     "pow",
@@ -470,3 +473,49 @@ deflinear(complex_p, _complex_transpose)
 def complex(x, y):  # noqa: A001 - JAX's name
     """Elementwise ``x + i y`` from float32 (float64) parts, giving complex64 (complex128)."""
     return complex_p.bind(*lax_binary_operands("complex", x, y))
+
+
+# ------------------------------------------------------------------------------------------------
+# mulhi: the high half of the double-width integer product.
+
+_LO32 = np.uint64(0xFFFFFFFF)
+
+
+def _mulhi_u64(a, b):
+    # Schoolbook product on 32-bit halves: no partial product or carry sum exceeds 64 bits.
+    s32 = np.uint64(32)
+    a_lo, a_hi, b_lo, b_hi = a & _LO32, a >> s32, b & _LO32, b >> s32
+    lo_hi, hi_lo = a_lo * b_hi, a_hi * b_lo
+    cross = ((a_lo * b_lo) >> s32) + (lo_hi & _LO32) + (hi_lo & _LO32)
+    return a_hi * b_hi + (lo_hi >> s32) + (hi_lo >> s32) + (cross >> s32)
+
+
+def _mulhi_impl(x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    dt = x.dtype
+    bits = dt.itemsize * 8
+    signed = not _dtypes.is_unsigned(dt)
+    with np.errstate(over="ignore"):
+        if bits < 64:
+            wide = np.int64 if signed else np.uint64
+            return np.asarray((x.astype(wide) * y.astype(wide)) >> wide(bits)).astype(dt)
+        xu, yu = np.broadcast_arrays(x.view(np.uint64), y.view(np.uint64))
+        hi = _mulhi_u64(xu, yu)
+        if signed:
+            # Two's complement: hi(x*y) = hi_unsigned - (x<0 ? y : 0) - (y<0 ? x : 0), mod 2^64.
+            zero = np.uint64(0)
+            hi = hi - np.where(x < 0, yu, zero) - np.where(y < 0, xu, zero)
+        return np.asarray(hi).view(dt)
+
+
+mulhi_p = binary_elementwise(
+    "mulhi", _mulhi_impl, dtypes="integer", spec=TestSpec(cases=binary_cases("integer"), differentiable=False)
+)
+defjvp_zero(mulhi_p)
+
+
+def mulhi(x, y, /):
+    """Elementwise multiply-high: the upper N bits of the 2N-bit product of N-bit integers."""
+    from morphax._src.prims._operands import lax_binary_operands
+
+    return mulhi_p.bind(*lax_binary_operands("mulhi", x, y))

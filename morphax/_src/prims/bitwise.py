@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.prims._ad import defjvp_zero
-from morphax._src.prims._helpers import as_arrays, binary_elementwise, concat_cases
 from morphax._src.prims._operands import lax_binary_operands
 from morphax._src.prims._spec import TestSpec, binary_cases
+from morphax._src.prims.builders import as_arrays, binary_elementwise, concat_cases
 
 __all__ = [
     "and_p",

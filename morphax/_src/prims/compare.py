@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.prims._ad import defjvp_zero
-from morphax._src.prims._helpers import as_bool, binary_elementwise
 from morphax._src.prims._operands import lax_binary_operands
 from morphax._src.prims._spec import TestSpec, binary_cases
+from morphax._src.prims.builders import as_bool, binary_elementwise
 
 __all__ = ["eq", "eq_p", "ge", "ge_p", "gt", "gt_p", "le", "le_p", "lt", "lt_p", "ne", "ne_p"]
 

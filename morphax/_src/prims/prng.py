@@ -11,8 +11,8 @@ import numpy as np
 from morphax._src.core.avals import ShapedArray
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.prims._ad import defjvp_zero
-from morphax._src.prims._helpers import broadcasting_shape, elementwise_batcher
 from morphax._src.prims._spec import Case, TestSpec
+from morphax._src.prims.builders import broadcasting_shape, elementwise_batcher
 
 __all__ = ["threefry2x32", "threefry2x32_p"]
 

@@ -23,8 +23,8 @@ from morphax._src.prims._ad import (
     zeros_like_aval,
 )
 from morphax._src.prims._batching import moveaxis
-from morphax._src.prims._helpers import check_dtype, same_dtypes
 from morphax._src.prims._spec import DTYPES_FOR_CLASS, Case, TestSpec, random_array
+from morphax._src.prims.builders import check_dtype, same_dtypes
 
 __all__ = ["clamp", "clamp_p", "select", "select_n", "select_n_p"]
 

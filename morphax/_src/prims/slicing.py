@@ -31,7 +31,9 @@ from morphax._src.prims._ad import (
 from morphax._src.prims._batching import moveaxis
 from morphax._src.prims._shape_util import SHAPE_DTYPES, canonical_axis, canonical_shape, fresh
 from morphax._src.prims._spec import Case, TestSpec, random_array
-from morphax._src.prims.shape import broadcast_in_dim, concatenate_p, expand_dims, pad_p, squeeze
+from morphax._src.prims.concatenate import concatenate_p
+from morphax._src.prims.pad import pad_p
+from morphax._src.prims.shape import broadcast_in_dim, expand_dims, squeeze
 
 __all__ = [
     "dynamic_index_in_dim",

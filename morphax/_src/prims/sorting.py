@@ -17,8 +17,8 @@ from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.prims._ad import Zero, _lax, is_zero
 from morphax._src.prims._batching import moveaxis
-from morphax._src.prims._helpers import check_dtype
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, random_array
+from morphax._src.prims.builders import check_dtype
 
 __all__ = ["sort", "sort_key_val", "sort_p", "top_k", "top_k_p"]
 

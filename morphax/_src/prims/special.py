@@ -13,7 +13,10 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray
 from morphax._src.core.primitive import Primitive
 from morphax._src.prims._ad import aval_of, defjvp
-from morphax._src.prims._helpers import (
+from morphax._src.prims._operands import lax_binary_operands, lax_nary_operands
+from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, binary_cases, random_array
+from morphax._src.prims.binary import add, div, mul, sub
+from morphax._src.prims.builders import (
     as_arrays,
     binary_elementwise,
     broadcasting_shape,
@@ -23,9 +26,6 @@ from morphax._src.prims._helpers import (
     mark_elementwise,
     same_dtypes,
 )
-from morphax._src.prims._operands import lax_binary_operands, lax_nary_operands
-from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, binary_cases, random_array
-from morphax._src.prims.binary import add, div, mul, sub
 from morphax._src.prims.compare import gt
 from morphax._src.prims.conversion import full_like
 from morphax._src.prims.selection import select

@@ -20,8 +20,8 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import get_aval
 from morphax._src.prims._ad import Zero, _lax, aval_of, defjvp, defjvp_zero, deflinear, is_zero
-from morphax._src.prims._helpers import as_arrays, concat_cases, elementwise_unop
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, unary_cases
+from morphax._src.prims.builders import as_arrays, concat_cases, elementwise_unop
 
 __all__ = [
     "RoundingMethod",

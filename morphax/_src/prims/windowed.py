@@ -16,11 +16,11 @@ from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.prims._ad import Zero, _lax, deflinear, is_zero, linear_in_first
 from morphax._src.prims._batching import bdim_to_front
-from morphax._src.prims._helpers import check_dtype
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, random_array
 from morphax._src.prims.binary import add as _lax_add
 from morphax._src.prims.binary import max as _lax_max
 from morphax._src.prims.binary import min as _lax_min
+from morphax._src.prims.builders import check_dtype
 from morphax._src.prims.compare import ge_p, le_p
 from morphax._src.prims.reductions import _compute_dtype, _max_identity, _min_identity
 

@@ -16,7 +16,7 @@ import morphax.numpy as jnp
 from morphax import lax, vmap
 from morphax._src.core.primitive import registry
 from morphax._src.passes.dce import dce
-from morphax._src.prims.lax_misc import Token
+from morphax._src.prims.tokens import Token
 from morphax.test_util import check_grads
 
 RNG = np.random.default_rng(0)

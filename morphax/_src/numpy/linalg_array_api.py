@@ -12,7 +12,7 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
-from morphax._src.numpy import linalg_basic, manipulation, reductions, ufuncs, util
+from morphax._src.numpy import manipulation, products, reductions, ufuncs, util
 from morphax._src.prims import linalg as _la
 
 
@@ -196,13 +196,13 @@ def matrix_transpose(x, /):
 def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
     """Matrix product (numpy.matmul's rules)."""
     x1, x2 = _arr("jnp.linalg.matmul", x1, x2)
-    return linalg_basic.matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
+    return products.matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
 
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
     """Vector dot product along `axis`, conjugating x1."""
     x1, x2 = _arr("jnp.linalg.vecdot", x1, x2)
-    return linalg_basic.vecdot(
+    return products.vecdot(
         x1, x2, axis=axis, precision=precision, preferred_element_type=preferred_element_type
     )
 
@@ -210,7 +210,7 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
 def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None, out_sharding=None):
     """Tensor contraction over `axes` (an int or a pair of axis sequences)."""
     x1, x2 = _arr("jnp.linalg.tensordot", x1, x2)
-    return linalg_basic.tensordot(
+    return products.tensordot(
         x1, x2, axes=axes, precision=precision, preferred_element_type=preferred_element_type
     )
 
@@ -240,4 +240,4 @@ def multi_dot(arrays, *, precision=None):
         if i == len(arrs) - 1 and len(shapes[-1]) == 1:
             labels = [i]
         operands += [a, labels]
-    return linalg_basic.einsum(*operands, optimize="auto", precision=precision)
+    return products.einsum(*operands, optimize="auto", precision=precision)

@@ -20,7 +20,7 @@ from morphax._src.prims.collectives import (
     axis_index,
     ppermute,
 )
-from morphax._src.prims.lax_misc import Token
+from morphax._src.prims.tokens import Token
 
 __all__ = ["pbroadcast", "pcast", "precv", "psend", "pswapaxes", "ragged_all_to_all"]
 

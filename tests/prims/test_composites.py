@@ -1,4 +1,4 @@
-"""The lax names of lax_extras / lax_rng / control_flow.reduce against independent oracles (NumPy,
+"""The lax names of composites, reduce_precision, mulhi, split, lax_rng and control_flow.reduce against independent oracles (NumPy,
 Python big integers, loops, known-answer vectors, finite differences), with bit-exact JAX
 comparisons when jax is installed."""
 

@@ -1,7 +1,7 @@
-"""Small `jax.lax` utilities with a single-device CPU meaning: tokens (`create_token`, `after_all`),
-`with_sharding_constraint`, `composite`, `platform_dependent`, `stage`, and `dce_sink` (a primitive
-with no outputs that is never dead code). Computations run in program order, so a token is a pytree
-with no leaves (a psend's token carries the sent value to its precv)."""
+"""`jax.lax`'s hints to a compiler, which change no value on one CPU device:
+`with_sharding_constraint`, `composite`, `platform_dependent`, `stage`, `optimization_barrier`
+(a primitive that keeps operations from moving across it) and `dce_sink` (a primitive with no
+outputs that is never dead code). Tokens are in tokens.py."""
 
 from __future__ import annotations
 
@@ -9,16 +9,16 @@ import functools
 
 from morphax._src.core import pytree
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.core.pytree_def import register_pytree_node
-from morphax._src.prims._shape_util import as_lax_array
-from morphax._src.prims._spec import TestSpec
+from morphax._src.prims._ad import instantiate, is_zero
+from morphax._src.prims._shape_util import as_lax_array, fresh
+from morphax._src.prims._spec import Case, TestSpec, random_array
 
 __all__ = [
-    "after_all",
     "composite",
-    "create_token",
     "dce_sink",
     "dce_sink_p",
+    "optimization_barrier",
+    "optimization_barrier_p",
     "platform_dependent",
     "stage",
     "with_sharding_constraint",
@@ -26,46 +26,6 @@ __all__ = [
 
 # The platform every morphax computation runs on.
 PLATFORM = "cpu"
-
-
-class Token:
-    """An ordering token. `payload` (with its `channel`) is set only on the token of a psend."""
-
-    __slots__ = ("payload", "channel")
-
-    def __init__(self, payload=None, channel=None):
-        self.payload = payload
-        self.channel = channel
-
-    def block_until_ready(self):
-        return self
-
-    def __repr__(self):
-        return "Token()" if self.channel is None else f"Token(psend over {self.channel[0]!r})"
-
-
-def _flatten_token(t):
-    return (() if t.channel is None else (t.payload,)), t.channel
-
-
-def _unflatten_token(channel, children):
-    children = list(children)
-    return Token(children[0] if children else None, channel)
-
-
-register_pytree_node(Token, _flatten_token, _unflatten_token)
-
-
-def create_token(_=None):
-    """A new token with no preconditions (the argument is ignored, as in JAX)."""
-    return Token()
-
-
-def after_all(*operands):
-    """A token ordered after all the given tokens."""
-    if not all(isinstance(t, Token) for t in operands):
-        raise TypeError("Arguments to after_all must be tokens")
-    return Token()
 
 
 def with_sharding_constraint(x, shardings):
@@ -116,7 +76,7 @@ dce_sink_p = Primitive("dce_sink", multiple_results=True)
 dce_sink_p.kind = Kind.EFFECT
 # Never dead code: it keeps the computation of its operand alive through DCE.
 dce_sink_p.has_side_effects = True
-# It has no outputs to compare, so the generated matrices have nothing to check: see test_lax_misc.
+# It has no outputs to compare, so the generated matrices have nothing to check: see tests/prims/test_lax_smaller_names.py.
 dce_sink_p.test_spec = TestSpec(cases=lambda rng: [], differentiable=False)
 
 
@@ -154,3 +114,57 @@ def dce_sink(val, *, prevent_mlir_dce=False):
     """Mark every leaf of `val` as used, so dead-code elimination keeps what computes it. Returns None."""
     for leaf in pytree.tree_leaves(val):
         dce_sink_p.bind(as_lax_array(leaf), prevent_mlir_dce=bool(prevent_mlir_dce))
+
+
+# ------------------------------------------------------------------------------------------------
+# optimization_barrier: the identity on any number of operands. Compilers may not move work across
+# it; here it only has to survive every transformation as itself.
+
+optimization_barrier_p = Primitive("optimization_barrier", multiple_results=True)
+# The identity, run as one node so nothing fuses across it. Not an EFFECT: like JAX's it has no
+# side effects, so an unused barrier may be dropped.
+optimization_barrier_p.kind = Kind.OPAQUE
+optimization_barrier_p.abstract_eval = lambda *avals: list(avals)
+optimization_barrier_p.impl = lambda *xs: [fresh(x) for x in xs]
+optimization_barrier_p.batch = lambda vals, dims, *, axis_data: (
+    optimization_barrier_p.bind(*vals),
+    list(dims),
+)
+
+
+def _barrier_jvp(primals, tangents):
+    # Two barriers: the primal one must stay known when linearizing, the tangent one is linear.
+    out = optimization_barrier_p.bind(*primals)
+    live = [t for t in tangents if not is_zero(t)]
+    it = iter(optimization_barrier_p.bind(*live) if live else [])
+    return out, [t if is_zero(t) else next(it) for t in tangents]
+
+
+def _barrier_transpose(cts, *args):
+    live = [instantiate(ct) for ct, a in zip(cts, args) if not is_zero(ct)]
+    it = iter(optimization_barrier_p.bind(*live) if live else [])
+    return [ct if is_zero(ct) else next(it) for ct in cts]
+
+
+optimization_barrier_p.jvp = _barrier_jvp
+optimization_barrier_p.transpose = _barrier_transpose
+
+
+def _barrier_cases(rng):
+    out = []
+    for dts in (("float32",), ("int32",), ("bool",), ("float32", "int32"), ("float32", "bfloat16", "bool")):
+        for shape in ((), (3,), (2, 3), (0, 2)):
+            args = tuple(random_array(rng, shape, dt) for dt in dts)
+            out.append(Case(args, {}, f"{'+'.join(dts)}{list(shape)}"))
+    return out
+
+
+optimization_barrier_p.test_spec = TestSpec(cases=_barrier_cases)
+
+
+def optimization_barrier(operand, /):
+    """The pytree `operand` unchanged, behind a barrier compilers may not move work across."""
+    leaves, tree = pytree.tree_flatten(operand)
+    if not leaves:
+        return operand
+    return pytree.tree_unflatten(tree, optimization_barrier_p.bind(*[as_lax_array(x) for x in leaves]))

@@ -70,7 +70,7 @@ def same_dtypes(name: str, avals) -> np.dtype:
 
 
 def check_class(name: str, dtype, dtype_class, argname: str = "operand") -> None:
-    """Raise JAX's TypeError unless `dtype` is in `dtype_class`: a `_helpers` class name or a
+    """Raise JAX's TypeError unless `dtype` is in `dtype_class`: a `builders` class name or a
     (predicate, description) pair for the few primitives with their own sets (conj, complex)."""
     ok, desc = _DTYPE_CLASSES[dtype_class] if isinstance(dtype_class, str) else dtype_class
     if not ok(dtype):

@@ -23,7 +23,7 @@ from morphax._src.random.distributions import (
     rademacher,
 )
 from morphax._src.random.prng import check_key
-from morphax._src.random.samplers import as_dtype, broadcast_shapes_of, c, split_n
+from morphax._src.random.rejection_samplers import as_dtype, broadcast_shapes_of, c, split_n
 
 __all__ = [
     "cauchy",
@@ -279,6 +279,6 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
 
 
 def _linalg_einsum(factor, z):
-    from morphax._src.numpy import linalg_basic
+    from morphax._src.numpy import products
 
-    return linalg_basic.einsum("...ij,...j->...i", factor, z)
+    return products.einsum("...ij,...j->...i", factor, z)
