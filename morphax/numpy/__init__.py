@@ -15,22 +15,30 @@ from morphax._src.core.dtypes import (  # noqa: F401
     result_type,
 )
 from morphax._src.numpy import array_methods as _array_methods  # noqa: F401  (installs methods last)
-from morphax._src.numpy.construction import *  # noqa: F401,F403
+from morphax._src.numpy.array_editing import *  # noqa: F401,F403
+from morphax._src.numpy.bit_packing import *  # noqa: F401,F403
+from morphax._src.numpy.calculus import *  # noqa: F401,F403
+from morphax._src.numpy.composed_ufuncs import *  # noqa: F401,F403
+from morphax._src.numpy.convolve import *  # noqa: F401,F403
 from morphax._src.numpy.creation import *  # noqa: F401,F403
+from morphax._src.numpy.diagonals import *  # noqa: F401,F403
+from morphax._src.numpy.host_io import *  # noqa: F401,F403
 from morphax._src.numpy.index_tricks import *  # noqa: F401,F403
 from morphax._src.numpy.indexing import *  # noqa: F401,F403
 from morphax._src.numpy.manipulation import *  # noqa: F401,F403
-from morphax._src.numpy.math_extra import *  # noqa: F401,F403
-from morphax._src.numpy.misc_api import *  # noqa: F401,F403
 from morphax._src.numpy.padding import *  # noqa: F401,F403
+from morphax._src.numpy.polynomials import *  # noqa: F401,F403
 from morphax._src.numpy.products import *  # noqa: F401,F403
 from morphax._src.numpy.reductions import *  # noqa: F401,F403
 from morphax._src.numpy.rounding import *  # noqa: F401,F403
 from morphax._src.numpy.scalar_types import *  # noqa: F401,F403
 from morphax._src.numpy.searching import *  # noqa: F401,F403
 from morphax._src.numpy.statistics import *  # noqa: F401,F403
+from morphax._src.numpy.type_predicates import *  # noqa: F401,F403
 from morphax._src.numpy.ufunc_objects import *  # noqa: F401,F403
 from morphax._src.numpy.ufuncs import *  # noqa: F401,F403
+from morphax._src.numpy.vectorize import *  # noqa: F401,F403
+from morphax._src.numpy.windows import *  # noqa: F401,F403
 from morphax._src.runtime.array import Array as ndarray  # noqa: F401
 
 dtype = _np.dtype

@@ -1,6 +1,7 @@
-"""Transformation-matrix cases for morphax/_src/numpy/construction.py (diagonals, triangles, index
-grids, append/insert/delete, pad in every mode...), misc_api.py (polynomials, windows,
-vectorize/frompyfunc, bit packing, host utilities) and the dtype/printing helpers."""
+"""Transformation-matrix cases for the diagonal, array-editing and index-grid modules of
+morphax/_src/numpy/ (diagonals, triangles, index grids, append/insert/delete, pad in every mode...),
+the polynomial, window, vectorize, bit-packing and host-utility modules (vectorize/frompyfunc
+included) and the dtype/printing helpers."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def _copy_then(fn):
     return ref
 
 
-# ---- construction.py -------------------------------------------------------------------------
+# ---- diagonals, array editing, index grids -------------------------------------------------------------------------
 
 CONSTRUCTION = [
     Case("append", args(normal(3, 4), normal(2, 4))),
@@ -370,7 +371,7 @@ PAD = [
     ),
 ]
 
-# ---- misc_api.py -------------------------------------------------------------------------------
+# ---- polynomials, windows, vectorize, bit packing -------------------------------------------------------------------------------
 
 
 def _polydiv_ref(u, v):

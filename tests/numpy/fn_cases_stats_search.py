@@ -1,6 +1,6 @@
-"""Transformation-matrix cases (see fn_matrix.py) for the statistics / numerics helpers of
-morphax/_src/numpy/math_extra.py and the sorting, searching, set and histogram functions of
-morphax/_src/numpy/searching.py.
+"""Transformation-matrix cases (see fn_matrix.py) for the statistics and numerics helpers of
+morphax/_src/numpy/ (composed_ufuncs, type_predicates, calculus, convolve) and the sorting,
+searching, set and histogram functions of morphax/_src/numpy/searching.py.
 
 Functions whose output shape depends on the data run in their ``size=`` / ``fill_value=`` forms
 (the only forms that trace under jit and vmap); their NumPy references pad NumPy's answer the way
@@ -173,7 +173,7 @@ def _piecewise(x):
     return jnp.piecewise(x, [x < -0.5, x > 0.7], [lambda v: v**2, lambda v: 2 * v + 1, 0.25])
 
 
-# ---- math_extra.py ----------------------------------------------------------------------------
+# ---- composed ufuncs, predicates, calculus, convolve ----------------------------------------------------------------------------
 
 MATH_CASES = [
     Case("angle", args(complexes(3, 4))),

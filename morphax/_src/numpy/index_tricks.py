@@ -1,15 +1,35 @@
 """NumPy's index tricks: the s_ and index_exp index expressions, the mgrid/ogrid dense and open
-grids, and the r_/c_ axis concatenators."""
+grids, the r_/c_ axis concatenators, and the index grids and conversions meshgrid, indices, ix_,
+unravel_index and ravel_multi_index."""
 
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.numpy import creation, manipulation
-from morphax._src.numpy.construction import meshgrid
+from morphax._src.core.trace import Tracer
+from morphax._src.numpy import (
+    creation,
+    manipulation,
+    ufuncs,
+    util,
+)
 
-__all__ = ["s_", "index_exp", "mgrid", "ogrid", "r_", "c_"]
+__all__ = [
+    "s_",
+    "index_exp",
+    "mgrid",
+    "ogrid",
+    "r_",
+    "c_",
+    "meshgrid",
+    "indices",
+    "ix_",
+    "unravel_index",
+    "ravel_multi_index",
+]
 
 
 def _int_dtype():
@@ -112,3 +132,113 @@ class _AxisConcatenator:
 
 r_ = _AxisConcatenator(0, 1, -1)
 c_ = _AxisConcatenator(-1, 2, 0)
+
+
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """Coordinate arrays from 1-D coordinate vectors."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing}")
+    args = [util.checked_array("meshgrid", x) for x in xi]
+    for x in args:
+        if len(x.shape) != 1:
+            raise ValueError(f"Arguments to jax.numpy.meshgrid must be 1D, got shape {x.shape}")
+    nd = len(args)
+    shapes = [1] * nd
+    outs = []
+    for i, x in enumerate(args):
+        sh = list(shapes)
+        sh[i] = x.shape[0]
+        outs.append(manipulation.reshape(x, tuple(sh)))
+    if indexing == "xy" and nd >= 2:
+        outs = [manipulation.swapaxes(o, 0, 1) for o in outs]
+    if not sparse:
+        outs = manipulation.broadcast_arrays(*outs)
+    return list(outs)
+
+
+def indices(dimensions, dtype=None, sparse=False):
+    """An array (or sparse tuple) of grid indices for `dimensions`."""
+    dims = tuple(operator.index(d) for d in dimensions)
+    dt = _int_dtype() if dtype is None else dtype
+    out = []
+    for i, d in enumerate(dims):
+        sh = [1] * len(dims)
+        sh[i] = d
+        r = manipulation.reshape(creation.arange(d, dtype=dt), tuple(sh))
+        out.append(r if sparse else manipulation.broadcast_to(r, dims))
+    if sparse:
+        return tuple(out)
+    if not out:
+        return creation.zeros((0,), dt)
+    return manipulation.stack(out, 0)
+
+
+def ix_(*args):
+    """Open mesh from 1-D sequences, for cross-product indexing."""
+    n = len(args)
+    out = []
+    for i, a in enumerate(args):
+        a = util.checked_array("ix_", a)
+        if len(a.shape) != 1:
+            raise ValueError(f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape {a.shape}")
+        if a.dtype == np.bool_:
+            raise TypeError("Boolean arguments to jax.numpy.ix_ are not supported.")
+        sh = [1] * n
+        sh[i] = a.shape[0]
+        out.append(manipulation.reshape(a, tuple(sh)))
+    return tuple(out)
+
+
+def unravel_index(indices, shape):
+    """Tuple of coordinate arrays for flat `indices` into `shape` (out-of-range indices clip)."""
+    idx = util.checked_array("unravel_index", indices)
+    if not _dtypes.issubdtype(idx.dtype, np.integer):
+        raise TypeError("Only integer indices are allowed for unravel_index")
+    dims = tuple(operator.index(d) for d in np.atleast_1d(shape))
+    total = int(np.prod(dims))
+    if total == 0:
+        raise ValueError("cannot unravel index into an array of size zero")
+    idx = ufuncs.clip(idx, -total, total - 1)
+    idx = ufuncs.where(ufuncs.less(idx, 0), idx + total, idx)
+    out = []
+    for d in reversed(dims):
+        out.append(ufuncs.remainder(idx, d))
+        idx = ufuncs.floor_divide(idx, d)
+    return tuple(reversed(out))
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    """Flat indices of the coordinate arrays `multi_index` into `dims`."""
+    dims = tuple(operator.index(d) for d in dims)
+    if len(multi_index) != len(dims):
+        raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
+    if order not in ("C", "F"):
+        raise ValueError("only 'C' or 'F' order is permitted")
+    idx = [util.checked_array("ravel_multi_index", i) for i in multi_index]
+    for i in idx:
+        if not _dtypes.issubdtype(i.dtype, np.integer):
+            raise TypeError("only int indices permitted")
+    if mode == "raise":
+        if any(isinstance(i, Tracer) for i in idx):
+            raise ValueError(
+                "The error occurred because ravel_multi_index was jit-compiled with mode='raise'. "
+                "Use mode='wrap' or mode='clip' instead."
+            )
+        for i, d in zip(idx, dims):
+            if np.any((np.asarray(i) < 0) | (np.asarray(i) >= d)):
+                raise ValueError("invalid entry in coordinates array")
+    elif mode == "clip":
+        idx = [ufuncs.clip(i, 0, d - 1) for i, d in zip(idx, dims)]
+    elif mode == "wrap":
+        idx = [ufuncs.remainder(i, d) for i, d in zip(idx, dims)]
+    else:
+        raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', or 'clip'")
+    order_dims = list(range(len(dims)))
+    if order == "F":
+        order_dims = order_dims[::-1]
+    result = creation.zeros((), _int_dtype())
+    stride = 1
+    for ax in reversed(order_dims):
+        result = result + idx[ax].astype(_int_dtype()) * stride
+        stride *= dims[ax]
+    return result

@@ -1,4 +1,5 @@
-"""Products: `dot`, `matmul`, `vdot`, `inner`, `outer`, `tensordot`, `kron` and `einsum`.
+"""Products: `dot`, `matmul`, `matvec`, `vecmat`, `vdot`, `inner`, `outer`, `tensordot`, `kron` and
+`einsum`.
 
 Every contraction is one `dot_general`, found by labelling operand axes: labels shared by both
 operands and kept in the output are batch dimensions, shared ones not kept are contracted.
@@ -12,11 +13,28 @@ import opt_einsum
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
-from morphax._src.numpy import ufuncs, util
+from morphax._src.numpy import (
+    products,
+    ufuncs,
+    util,
+)
 from morphax._src.numpy.manipulation import ravel, reshape
 from morphax._src.prims import lax_api as L
 
-__all__ = ["dot", "matmul", "vdot", "vecdot", "inner", "outer", "tensordot", "kron", "einsum", "einsum_path"]
+__all__ = [
+    "dot",
+    "matmul",
+    "vdot",
+    "vecdot",
+    "inner",
+    "outer",
+    "tensordot",
+    "kron",
+    "einsum",
+    "einsum_path",
+    "matvec",
+    "vecmat",
+]
 
 
 def _shape(x):
@@ -367,3 +385,15 @@ def einsum_path(subscripts, /, *operands, optimize="auto"):
     if optimize is True:
         optimize = "optimal"
     return opt_einsum.contract_path(*args, optimize=optimize)
+
+
+def matvec(x1, x2, /):
+    """Batched matrix-vector product over the last axes."""
+    x1, x2 = util.checked_array("matvec", x1), util.checked_array("matvec", x2)
+    return products.matmul(x1, x2[..., None])[..., 0]
+
+
+def vecmat(x1, x2, /):
+    """Batched (conjugated) vector-matrix product over the last axes."""
+    x1, x2 = util.checked_array("vecmat", x1), util.checked_array("vecmat", x2)
+    return products.matmul(ufuncs.conjugate(x1)[..., None, :], x2)[..., 0, :]

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
@@ -99,8 +100,10 @@ ulonglong = uint64
 for _name in (
     "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
     "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", "int2", "int4", "uint2", "uint4",
+    "float6_e2m3fn", "float6_e3m2fn", "int1", "uint1",
 ):  # fmt: skip
-    _dt = getattr(_dtypes, _name, None)
+    # The newer formats come from ml_dtypes directly where morphax's dtype table lacks them.
+    _dt = getattr(_dtypes, _name, None) or getattr(ml_dtypes, _name, None)
     if _dt is not None:
         globals()[_name] = _scalar_type(_dt, _name)
         __all__.append(_name)

@@ -8,7 +8,6 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.numpy import creation, manipulation, reductions, rounding, ufuncs, util
-from morphax._src.numpy.math_extra import _arr, _inexact
 from morphax._src.prims import lax_api as L
 
 __all__ = [
@@ -19,7 +18,7 @@ __all__ = [
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
     if weights is None:
-        a = _inexact("average", a)
+        a = util.checked_inexact("average", a)
         avg = reductions.mean(a, axis=axis, keepdims=keepdims)
         if axis is None:
             wsum = util.convert_element_type(a.size, avg.dtype)
@@ -176,7 +175,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
     del out
-    a = _arr("nanvar", a)
+    a = util.checked_array("nanvar", a)
     if not _dtypes.is_inexact(a.dtype):
         return reductions.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where)
     ok = ufuncs.logical_not(ufuncs.isnan(a))
@@ -199,7 +198,7 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 
 
 def _nan_fill(name, a, fill):
-    a = _arr(name, a)
+    a = util.checked_array(name, a)
     if _dtypes.is_inexact(a.dtype):
         a = ufuncs.where(ufuncs.isnan(a), util.convert_element_type(fill, a.dtype), a)
     return a
@@ -215,11 +214,11 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
     util.check_arraylike("cov", m)
-    m = manipulation.atleast_2d(_inexact("cov", m))
+    m = manipulation.atleast_2d(util.checked_inexact("cov", m))
     if not rowvar and m.shape[0] != 1:
         m = manipulation.transpose(m)
     if y is not None:
-        y = manipulation.atleast_2d(_inexact("cov", y))
+        y = manipulation.atleast_2d(util.checked_inexact("cov", y))
         if not rowvar and y.shape[0] != 1:
             y = manipulation.transpose(y)
         m, y = util.promote_dtypes(m, y)
@@ -229,9 +228,9 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     n = m.shape[1]
     w = None
     if fweights is not None:
-        w = util.convert_element_type(_arr("cov", fweights), m.dtype)
+        w = util.convert_element_type(util.checked_array("cov", fweights), m.dtype)
     if aweights is not None:
-        aw = util.convert_element_type(_arr("cov", aweights), m.dtype)
+        aw = util.convert_element_type(util.checked_array("cov", aweights), m.dtype)
         w = aw if w is None else ufuncs.multiply(w, aw)
     if w is None:
         avg = reductions.mean(m, axis=1)
@@ -245,7 +244,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         elif aweights is None:
             fact = ufuncs.subtract(w_sum, ddof)
         else:
-            aw = util.convert_element_type(_arr("cov", aweights), m.dtype)
+            aw = util.convert_element_type(util.checked_array("cov", aweights), m.dtype)
             fact = ufuncs.subtract(
                 w_sum, ufuncs.divide(ufuncs.multiply(ddof, reductions.sum(ufuncs.multiply(w, aw))), w_sum)
             )

@@ -13,7 +13,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.core.trace import Tracer
 from morphax._src.numpy import creation, indexing, manipulation, reductions, searching, ufuncs, util
-from morphax._src.numpy.misc_api import vectorize
+from morphax._src.numpy.vectorize import vectorize
 from morphax._src.prims import lax_api as L
 
 __all__ = ["frompyfunc", "ufunc"]

@@ -103,6 +103,29 @@ def asarray_like(x):
     return x
 
 
+def checked_array(fun_name: str, x):
+    """`x` as an array, after checking it is array-like (the error names `fun_name`)."""
+    check_arraylike(fun_name, x)
+    return asarray_like(x)
+
+
+def checked_inexact(fun_name: str, x):
+    """`x` as an inexact array (integers promoted to float), after checking it is array-like."""
+    check_arraylike(fun_name, x)
+    return promote_dtypes_inexact(x)[0]
+
+
+def host_value(x, fun_name: str, what: str) -> np.ndarray:
+    """The value of `x` on the host, for functions whose output shape depends on it; a traced `x`
+    raises an error naming the function and the argument."""
+    if isinstance(x, Tracer):
+        raise ValueError(
+            f"jnp.{fun_name}: {what} must be concrete (its value decides the output shape); "
+            "pass size= where supported, or call it outside jit."
+        )
+    return np.asarray(x)
+
+
 def _shape_of(x):
     return np.shape(x) if type(x) in _SCALAR_TYPES else x.shape
 

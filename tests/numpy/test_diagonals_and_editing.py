@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import morphax
+import morphax.numpy as C
 import morphax.numpy as jnp  # noqa: F401 - registers array methods
-from morphax._src.numpy import construction as C
 from morphax._src.numpy import index_tricks as IT
 from morphax._src.numpy import padding as P
 

@@ -1,4 +1,6 @@
-"""Tests of morphax._src.numpy.misc_api against NumPy."""
+"""Polynomials, windows, vectorize, bit packing, host utilities and the newer scalar types
+(morphax/_src/numpy/{polynomials,windows,vectorize,bit_packing,host_io,scalar_types}.py) against
+NumPy."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ import pytest
 
 import morphax
 import morphax.numpy
-from morphax._src.numpy import misc_api as m
+import morphax.numpy as m
+from morphax._src.numpy import scalar_types
 from morphax._src.numpy import ufunc_objects as uo
 
 RNG = np.random.default_rng(0)
@@ -229,4 +232,4 @@ def test_complex_warning_and_dtypes():
         if hasattr(ml_dtypes, name):
             t = getattr(m, name)
             assert t.dtype == np.dtype(getattr(ml_dtypes, name))
-            assert name in m.__all__
+            assert name in scalar_types.__all__

@@ -1,4 +1,5 @@
-"""Assorted math helpers (math_extra) against NumPy: values and JAX dtypes, plus jit samples."""
+"""Composed ufuncs, type predicates, calculus and convolve (numpy/{composed_ufuncs,type_predicates,
+calculus,convolve}.py) against NumPy: values and JAX dtypes, plus jit samples."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 import morphax
 import morphax.numpy as jnp
-from morphax._src.numpy import math_extra as me
+import morphax.numpy as me
 from morphax._src.numpy import statistics as st
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
