@@ -5,8 +5,7 @@ Public modules are thin re-exports of `morphax._src`; see README.md for a tour.
 
 from morphax import ad_checkpoint, debug, dtypes, errors, lax, nn, numpy, random, test_util, tree, tree_util
 from morphax._src import prims as _prims  # noqa: F401  (registers the primitive catalogue)
-from morphax._src.api import ShapeDtypeStruct, eval_shape, make_jaxpr
-from morphax._src.autodiff import (
+from morphax._src.api.autodiff import (
     closure_convert,
     custom_gradient,
     grad,
@@ -20,10 +19,8 @@ from morphax._src.autodiff import (
     value_and_grad,
     vjp,
 )
-from morphax._src.config import config, enable_x64
-from morphax._src.control_flow.remat import checkpoint, checkpoint_policies, remat
-from morphax._src.debugging import named_call, named_scope, pure_callback
-from morphax._src.jit_api import (
+from morphax._src.api.debugging import named_call, named_scope, pure_callback
+from morphax._src.api.jit import (
     block_until_ready,
     clear_caches,
     default_backend,
@@ -33,6 +30,10 @@ from morphax._src.jit_api import (
     effects_barrier,
     jit,
 )
+from morphax._src.api.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr
+from morphax._src.api.vmap import vmap
+from morphax._src.config import config, enable_x64
+from morphax._src.control_flow.remat import checkpoint, checkpoint_policies, remat
 from morphax._src.runtime import call as _call  # noqa: F401  (compiled pjit execution)
 from morphax._src.runtime import eager as _eager  # noqa: F401  (installs the eager trace)
 from morphax._src.runtime.array import Array
@@ -41,7 +42,6 @@ from morphax._src.traceback_util import api_boundary as _boundary
 from morphax._src.traceback_util import transformation_boundary as _tboundary
 from morphax._src.transforms import jit as _jit_rules  # noqa: F401  (registers pjit)
 from morphax._src.transforms.custom import custom_jvp, custom_vjp
-from morphax._src.vmap_api import vmap
 
 # Entry points users call hide morphax's frames from tracebacks (jit and make_jaxpr do it themselves).
 grad, value_and_grad, jacfwd, jacrev, hessian, linear_transpose, vmap = map(

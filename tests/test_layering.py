@@ -26,11 +26,6 @@ LAYERS = {
     "random": 8,
     "scipy": 8,
     "test_util": 9,
-    "autodiff": 7,
-    "vmap_api": 7,
-    "jit_api": 7,
-    "stages": 7,
-    "debugging": 7,
 }
 PUBLIC = 10
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from morphax._src import autodiff as _ad_api
+from morphax._src.api import autodiff as _ad_api
 from morphax._src.config import enable_x64
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree

@@ -3,8 +3,8 @@
 `print` and `callback` run at execution time with concrete values, also under jit, vmap and grad.
 """
 
-from morphax._src.debugging import breakpoint
-from morphax._src.debugging import debug_callback as callback
-from morphax._src.debugging import debug_print as print
+from morphax._src.api.debugging import breakpoint
+from morphax._src.api.debugging import debug_callback as callback
+from morphax._src.api.debugging import debug_print as print
 
 __all__ = ["breakpoint", "callback", "print"]

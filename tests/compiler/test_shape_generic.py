@@ -11,9 +11,9 @@ import pytest
 
 import morphax
 import morphax.numpy as jnp
+from morphax._src.api.jit import trace_counters
 from morphax._src.compiler.backends import get_backend
 from morphax._src.compiler.backends.c import build, generic
-from morphax._src.jit_api import trace_counters
 
 pytestmark = pytest.mark.skipif(not get_backend("c").available(), reason="no C compiler")
 RNG = np.random.default_rng(17)

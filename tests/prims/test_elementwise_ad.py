@@ -13,7 +13,7 @@ import scipy.special as sp
 
 import morphax
 from morphax import lax
-from morphax._src import autodiff as A
+from morphax._src.api import autodiff as A
 from morphax._src.core import dtypes as _dtypes
 from morphax.test_util import check_grads
 

@@ -11,7 +11,7 @@ import pytest
 import morphax
 import morphax.numpy as jnp
 from morphax import lax
-from morphax._src import autodiff as A
+from morphax._src.api import autodiff as A
 from morphax.lax import GatherDimensionNumbers as GDN
 from morphax.lax import ScatterDimensionNumbers as SDN
 from morphax.test_util import check_grads

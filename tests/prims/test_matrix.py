@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import morphax  # noqa: F401  (registers the catalogue)
-from morphax._src.api import make_jaxpr
+from morphax._src.api.tracing import make_jaxpr
 from morphax._src.core.avals import get_aval
 from morphax._src.core.jaxpr import check_jaxpr, eval_jaxpr
 from morphax._src.core.primitive import registry

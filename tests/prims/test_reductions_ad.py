@@ -11,7 +11,7 @@ import pytest
 import morphax
 import morphax.numpy as jnp
 from morphax import lax
-from morphax._src import autodiff as A
+from morphax._src.api import autodiff as A
 from morphax.test_util import check_grads
 
 RNG = np.random.default_rng(1)

@@ -11,8 +11,8 @@ import pytest
 
 import morphax
 from morphax import lax
-from morphax._src import autodiff as A
-from morphax._src.api import make_jaxpr
+from morphax._src.api import autodiff as A
+from morphax._src.api.tracing import make_jaxpr
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.prims.conversion import clamp_p, convert_element_type_p, select_n_p, stop_gradient_p
 from morphax._src.prims.pad import pad_p

@@ -32,8 +32,8 @@ from hypothesis import strategies as st
 
 import morphax
 import morphax.numpy as jnp
-from morphax._src import jit_api
-from morphax._src.jit_api import trace_counters
+from morphax._src.api import jit as jit_api
+from morphax._src.api.jit import trace_counters
 
 
 def _same(a, b) -> bool:

@@ -264,7 +264,7 @@ def test_two_functions_whose_names_sanitize_alike():
 
 
 def _count():
-    from morphax._src.jit_api import trace_counters
+    from morphax._src.api.jit import trace_counters
 
     return trace_counters.traces
 

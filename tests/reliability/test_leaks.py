@@ -195,7 +195,7 @@ def test_refcounts_of_inputs_return_to_normal():
 
 
 def test_jit_trace_cache_per_function_is_bounded(monkeypatch):
-    from morphax._src import jit_api
+    from morphax._src.api import jit as jit_api
 
     monkeypatch.setattr(jit_api, "MAX_TRACES_PER_FUNCTION", 8)
     f = morphax.jit(lambda v: v + 1)

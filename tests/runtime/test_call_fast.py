@@ -8,8 +8,8 @@ import pytest
 
 import morphax
 import morphax.numpy as jnp
+from morphax._src.api.jit import JitWrapped
 from morphax._src.compiler.backends import get_backend
-from morphax._src.jit_api import JitWrapped
 
 RNG = np.random.default_rng(23)
 

@@ -11,9 +11,9 @@ import pytest
 
 import morphax
 import morphax.numpy as jnp
+from morphax._src.api.jit import trace_counters
 from morphax._src.compiler.compile import counters as compile_counters
 from morphax._src.core.primitive import registry
-from morphax._src.jit_api import trace_counters
 from morphax._src.runtime.buffers import PendingBuffer
 
 
@@ -50,7 +50,7 @@ def test_unhashable_static_argument_error():
 def test_function_going_away_frees_its_cache_entries():
     import gc
 
-    from morphax._src import jit_api
+    from morphax._src.api import jit as jit_api
 
     def make():
         def f(x):

@@ -107,7 +107,7 @@ class ufunc:
 
     def _result_dtype(self, *xs):
         """The dtype this ufunc gives for operands of the dtypes of `xs` (abstract evaluation)."""
-        eval_shape = importlib.import_module("morphax._src.api").eval_shape
+        eval_shape = importlib.import_module("morphax._src.api.tracing").eval_shape
         avals = [get_aval(x) for x in xs]
         ones = [util.convert_element_type(creation.ones(()), v.dtype, v.weak_type) for v in avals]
         return eval_shape(self, *ones).dtype

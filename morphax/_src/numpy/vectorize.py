@@ -52,7 +52,7 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature: str | None = None):
 
     @functools.wraps(pyfunc)
     def wrapped(*args, **kwargs):
-        vmap = importlib.import_module("morphax._src.vmap_api").vmap
+        vmap = importlib.import_module("morphax._src.api.vmap").vmap
         static_pos = {i: a for i, a in enumerate(args) if i in excluded or a is None}
         dyn_pos = [i for i in range(len(args)) if i not in static_pos]
         static_kw = {k: v for k, v in kwargs.items() if k in excluded}
@@ -143,7 +143,7 @@ def apply_over_axes(func, a, axes):
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     """`func1d` applied to the 1-D slices of `arr` along `axis` (via vmap)."""
     # vmap sits above the numpy layer: look it up at call time instead of importing it.
-    vmap = importlib.import_module("morphax._src.vmap_api").vmap
+    vmap = importlib.import_module("morphax._src.api.vmap").vmap
 
     arr = util.checked_array("apply_along_axis", arr)
     nd = len(arr.shape)

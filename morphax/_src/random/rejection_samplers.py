@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from morphax._src.api.vmap import vmap
 from morphax._src.control_flow.while_loop import while_loop
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
@@ -31,7 +32,6 @@ from morphax._src.random.distributions import (
 )
 from morphax._src.random.prng import check_key, split
 from morphax._src.transforms.custom import custom_jvp
-from morphax._src.vmap_api import vmap
 
 __all__ = [
     "ball",

@@ -1,6 +1,6 @@
 """Host callbacks as primitives: `debug_callback` (a side effect with no results) and
 `pure_callback` (a host function with declared result types), with their rules for every
-transformation. The user-facing wrappers that flatten pytrees live in `_src/debugging.py`.
+transformation. The user-facing wrappers that flatten pytrees live in `_src/api/debugging.py`.
 """
 
 from __future__ import annotations

@@ -20,17 +20,17 @@ import weakref
 
 import numpy as np
 
-from morphax._src.api import _abstractify, _has_signature, flatten_fun
+from morphax._src.api.jit_options import check_backend, int_tuple, resolve_argnums, str_tuple
+from morphax._src.api.stages import Lowered, Traced, _short
+from morphax._src.api.tracing import _abstractify, _has_signature, flatten_fun
 from morphax._src.compiler.backends import NAMES as BACKEND_NAMES
 from morphax._src.config import config
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.errors import JaxRuntimeError
-from morphax._src.jit_options import check_backend, int_tuple, resolve_argnums, str_tuple
 from morphax._src.runtime import call_fast
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.call import call_compiled
-from morphax._src.stages import Lowered, Traced, _short
 from morphax._src.traceback_util import api_boundary, filter_leaving_boundary, register_boundary
 from morphax._src.transforms.jit import pjit_p
 from morphax._src.transforms.staging import closure_convert_tracers, make_debug_info, trace_to_jaxpr

@@ -8,7 +8,7 @@ import dataclasses
 
 import numpy as np
 
-from morphax._src.api import ShapeDtypeStruct, _abstractify
+from morphax._src.api.tracing import ShapeDtypeStruct, _abstractify
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.runtime.call import call_compiled

@@ -377,7 +377,7 @@ def _check_fwd_inputs(nums, dyn, holomorphic):
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Jacobian by forward mode: one JVP per input element, vectorized with vmap."""
-    from morphax._src.vmap_api import vmap
+    from morphax._src.api.vmap import vmap
 
     def jacfun(*args, **kwargs):
         single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
@@ -417,7 +417,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """The Jacobian by reverse mode: one VJP per output element, vectorized with vmap."""
-    from morphax._src.vmap_api import vmap
+    from morphax._src.api.vmap import vmap
 
     def jacfun(*args, **kwargs):
         single, nums = _normalize_argnums(argnums, len(args), "jacrev")
