@@ -116,7 +116,7 @@ def test_an_inner_extent_that_changes_adds_one_generic_library(fresh_cache):
     differed), which the shapes after it reuse."""
     f = morphax.jit(lambda x: jnp.tanh(x).sum(axis=1) * 3.0 + x[:, 0], backend="c")
     compiles, hits = build.stats["compiles"], build.stats["generic_hits"]
-    for rows, cols in ((6, 5), (9, 5), (4, 7), (11, 3), (8, 7)):
+    for rows, cols in ((20, 5), (36, 5), (17, 7), (44, 3), (32, 7)):
         x = RNG.standard_normal((rows, cols)).astype(np.float32)
         want = np.tanh(x).sum(axis=1) * 3.0 + x[:, 0]
         np.testing.assert_allclose(np.asarray(f(x)), want, rtol=2e-6, atol=2e-6)
@@ -161,9 +161,11 @@ def test_a_new_process_finds_the_generic_library_on_disk(fresh_cache):
     assert build.stats["compiles"] == compiles and build.stats["disk_hits"] == disk_hits + 1
 
     _new_process()
-    x9, y9 = _mlp_batch(9)
-    reference = morphax.jit(_mlp_step, backend="numpy")(params, x9, y9)
-    _agree(morphax.jit(_mlp_step, backend="c")(params, x9, y9), reference)
+    # A process whose first shape is another batch size picks the same parameters (the numbers of
+    # at least 16 read once per call), so it finds the library by the skeleton's key.
+    x40, y40 = _mlp_batch(40)
+    reference = morphax.jit(_mlp_step, backend="numpy")(params, x40, y40)
+    _agree(morphax.jit(_mlp_step, backend="c")(params, x40, y40), reference)
     assert build.stats["compiles"] == compiles and build.stats["disk_hits"] == disk_hits + 2
 
 

@@ -8,9 +8,9 @@ costs a trace and a render, no C compile.
 
 Which numbers become parameters:
 - A new structure's first library is generic in the numbers its functions read once per call
-  (`per_call_positions`): the integers at the top level of each function body (outer loop
-  bounds, scratch offsets, malloc sizes, BLAS extents) and the integral float constants (a
-  mean's n). Inner loops keep their constant trip counts and strides, so the code is as fast as
+  (`per_call_positions`): the integers of at least 16 at the top level of each function body
+  (outer loop bounds, scratch offsets, malloc sizes, BLAS extents) and the integral float
+  constants (a mean's n). Inner loops keep their constant trip counts and strides, so the code is as fast as
   a specialized build (measured on the CNN and transformer steps), and a batch size is usually
   one of those top-level numbers.
 - A later shape that differs somewhere else (an inner extent) is compared token by token with
@@ -51,6 +51,10 @@ _FLOAT = re.compile(
 )
 # Lines where C needs its numbers at compile time.
 _COMPILE_TIME = re.compile(r"^\s*#|\bstatic\b|\bcase\b")
+# Numbers below this stay constants in a first generic library: a loop that short is best
+# unrolled, and run-time trip counts that small made the C compiler 50% slower on the test
+# suite's small-shape programs (vectorized loops with epilogues for a handful of elements).
+SMALLEST_PARAMETER = 16
 # A function's pointer arguments (io[k], buf[k]): their indices are the program's, not a shape's.
 _POINTER_ARRAYS = ("io[", "buf[")
 MAX_FAMILIES = 256
@@ -121,10 +125,11 @@ def differing(new: Template, old: Template) -> list | None:
 
 
 def per_call_positions(tmpl: Template) -> list:
-    """The numbers a first generic library takes as parameters: integers of at least 2 at the top
-    level of a function body (brace depth 1: read once per call) and integral float constants of
-    at least 2 (the n of a mean), wherever they are. 0 and 1 stay constants, as do the indices of
-    the pointer arguments and the numbers C needs at compile time."""
+    """The numbers a first generic library takes as parameters: integers of at least
+    SMALLEST_PARAMETER at the top level of a function body (brace depth 1: read once per call)
+    and integral float constants of at least 2 (the n of a mean), wherever they are. Smaller
+    integers stay constants, as do the indices of the pointer arguments and the numbers C needs
+    at compile time."""
     positions = []
     for f, tokens in enumerate(tmpl.numbers):
         text = tmpl.texts[f]
@@ -137,7 +142,7 @@ def per_call_positions(tmpl: Template) -> list:
                 continue
             if _INT.fullmatch(token):
                 pointer_slot = text.endswith(_POINTER_ARRAYS, 0, start)
-                chosen = depth <= 1 and int(token) >= 2 and not pointer_slot
+                chosen = depth <= 1 and int(token) >= SMALLEST_PARAMETER and not pointer_slot
             else:
                 value = _double(value_bits(token))
                 chosen = value >= 2 and value.is_integer()
