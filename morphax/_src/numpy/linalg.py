@@ -36,7 +36,8 @@ from morphax._src.numpy.linalg_array_api import (  # noqa: F401  (re-exported)
 )
 from morphax._src.prims import lax_api as L
 from morphax._src.prims import linalg as _la
-from morphax._src.prims import linalg_rules as _rules
+from morphax._src.prims.linalg import matrix_ops as _matrix_ops
+from morphax._src.prims.linalg.lu import lu_solve as _lu_solve
 from morphax._src.transforms.custom import custom_jvp
 
 __all__ = [
@@ -260,7 +261,7 @@ def svdvals(x, /):
 def _lu_solve_batched(a, b):
     """a^{-1} b for a (..., m, m), b (..., m, k) with equal batch dims."""
     lu, _, perm = _la.lu(a)
-    return _rules.lu_solve(lu, perm, b)
+    return _lu_solve(lu, perm, b)
 
 
 def solve(a, b):
@@ -505,7 +506,7 @@ def _cofactor_solve(a, b):
     bad = bad[..., None, None]
     zero = util.convert_element_type(0, dtype)
     x = ufuncs.where(bad, zero, b)
-    x = _rules._permute_rows(x, perm)
+    x = _matrix_ops._permute_rows(x, perm)
     x = _la.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
     x = manipulation.concatenate(
         [ufuncs.multiply(x[..., :-1, :], partial_det[..., -1, None, None]), x[..., -1:, :]], axis=-2
