@@ -11,7 +11,7 @@ import morphax.numpy as jnp
 from morphax import lax
 from morphax._src.compiler.backends import get_backend
 from morphax._src.compiler.backends.c import blas, convolution
-from morphax._src.prims.convolution import conv_dimension_numbers
+from morphax._src.prims.conv_layouts import conv_dimension_numbers
 
 pytestmark = pytest.mark.skipif(
     not get_backend("c").available() or not blas.available(), reason="no C compiler or no BLAS"

@@ -9,6 +9,8 @@ from morphax._src.prims import (  # noqa: F401
     compiler_hints,
     composites,
     concatenate,
+    conv_composites,
+    conv_layouts,
     conv_local,
     conversion,
     convolution,

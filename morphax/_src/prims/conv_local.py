@@ -8,7 +8,8 @@ from morphax._src.core.avals import get_aval
 from morphax._src.prims._ad import _lax
 from morphax._src.prims._batching import moveaxis
 from morphax._src.prims._shape_util import as_lax_array
-from morphax._src.prims.convolution import conv_dimension_numbers, conv_general_dilated_patches
+from morphax._src.prims.conv_composites import conv_general_dilated_patches
+from morphax._src.prims.conv_layouts import conv_dimension_numbers
 from morphax._src.prims.dot import canonicalize_precision, dot_general
 
 __all__ = ["conv_general_dilated_local"]

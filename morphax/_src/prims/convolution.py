@@ -1,5 +1,7 @@
 """`conv_general_dilated`: XLA's N-d convolution with layouts (dimension numbers), strides, padding,
-lhs/rhs dilation and feature/batch groups, plus JAX's wrappers (`conv`, `conv_transpose`, ...).
+lhs/rhs dilation and feature/batch groups, plus the wrappers `conv` and `conv_with_general_padding`.
+Dimension numbers and shapes are in conv_layouts.py, conv_transpose and the patches in
+conv_composites.py.
 
 The reference pads and dilates the input, takes strided windows and runs one batched matmul per
 group (float16/bfloat16 accumulate in float32, integers wrap, bool is or-of-ands, as in `dot`).
@@ -8,7 +10,6 @@ group (float16/bfloat16 accumulate in float32, integers wrap, bool is or-of-ands
 from __future__ import annotations
 
 import operator
-from typing import NamedTuple
 
 import numpy as np
 
@@ -19,165 +20,40 @@ from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.prims._ad import Zero, _lax, add_tangents, aval_of, is_undefined_primal, is_zero
 from morphax._src.prims._batching import moveaxis
 from morphax._src.prims._spec import Case, TestSpec, random_array
+from morphax._src.prims.conv_layouts import (
+    ConvDimensionNumbers,
+    _take,
+    _untake,
+    conv_dimension_numbers,
+    conv_shape_tuple,
+)
 from morphax._src.prims.dot import _float_accumulator, canonicalize_precision
 from morphax._src.prims.windowed import (
     dilate_dim,
     pad_dilate_np,
     padtype_to_pads,
-    stride_dim,
     transpose_padding,
     windows_np,
 )
 
 __all__ = [
-    "ConvDimensionNumbers",
     "ConvGeneralDilatedDimensionNumbers",
-    "conv",
-    "conv_dimension_numbers",
-    "conv_general_dilated",
     "conv_general_dilated_p",
-    "conv_general_dilated_patches",
-    "conv_general_permutations",
-    "conv_general_shape_tuple",
-    "conv_shape_tuple",
-    "conv_transpose",
-    "conv_transpose_shape_tuple",
+    "conv_general_dilated",
+    "conv",
     "conv_with_general_padding",
 ]
-
-
-class ConvDimensionNumbers(NamedTuple):
-    """Axis positions: lhs_spec = (batch, feature, spatial...), rhs_spec = (out feature, in
-    feature, spatial...), out_spec = (batch, feature, spatial...)."""
-
-    lhs_spec: tuple
-    rhs_spec: tuple
-    out_spec: tuple
 
 
 ConvGeneralDilatedDimensionNumbers = tuple | ConvDimensionNumbers | None
 
 
-# ------------------------------------------------------------------------------------------------
-# Dimension numbers.
-
-
-def conv_general_permutations(dimension_numbers):
-    """Layout strings such as ('NCHW', 'OIHW', 'NCHW') -> (lhs, rhs, out) axis permutations; the
-    spatial order is the kernel string's."""
-    lhs_s, rhs_s, out_s = dimension_numbers
-    pairs = (("N", "C"), ("O", "I"), ("N", "C"))
-    for i, (a, b) in enumerate(pairs):
-        spec = dimension_numbers[i]
-        if not (spec.count(a) == spec.count(b) == 1):
-            raise TypeError(
-                f"convolution dimension_numbers[{i}] must contain the characters '{a}' and '{b}' exactly "
-                f"once, got {spec}."
-            )
-        if len(spec) != len(set(spec)):
-            raise TypeError(
-                f"convolution dimension_numbers[{i}] cannot have duplicate characters, got {spec}."
-            )
-    spatial = [set(s) - set(p) for s, p in zip(dimension_numbers, pairs)]
-    if not spatial[0] == spatial[1] == spatial[2]:
-        raise TypeError(
-            f"convolution dimension_numbers elements must each have the same set of spatial characters, got "
-            f"{tuple(dimension_numbers)}."
-        )
-    order = [c for c in rhs_s if c not in "OI"]
-
-    def perm(spec, pair):
-        return (spec.index(pair[0]), spec.index(pair[1])) + tuple(spec.index(c) for c in order)
-
-    return perm(lhs_s, pairs[0]), perm(rhs_s, pairs[1]), perm(out_s, pairs[2])
-
-
-def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimensionNumbers:
-    """None (NCHW/OIHW/NCHW), a triple of layout strings, or a ConvDimensionNumbers -> the latter."""
-    if isinstance(dimension_numbers, ConvDimensionNumbers):
-        return ConvDimensionNumbers(*(tuple(int(i) for i in s) for s in dimension_numbers))
-    if len(lhs_shape) != len(rhs_shape):
-        raise TypeError(
-            f"convolution requires lhs and rhs ndim to be equal, got {len(lhs_shape)} and {len(rhs_shape)}."
-        )
-    if dimension_numbers is None:
-        iota = tuple(range(len(lhs_shape)))
-        return ConvDimensionNumbers(iota, iota, iota)
-    if not isinstance(dimension_numbers, (list, tuple)):
-        raise TypeError(
-            f"convolution dimension_numbers must be tuple/list or None, got {type(dimension_numbers)}."
-        )
-    if len(dimension_numbers) != 3:
-        raise TypeError(
-            f"convolution dimension_numbers list/tuple must be length 3, got {len(dimension_numbers)}."
-        )
-    if not all(isinstance(s, str) for s in dimension_numbers):
-        raise TypeError(
-            f"convolution dimension_numbers elements must be strings, got {tuple(map(type, dimension_numbers))}."
-        )
-    for i, s in enumerate(dimension_numbers):
-        if len(s) != len(lhs_shape):
-            raise TypeError(
-                f"convolution dimension_numbers[{i}] must have len equal to the ndim of lhs and rhs, got "
-                f"{len(s)} for lhs and rhs shapes {tuple(lhs_shape)} and {tuple(rhs_shape)}."
-            )
-    return ConvDimensionNumbers(*conv_general_permutations(dimension_numbers))
-
-
-def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
-    """Output shape of a convolution with operands in canonical (NC..., OI...) layout."""
-    if isinstance(pads, str):
-        pads = padtype_to_pads(lhs_shape[2:], rhs_shape[2:], strides, pads)
-    if len(pads) != len(lhs_shape) - 2:
-        raise TypeError(
-            f"Wrong number of explicit pads for convolution: expected {len(lhs_shape) - 2}, got {len(pads)}."
-        )
-    padded = [n + lo + hi for n, (lo, hi) in zip(lhs_shape[2:], pads)]
-    if any(p < 0 for p in padded):
-        raise ValueError(
-            "Negative padding is larger than the size of the corresponding dimension: got padding="
-            f"{list(pads)} for lhs_shape[2:]={tuple(lhs_shape[2:])}"
-        )
-    space = tuple(stride_dim(p, k, s) for p, k, s in zip(padded, rhs_shape[2:], strides))
-    return (lhs_shape[0] // batch_group_count, rhs_shape[0]) + space
-
-
-def _take(shape, perm):
-    return tuple(shape[i] for i in perm)
-
-
-def _untake(values, perm):
-    out = [None] * len(perm)
-    for v, p in zip(values, perm):
-        out[p] = v
-    return tuple(out)
-
-
-def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
-    dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
-    out = conv_shape_tuple(
-        _take(lhs_shape, dn.lhs_spec), _take(rhs_shape, dn.rhs_spec), window_strides, padding
-    )
-    return _untake(out, dn.out_spec)
-
-
-def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
-    dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
-    lhs_t, rhs_t = _take(lhs_shape, dn.lhs_spec), _take(rhs_shape, dn.rhs_spec)
-    if isinstance(padding, str):
-        padding = [_conv_transpose_padding(k, s, padding) for k, s in zip(rhs_t[2:], window_strides)]
-    space = [
-        (i - 1) * s - k + 2 + lo + hi
-        for i, k, s, (lo, hi) in zip(lhs_t[2:], rhs_t[2:], window_strides, padding)
-    ]
-    return _untake((lhs_t[0], rhs_t[0]) + tuple(space), dn.out_spec)
-
-
-# ------------------------------------------------------------------------------------------------
-# The primitive: shape and dtype rules, reference.
-
 conv_general_dilated_p = Primitive("conv_general_dilated")
+
+
 conv_general_dilated_p.kind = Kind.OPAQUE
+
+
 _NAME = "conv_general_dilated"
 
 
@@ -342,6 +218,8 @@ def _grouped_matmul(x, w, out_c, strides, padding, lhs_dilation, rhs_dilation, f
 
 
 conv_general_dilated_p.impl = _conv_impl
+
+
 conv_general_dilated_p.abstract_eval = _conv_abstract_eval
 
 
@@ -366,11 +244,6 @@ def _conv_cost(lhs, rhs, **p):
 
 
 conv_general_dilated_p.cost_rule = _conv_cost
-
-
-# ------------------------------------------------------------------------------------------------
-# Derivatives. Bilinear: the JVP applies the convolution to each tangent, and each operand's
-# transpose is itself a convolution (as for a matmul: lhs [m,k]x[k,j], rhs [j,m]x[m,k]).
 
 
 def _conv_jvp(primals, tangents, **params):
@@ -482,6 +355,8 @@ def _conv_transpose_rule(ct, lhs, rhs, *, window_strides, padding, lhs_dilation,
 
 
 conv_general_dilated_p.jvp = _conv_jvp
+
+
 conv_general_dilated_p.transpose = _conv_transpose_rule
 
 
@@ -568,7 +443,11 @@ def _spec_case(
 
 
 _NCHW = ("NCHW", "OIHW", "NCHW")
+
+
 _NHWC = ("NHWC", "HWIO", "NHWC")
+
+
 # name, lhs shape, rhs shape, strides, padding, other parameters; the first two run for every dtype,
 # the next two also for complex64, the rest for float32 only.
 _CONV_CONFIGS = (
@@ -614,10 +493,6 @@ def _conv_cases(rng):
 
 
 conv_general_dilated_p.test_spec = TestSpec(cases=_conv_cases, tol={"float16": 1e-2, "bfloat16": 1e-2})
-
-
-# ------------------------------------------------------------------------------------------------
-# Wrappers.
 
 
 def _operand(x):
@@ -721,122 +596,6 @@ def conv_with_general_padding(
         padding,
         lhs_dilation=lhs_dilation,
         rhs_dilation=rhs_dilation,
-        precision=precision,
-        preferred_element_type=preferred_element_type,
-    )
-
-
-def _conv_transpose_padding(k, s, padding):
-    # Padding of the fractionally strided convolution, from the forward conv's padding mode.
-    if padding == "SAME":
-        total = k + s - 2
-        before = k - 1 if s > k - 1 else -(-total // 2)
-    elif padding == "VALID":
-        total = k + s - 2 + max(k - s, 0)
-        before = k - 1
-    elif isinstance(padding, tuple):
-        before, after = k - padding[0] - 1, k - padding[1] - 1
-        total = before + after
-    else:
-        raise ValueError(f"Invalid padding mode: {padding}")
-    return before, total - before
-
-
-_TRANSPOSE_DEFAULT_DN = {
-    2: ("NC", "IO", "NC"),
-    3: ("NHC", "HIO", "NHC"),
-    4: ("NHWC", "HWIO", "NHWC"),
-    5: ("NHWDC", "HWDIO", "NHWDC"),
-}
-
-
-def conv_transpose(
-    lhs,
-    rhs,
-    strides,
-    padding,
-    rhs_dilation=None,
-    dimension_numbers=None,
-    transpose_kernel=False,
-    precision=None,
-    preferred_element_type=None,
-    use_consistent_padding=False,
-):
-    """Fractionally strided ("transposed") convolution: lhs dilated by `strides`; 'SAME'/'VALID'
-    (or, with use_consistent_padding, explicit pairs) name the forward conv's padding. With
-    transpose_kernel the kernel is flipped and its I/O swapped (the gradient of `conv`)."""
-    lhs, rhs = _operand(lhs), _operand(rhs)
-    ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
-    if len(ls) != len(rs) or len(ls) < 2:
-        raise TypeError(
-            f"conv_transpose: lhs and rhs must have the same rank (at least 2), got {ls} and {rs}."
-        )
-    if dimension_numbers is None:
-        if len(ls) not in _TRANSPOSE_DEFAULT_DN:
-            raise ValueError("No 4+ dimensional dimension_number defaults.")
-        dimension_numbers = _TRANSPOSE_DEFAULT_DN[len(ls)]
-    dn = conv_dimension_numbers(ls, rs, dimension_numbers)
-    ksp = _take(rs, dn.rhs_spec)[2:]
-    rhs_dilation = tuple(rhs_dilation) if rhs_dilation is not None else (1,) * len(ksp)
-    if use_consistent_padding or (isinstance(padding, str) and padding in ("SAME", "VALID")):
-        modes = [padding] * len(strides) if isinstance(padding, str) else [tuple(p) for p in padding]
-        pads = [
-            _conv_transpose_padding(dilate_dim(k, r), s, m)
-            for k, r, s, m in zip(ksp, rhs_dilation, strides, modes)
-        ]
-    else:
-        pads = padding
-    if transpose_kernel:
-        L = _lax()
-        rhs = L.rev(rhs, tuple(dn.rhs_spec[2:]))
-        perm = list(range(len(rs)))
-        perm[dn.rhs_spec[0]], perm[dn.rhs_spec[1]] = perm[dn.rhs_spec[1]], perm[dn.rhs_spec[0]]
-        rhs = L.transpose(rhs, tuple(perm))
-    return conv_general_dilated(
-        lhs,
-        rhs,
-        (1,) * len(ksp),
-        pads,
-        strides,
-        rhs_dilation,
-        dn,
-        precision=precision,
-        preferred_element_type=preferred_element_type,
-    )
-
-
-def conv_general_dilated_patches(
-    lhs,
-    filter_shape,
-    window_strides,
-    padding,
-    lhs_dilation=None,
-    rhs_dilation=None,
-    dimension_numbers=None,
-    precision=None,
-    preferred_element_type=None,
-):
-    """The patches a convolution with `filter_shape` windows would read, flattened into the output
-    feature dimension (channel major, then the window in the kernel layout's spatial order)."""
-    lhs = _operand(lhs)
-    aval = get_aval(lhs)
-    filter_shape = tuple(int(k) for k in filter_shape)
-    dn = conv_dimension_numbers(aval.shape, (1, 1) + filter_shape, dimension_numbers)
-    c = aval.shape[dn.lhs_spec[1]]
-    k = int(np.prod(filter_shape, dtype=np.int64))
-    # One-hot kernel: output feature c * k + j copies window position j of channel c.
-    eye = np.eye(k, dtype=aval.dtype).reshape((k, 1) + filter_shape)
-    kernel = np.tile(eye, (c,) + (1,) * (len(filter_shape) + 1))
-    kernel = np.ascontiguousarray(np.transpose(kernel, np.argsort(dn.rhs_spec)))
-    return conv_general_dilated(
-        lhs,
-        kernel,
-        window_strides,
-        padding,
-        lhs_dilation,
-        rhs_dilation,
-        dn,
-        feature_group_count=c,
         precision=precision,
         preferred_element_type=preferred_element_type,
     )

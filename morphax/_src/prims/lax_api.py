@@ -9,6 +9,8 @@ from morphax._src.prims.compare import *  # noqa: F401,F403
 from morphax._src.prims.compiler_hints import *  # noqa: F401,F403
 from morphax._src.prims.composites import *  # noqa: F401,F403
 from morphax._src.prims.concatenate import *  # noqa: F401,F403
+from morphax._src.prims.conv_composites import *  # noqa: F401,F403
+from morphax._src.prims.conv_layouts import *  # noqa: F401,F403
 from morphax._src.prims.conv_local import *  # noqa: F401,F403
 from morphax._src.prims.conversion import *  # noqa: F401,F403
 from morphax._src.prims.convolution import *  # noqa: F401,F403
