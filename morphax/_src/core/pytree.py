@@ -1,8 +1,9 @@
 """Pytrees: the public tree_* utilities behind ``morphax.tree_util`` and ``morphax.tree``.
 
-Builds tree_map, broadcasting, reductions and transposition on ``pytree_def`` (registry,
-PyTreeDef, flatten) and re-exports all of it. Imports only the standard library and its sibling
-``pytree_def``/``pytree_keys`` modules; nothing else from morphax may be imported here.
+Builds tree_map, broadcasting, reductions and transposition on ``pytree_def`` (PyTreeDef,
+flatten) and ``pytree_registry`` (the node registry) and re-exports all of it. Imports only the
+standard library and its sibling ``pytree_*`` modules; nothing else from morphax may be imported
+here.
 """
 
 from __future__ import annotations
@@ -19,17 +20,10 @@ from morphax._src.core.pytree_def import (
     _make_treedef,
     _Mismatch,
     _path_desc,
-    _registry,
     _unflatten_spec,
     default_registry,
     flatten_one_level,
     flatten_one_level_with_keys,
-    register_dataclass,
-    register_pytree_node,
-    register_pytree_node_class,
-    register_pytree_with_keys,
-    register_pytree_with_keys_class,
-    register_static,
     tree_flatten,
     tree_flatten_with_path,
     tree_leaves,
@@ -45,6 +39,15 @@ from morphax._src.core.pytree_keys import (
     KeyPath,
     SequenceKey,
     keystr,
+)
+from morphax._src.core.pytree_registry import (
+    _registry,
+    register_dataclass,
+    register_pytree_node,
+    register_pytree_node_class,
+    register_pytree_with_keys,
+    register_pytree_with_keys_class,
+    register_static,
 )
 
 __all__ = [

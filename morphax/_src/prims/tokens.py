@@ -4,7 +4,7 @@ collectives_composed.py)."""
 
 from __future__ import annotations
 
-from morphax._src.core.pytree_def import register_pytree_node
+from morphax._src.core.pytree_registry import register_pytree_node
 
 __all__ = ["after_all", "create_token"]
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
-from morphax._src.core.pytree_def import register_pytree_node
+from morphax._src.core.pytree_registry import register_pytree_node
 from morphax._src.core.trace import Tracer
 from morphax._src.prims import lax_api as L
 from morphax._src.random.prng import PRNGKey, check_key
