@@ -18,6 +18,8 @@ value other than None is rejected under vmap.
 Test specs have no cases: a collective cannot run outside the transformation that binds its axis,
 so the generated matrices skip them; tests/transforms/test_collectives.py checks each one under
 vmap against NumPy, with derivatives. Imports the core only.
+
+Axis names, the typed-time binding check and shared helpers are in collective_axes.py.
 """
 
 from __future__ import annotations
@@ -26,14 +28,23 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
-from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.core.values import make_array
 from morphax._src.prims._ad import Zero, _lax, defjvp_zero, deflinear, is_zero
 from morphax._src.prims._batching import bdim_to_front, moveaxis
-from morphax._src.prims._spec import TestSpec
+from morphax._src.prims.collective_axes import (
+    _check_bound,
+    _check_size,
+    _env_size,
+    _impl_unbound,
+    _names_tuple,
+    _no_groups,
+    _rebind_leaves,
+    _single_name,
+    _spec,
+    axis_size,
+)
 
 __all__ = [
     "all_gather",
@@ -56,103 +67,6 @@ __all__ = [
     "psum_scatter",
     "psum_scatter_p",
 ]
-
-
-# ------------------------------------------------------------------------------------------------
-# Axis names and the axis environment.
-
-
-def _unbound(name, prim_name: str) -> NameError:
-    return NameError(
-        f"unbound axis name: {name}. The collective {prim_name} refers to an axis name that no enclosing "
-        f"transformation binds; run it inside vmap(f, axis_name={name!r}) (or a nest of vmaps binding "
-        "every name it mentions)."
-    )
-
-
-def _names_tuple(axis_name, prim_name: str) -> tuple:
-    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
-    for n in names:
-        if n is None:
-            raise TypeError(f"{prim_name}: None is not an axis name; name the vmap axis with axis_name=...")
-        try:
-            hash(n)
-        except TypeError:
-            raise TypeError(f"{prim_name}: axis names must be hashable, got {n!r}") from None
-    return names
-
-
-def _single_name(axis_name, prim_name: str):
-    names = _names_tuple(axis_name, prim_name)
-    if len(names) != 1:
-        raise NotImplementedError(
-            f"{prim_name} over several axis names {names} is not supported; use one name."
-        )
-    return names[0]
-
-
-def _env_size(name, prim_name: str) -> int:
-    """Size of the axis `name` bound by the innermost enclosing transformation that binds it."""
-    t = _trace.current_trace()
-    while t is not None:
-        data = getattr(t, "axis_data", None)
-        if data is not None and data.name == name:
-            return int(data.size)
-        t = t.parent
-    raise _unbound(name, prim_name)
-
-
-def axis_size(axis_name) -> int:
-    """The size of a named axis (a product for a tuple of names), as a Python int."""
-    size = 1
-    for n in _names_tuple(axis_name, "axis_size"):
-        size *= _env_size(n, "axis_size")
-    return size
-
-
-def _no_groups(prim_name: str, groups):
-    if groups is not None:
-        raise NotImplementedError(f"{prim_name}: axis_index_groups is not supported under vmap.")
-
-
-def _check_size(prim_name: str, axis_name, traced_size, size):
-    if traced_size != size:
-        raise ValueError(
-            f"{prim_name} was traced for axis {axis_name!r} of size {traced_size}, but the axis has size "
-            f"{size} here (a jitted function traced under one vmap reused under another size)."
-        )
-
-
-def _impl_unbound(prim_name: str, key: str):
-    def impl(*args, **params):
-        names = params[key]
-        name = names[0] if isinstance(names, tuple) and names else names
-        raise _unbound(name, prim_name)
-
-    return impl
-
-
-def _no_cases(rng):
-    # Collectives need a transformation binding their axis name, which the generated matrices
-    # (eager, staged, vmap, grad over one operand) do not provide: see test_collectives.py.
-    return []
-
-
-def _spec():
-    return TestSpec(cases=_no_cases, differentiable=False)
-
-
-def _as_array(x):
-    """Arrays and tracers pass through; NumPy values and Python scalars (weakly typed) become arrays."""
-    if isinstance(x, _trace.Tracer) or hasattr(x, "_buf"):
-        return x
-    aval = get_aval(x)
-    return make_array(np.asarray(x, dtype=aval.dtype), aval.dtype, weak_type=aval.weak_type)
-
-
-def _rebind_leaves(x, fn):
-    leaves, tree = pytree.tree_flatten(x)
-    return pytree.tree_unflatten(tree, fn([_as_array(v) for v in leaves]))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -740,25 +654,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     return _rebind_leaves(x, lambda ls: [one(v) for v in ls])
 
 
-# ------------------------------------------------------------------------------------------------
-# Every collective checks, when it is typed (staged by jit or make_jaxpr, or run eagerly), that the
-# transformations around it bind its names: jit(lambda x: psum(x, 'i')) outside a vmap binding 'i'
-# fails at trace time, as in JAX, not later when the compiled function runs.
-
-
-def _check_bound(prim):
-    typed = prim.abstract_eval
-    key = prim.named_axes_param
-
-    def abstract_eval(*avals, **params):
-        names = params[key]
-        for n in names if isinstance(names, tuple) else (names,):
-            _env_size(n, prim.name)
-        return typed(*avals, **params)
-
-    prim.abstract_eval = abstract_eval
-
-
+# Every collective checks at typing time that a transformation binds its names (collective_axes).
 for _p in (psum_p, pmax_p, pmin_p, axis_index_p, all_gather_p, psum_scatter_p, ppermute_p, all_to_all_p):
     _check_bound(_p)
 del _p
