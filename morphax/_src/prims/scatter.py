@@ -413,32 +413,46 @@ _ANY = ("float32", "bfloat16", "int32", "uint8", "bool", "complex64")
 _ARITH = ("float32", "float16", "bfloat16", "int32", "int8", "uint8", "complex64", "bool")
 _ORDERED = ("float32", "bfloat16", "int32", "uint8", "int8", "bool")
 
-scatter_p = _scatter_primitive("scatter", None, _ANY)
 
+def _scatter_wrapper(prim, doc: str):
+    """The lax function binding `prim` (one of the scatter family): JAX's signature, named after
+    the primitive, with its own docstring."""
 
-def scatter(
-    operand,
-    scatter_indices,
-    updates,
-    dimension_numbers,
-    *,
-    indices_are_sorted=False,
-    unique_indices=False,
-    mode=None,
-):
-    """Write `updates` into `operand` at the windows `scatter_indices` select. Out-of-bounds
-    windows are dropped (mode None/'drop') or clamped ('clip'); among duplicate targets the update
-    that is last in row-major order wins (XLA leaves this unspecified)."""
-    return _bind_scatter(
-        scatter_p,
+    def wrapper(
         operand,
         scatter_indices,
         updates,
         dimension_numbers,
-        indices_are_sorted,
-        unique_indices,
-        mode,
-    )
+        *,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=None,
+    ):
+        return _bind_scatter(
+            prim,
+            operand,
+            scatter_indices,
+            updates,
+            dimension_numbers,
+            indices_are_sorted,
+            unique_indices,
+            mode,
+        )
+
+    wrapper.__name__ = wrapper.__qualname__ = prim.name.replace("-", "_")
+    wrapper.__doc__ = doc
+    return wrapper
+
+
+scatter_p = _scatter_primitive("scatter", None, _ANY)
+
+
+scatter = _scatter_wrapper(
+    scatter_p,
+    """Write `updates` into `operand` at the windows `scatter_indices` select. Out-of-bounds
+    windows are dropped (mode None/'drop') or clamped ('clip'); among duplicate targets the update
+    that is last in row-major order wins (XLA leaves this unspecified).""",
+)
 
 
 def _scatter_jvp(primals, tangents, **params):
@@ -482,27 +496,10 @@ scatter_p.transpose = _scatter_transpose
 scatter_add_p = _scatter_primitive("scatter-add", np.add, _ARITH)
 
 
-def scatter_add(
-    operand,
-    scatter_indices,
-    updates,
-    dimension_numbers,
-    *,
-    indices_are_sorted=False,
-    unique_indices=False,
-    mode=None,
-):
-    """Add `updates` into `operand` at the selected windows; duplicates accumulate."""
-    return _bind_scatter(
-        scatter_add_p,
-        operand,
-        scatter_indices,
-        updates,
-        dimension_numbers,
-        indices_are_sorted,
-        unique_indices,
-        mode,
-    )
+scatter_add = _scatter_wrapper(
+    scatter_add_p,
+    """Add `updates` into `operand` at the selected windows; duplicates accumulate.""",
+)
 
 
 def _scatter_add_jvp(primals, tangents, **params):
@@ -537,27 +534,10 @@ scatter_add_p.transpose = _scatter_add_transpose
 scatter_mul_p = _scatter_primitive("scatter-mul", np.multiply, _ARITH)
 
 
-def scatter_mul(
-    operand,
-    scatter_indices,
-    updates,
-    dimension_numbers,
-    *,
-    indices_are_sorted=False,
-    unique_indices=False,
-    mode=None,
-):
-    """Multiply `operand` by `updates` at the selected windows; duplicates accumulate."""
-    return _bind_scatter(
-        scatter_mul_p,
-        operand,
-        scatter_indices,
-        updates,
-        dimension_numbers,
-        indices_are_sorted,
-        unique_indices,
-        mode,
-    )
+scatter_mul = _scatter_wrapper(
+    scatter_mul_p,
+    """Multiply `operand` by `updates` at the selected windows; duplicates accumulate.""",
+)
 
 
 def _others_product(indices, updates, operand_shape, params):
@@ -624,27 +604,10 @@ scatter_mul_p.transpose = _scatter_mul_transpose
 scatter_min_p = _scatter_primitive("scatter-min", np.minimum, _ORDERED)
 
 
-def scatter_min(
-    operand,
-    scatter_indices,
-    updates,
-    dimension_numbers,
-    *,
-    indices_are_sorted=False,
-    unique_indices=False,
-    mode=None,
-):
-    """Elementwise minimum of `operand` and `updates` at the selected windows (NaN propagates)."""
-    return _bind_scatter(
-        scatter_min_p,
-        operand,
-        scatter_indices,
-        updates,
-        dimension_numbers,
-        indices_are_sorted,
-        unique_indices,
-        mode,
-    )
+scatter_min = _scatter_wrapper(
+    scatter_min_p,
+    """Elementwise minimum of `operand` and `updates` at the selected windows (NaN propagates).""",
+)
 
 
 def _scatter_extremum_jvp(prim):
@@ -685,27 +648,10 @@ _scatter_extremum_jvp(scatter_min_p)
 scatter_max_p = _scatter_primitive("scatter-max", np.maximum, _ORDERED)
 
 
-def scatter_max(
-    operand,
-    scatter_indices,
-    updates,
-    dimension_numbers,
-    *,
-    indices_are_sorted=False,
-    unique_indices=False,
-    mode=None,
-):
-    """Elementwise maximum of `operand` and `updates` at the selected windows (NaN propagates)."""
-    return _bind_scatter(
-        scatter_max_p,
-        operand,
-        scatter_indices,
-        updates,
-        dimension_numbers,
-        indices_are_sorted,
-        unique_indices,
-        mode,
-    )
+scatter_max = _scatter_wrapper(
+    scatter_max_p,
+    """Elementwise maximum of `operand` and `updates` at the selected windows (NaN propagates).""",
+)
 
 
 _scatter_extremum_jvp(scatter_max_p)
