@@ -475,7 +475,7 @@ def test_subnormals_not_flushed(shim):
 
 
 # ---------------------------------------------------------------------------------------------
-# XLA float32 forms: bit-identical to the NumPy implementations in _xla_f32.py.
+# XLA float32 forms: bit-identical to the NumPy implementations in xla_float32_log.py.
 
 
 def _float32_patterns(n, rng):
@@ -491,14 +491,14 @@ def _bits_equal(a, b):
 
 
 def test_xla_forms_bit_identical(shim):
-    from morphax._src.prims import _xla_f32, transcendental
+    from morphax._src.prims import transcendental, xla_float32_log
 
     rng = np.random.default_rng(0)
     x = _float32_patterns(1_000_000, rng)
     near = rng.uniform(-1, 1, 1_000_000).astype(np.float32)  # the normal sampler's operands
     for name, fn in (
-        ("xla_logf", _xla_f32.log_f32),
-        ("xla_log1pf", _xla_f32.log1p_f32),
+        ("xla_logf", xla_float32_log.log_f32),
+        ("xla_log1pf", xla_float32_log.log1p_f32),
         ("xla_erf_invf", transcendental._erf_inv_giles_f32),
     ):
         for arr in (x, near):

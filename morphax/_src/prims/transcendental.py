@@ -19,7 +19,6 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.prims._ad import defjvp
 from morphax._src.prims._operands import lax_binary_operands
 from morphax._src.prims._spec import Case, TestSpec, random_array, unary_cases
-from morphax._src.prims._xla_f32 import log1p_f32
 from morphax._src.prims.binary import add, div, mul, sub
 from morphax._src.prims.builders import (
     as_arrays,
@@ -29,6 +28,7 @@ from morphax._src.prims.builders import (
     with_params,
 )
 from morphax._src.prims.unary import integer_pow, neg, square
+from morphax._src.prims.xla_float32_log import log1p_f32
 
 __all__ = [
     "AccuracyMode",

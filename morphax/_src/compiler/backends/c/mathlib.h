@@ -1316,7 +1316,7 @@ MX_INLINE double mx_digamma(double x) {
 MX_INLINE float mx_digammaf(float x) { return (float)mx_digamma((double)x); }
 
 /* ------------------------------------------------------------------------------------------- */
-/* XLA's float32 forms, bit-identical to morphax/_src/prims/_xla_f32.py (which matches JAX's CPU
+/* XLA's float32 forms, bit-identical to morphax/_src/prims/xla_float32_log.py (which matches JAX's CPU
  * results). Every fused multiply-add of XLA is a float32 x float32 product (exact in double)
  * plus a sum rounded to double and then to float, exactly like the NumPy code; so FMA
  * contraction of these double expressions (-ffp-contract=fast) cannot change any result and
@@ -1348,7 +1348,7 @@ MX_INLINE float mx__xla_log_kernel(float x) {
   return (float)(e * 0x1.63p-1 + (double)out);
 }
 
-/* XLA float32 log: bit-identical to _xla_f32.log_f32 (including nan/inf/0/subnormal/negative). */
+/* XLA float32 log: bit-identical to xla_float32_log.log_f32 (including nan/inf/0/subnormal/negative). */
 MX_INLINE float mx_xla_logf(float x) {
   float r = mx__xla_log_kernel(x);
   int normal = (x >= 0x1p-126f) & (x < MX__INFF);
@@ -1377,7 +1377,7 @@ MX_INLINE float mx__xla_log1p_small(float x) {
   return (float)((double)x + (double)(float)((double)x2 * -0.5 + (double)cubic));
 }
 
-/* XLA float32 log1p: bit-identical to _xla_f32.log1p_f32. */
+/* XLA float32 log1p: bit-identical to xla_float32_log.log1p_f32. */
 MX_INLINE float mx_xla_log1pf(float x) {
   x = mx__self(__builtin_fabsf(x) < 0x1p-126f, __builtin_copysignf(0.0f, x), x);
   float s = mx__xla_log1p_small(x);

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from morphax._src.prims._xla_f32 import log1p_f32, log_f32
+from morphax._src.prims.xla_float32_log import log1p_f32, log_f32
 
 # (input bits, JAX's output bits): each pair is one where NumPy's float32 result differs.
 LOG_VECTORS = [
