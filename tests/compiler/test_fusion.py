@@ -116,6 +116,38 @@ def test_softmax_cross_entropy_value_and_grad_kernel_count():
     _same_as_reference(vg, logits, labels, rtol=1e-4, atol=1e-7)
 
 
+def test_large_cheap_intermediates_are_recomputed_not_stored(monkeypatch):
+    """Over 4 MB domains the cross-entropy gradient's last kernel computes exp(logits - max) and
+    the scaled labels again instead of loading stored copies, so neither 16 MB intermediate is
+    kept; the results are the same bits as with the copies stored."""
+    from morphax._src.compiler import compile as compile_mod
+    from morphax._src.compiler import fusion
+
+    def fuse_again(limit):  # compiled programs are memoized per jaxpr: forget them
+        monkeypatch.setattr(fusion, "RECOMPUTE_MAX_OPERATIONS", limit)
+        monkeypatch.setattr(compile_mod, "_generation", compile_mod._generation + 1)
+
+    logits = RNG.standard_normal((4096, 1000)).astype(np.float32)
+    labels = np.eye(1000, dtype=np.float32)[RNG.integers(0, 1000, 4096)]
+    vg = morphax.value_and_grad(_xent)
+    recomputed = _compiled(vg, logits, labels)
+    assert recomputed.memory_analysis().temp_size_in_bytes < 1 << 20
+    got = recomputed(logits, labels)
+    fuse_again(0)
+    stored = _compiled(vg, logits, labels)
+    assert stored.memory_analysis().temp_size_in_bytes >= 2 * logits.nbytes
+    for g, w in zip(
+        morphax.tree_util.tree_leaves(got), morphax.tree_util.tree_leaves(stored(logits, labels))
+    ):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    # Small domains keep the store: the copy stays in cache, a second exp would cost more.
+    small = _compiled(vg, logits[:64], labels[:64])
+    fuse_again(3)
+    assert _compiled(vg, logits[:64], labels[:64]).memory_analysis().temp_size_in_bytes == (
+        small.memory_analysis().temp_size_in_bytes
+    )
+
+
 # ------------------------------------------------------------------------------------------------
 # Random fusible graphs.
 #
