@@ -150,6 +150,7 @@ def test_every_context_manager_flag_is_thread_local():
         "morphax_backend": "numpy",
         "morphax_num_threads": 1,
         "morphax_compile_in_background": not config.morphax_compile_in_background,
+        "morphax_shape_generic": not config.morphax_shape_generic,
     }
     assert set(flags) == set(config._known)
     defaults = {name: config.read(name) for name in flags}
