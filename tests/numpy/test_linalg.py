@@ -544,6 +544,21 @@ def test_grad_eigh(dtype):
     _grads(vec_loss, [a], order=2 if dtype == np.float32 else 1)
 
 
+def test_eig_batch_of_real_then_complex_eigenvectors():
+    """A batch whose first matrix has real eigenvectors and whose second has complex ones: each
+    keeps its imaginary parts (a regression: the batch took the first matrix's real dtype)."""
+    import scipy.linalg
+
+    a = np.array([[[2.0, 1.0], [0.0, 3.0]], [[0.0, -1.0], [1.0, 0.0]]], np.float32)
+    w, v = jnp.linalg.eig(a)
+    for k in range(2):
+        want_w, want_v = scipy.linalg.eig(a[k])
+        np.testing.assert_allclose(np.sort_complex(np.asarray(w[k])), np.sort_complex(want_w), atol=1e-6)
+        # Each eigenpair satisfies a v = w v (eigenvectors are defined up to a phase).
+        np.testing.assert_allclose(a[k] @ np.asarray(v[k]), np.asarray(v[k]) * np.asarray(w[k]), atol=1e-5)
+    assert np.abs(np.asarray(v[1]).imag).max() > 0.1
+
+
 def test_grad_eig_eigenvalues():
     a = _f32((2, 3, 3))
     _grads(lambda x: jnp.linalg.eigvals(x), [a], order=2)

@@ -55,8 +55,12 @@ def _per_matrix(fn, x):
         if res is not None and outs is None:
             outs = [np.empty((len(flat),) + np.shape(r), np.asarray(r).dtype) for r in res]
         if res is not None:
-            for o, r in zip(outs, res):
-                o[i] = r
+            for k, r in enumerate(res):
+                # A later matrix may give a wider dtype (complex eigenvectors after real ones).
+                wider = np.result_type(outs[k].dtype, np.asarray(r).dtype)
+                if wider != outs[k].dtype:
+                    outs[k] = outs[k].astype(wider)
+                outs[k][i] = r
     if outs is None:
         # Every matrix failed: the identity (which always factors) gives the result shapes.
         res = fn(np.eye(*x.shape[-2:], dtype=x.dtype))
