@@ -8,6 +8,8 @@ is in flight. tests/compiler/test_background_build.py turns them on where it tes
 
 import os
 
+import pytest
+
 os.environ.setdefault("MORPHAX_COMPILE_IN_BACKGROUND", "0")
 
 
@@ -39,3 +41,41 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+@pytest.fixture
+def private_disk_cache(tmp_path, monkeypatch):
+    """For tests that call morphax.clear_caches(), which empties the disk cache as well: a
+    private cache directory and library tables, so the suite's shared cache (and every later
+    test's compiles) survive."""
+    from morphax._src.compiler.backends.c import build
+
+    monkeypatch.setenv("MORPHAX_CACHE_DIR", str(tmp_path / "private-cache"))
+    monkeypatch.setattr(build, "_libraries", dict(build._libraries))
+    monkeypatch.setattr(build, "_aliases", dict(build._aliases))
+    build.reset_cache_dir()
+    yield tmp_path / "private-cache"
+    monkeypatch.undo()
+    build.reset_cache_dir()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _shared_disk_cache_is_never_emptied():
+    """A test that empties the suite's shared disk cache makes every later compile (and the next
+    run) start cold: fail it, and point it at `private_disk_cache` instead."""
+    from morphax._src.compiler.backends.c import build
+
+    shared = os.environ.get("MORPHAX_CACHE_DIR")
+    original = build.clear_disk_cache
+
+    def guarded():
+        if os.environ.get("MORPHAX_CACHE_DIR") == shared:
+            raise AssertionError(
+                "this test empties the suite's shared C disk cache (morphax.clear_caches()); "
+                "use the private_disk_cache fixture"
+            )
+        original()
+
+    build.clear_disk_cache = guarded
+    yield
+    build.clear_disk_cache = original

@@ -200,7 +200,7 @@ def test_unweakrefable_callables_never_share_traces_through_a_reused_id():
         gc.collect()
 
 
-def test_unweakrefable_callable_cache_lives_on_the_wrapper():
+def test_unweakrefable_callable_cache_lives_on_the_wrapper(private_disk_cache):
     s = _SlotsScale(2.0)
     js = morphax.jit(s)
     t0 = trace_counters.traces

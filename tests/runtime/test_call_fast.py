@@ -49,13 +49,7 @@ def test_repeated_calls_take_the_fast_path_and_stay_correct(general_calls):
     assert len(general_calls) == 2
 
 
-def test_flags_cleared_caches_and_python_values_take_the_general_path(general_calls, tmp_path, monkeypatch):
-    from morphax._src.compiler.backends.c import build
-
-    # clear_caches() empties the disk cache too: point it at a private one, not the suite's.
-    monkeypatch.setenv("MORPHAX_CACHE_DIR", str(tmp_path))
-    build.reset_cache_dir()
-    monkeypatch.setattr(build, "_libraries", dict(build._libraries))
+def test_flags_cleared_caches_and_python_values_take_the_general_path(general_calls, private_disk_cache):
     jitted = morphax.jit(lambda x: x * 2)
     x = jnp.asarray(np.arange(4, dtype=np.int32))
     jitted(x)
@@ -69,8 +63,6 @@ def test_flags_cleared_caches_and_python_values_take_the_general_path(general_ca
     assert len(general_calls) == 3
     jitted(np.arange(4, dtype=np.int32))  # a NumPy array, not an Array
     assert len(general_calls) == 4
-    monkeypatch.undo()
-    build.reset_cache_dir()
 
 
 def test_jitted_functions_inside_transformations_are_traced_not_run():
