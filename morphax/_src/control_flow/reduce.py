@@ -151,7 +151,7 @@ def _reduce_batch(vals, dims, *, axis_data, computation, jaxpr, dimensions):
         return reduce_p.bind(*ops, *vals[n:], computation=computation, jaxpr=jaxpr, dimensions=new_dims), [
             0
         ] * n
-    # Batched initial values: the per-example tree, vectorized (JAX raises NotImplementedError).
+    # Batched initial values: the per-example tree, vectorized. NB: JAX raises NotImplementedError.
     fun = batch_flat_fun(lambda *a: _tree_reduce(jaxpr, dimensions, *a), AxisData(axis_data.size), list(dims))
     return fun(*vals), [0] * n
 

@@ -574,7 +574,7 @@ def _scatter_mul_jvp(primals, tangents, **params):
     if not is_zero(t_up):
         # d out[p] = operand[p] * sum over updates u into p of t_up[u] * prod_{v != u} updates[v].
         # With unique indices the product of the others is 1 (JAX's rule); otherwise it is
-        # computed exactly (JAX raises NotImplementedError there).
+        # computed exactly. NB: JAX raises NotImplementedError there.
         weighted = t_up
         if not params["unique_indices"]:
             weighted = L.mul(t_up, _others_product(indices, updates, get_aval(operand).shape, params))

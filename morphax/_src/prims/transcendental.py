@@ -158,6 +158,9 @@ def _in_float32(fn):
 # ---------------------------------------------------------------------------------------------
 # Exponentials and logarithms.
 
+# NB: the references are NumPy's (nearly correctly rounded), not XLA's polynomials, so float32
+# results can differ from JAX's in the last bit; the PRNG's normal sampler uses XLA's own log1p
+# order (xla_float32_log.py) where JAX's bits depend on it.
 exp_p = _with_accuracy("exp", np.exp, "inexact")
 exp2_p = _with_accuracy("exp2", np.exp2, "inexact")
 expm1_p = _with_accuracy("expm1", np.expm1, "inexact")
