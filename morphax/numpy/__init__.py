@@ -4,6 +4,8 @@ Thin re-export of `morphax._src.numpy`; importing it also installs the array met
 (operators, ``.sum()``, ``.at[]``...) on `Array` and on tracers.
 """
 
+import sys as _sys
+
 import numpy as _np
 
 from morphax._src.core.dtypes import (  # noqa: F401
@@ -14,7 +16,6 @@ from morphax._src.core.dtypes import (  # noqa: F401
     promote_types,
     result_type,
 )
-from morphax._src.numpy import array_methods as _array_methods  # noqa: F401  (installs methods last)
 from morphax._src.numpy.array_editing import *  # noqa: F401,F403
 from morphax._src.numpy.bit_packing import *  # noqa: F401,F403
 from morphax._src.numpy.calculus import *  # noqa: F401,F403
@@ -51,6 +52,8 @@ newaxis = None
 
 # The jax.numpy ufunc objects (add, multiply, maximum...: callables with reduce/accumulate/at/
 # reduceat/outer) take the place of the plain functions of the same names.
+# Last: Array and Tracer methods forward to the functions of this namespace.
+from morphax._src.numpy import array_methods as _array_methods  # noqa: E402
 from morphax._src.numpy.ufunc_objects import (  # noqa: E402,F401  (after ufuncs.*: these names win)
     add,
     bitwise_and,
@@ -69,3 +72,5 @@ from morphax._src.numpy.ufunc_objects import (  # noqa: E402,F401  (after ufuncs
 )
 from morphax.numpy import fft as fft  # noqa: E402
 from morphax.numpy import linalg as linalg  # noqa: E402,F401
+
+_array_methods.install_all(_sys.modules[__name__])

@@ -1,13 +1,12 @@
 """Installs the NumPy-style surface (operators, methods, properties, `.at`) on `Array` and on
 `Tracer`, so user code treats concrete and traced arrays alike.
 
-Methods forward to `morphax.numpy` functions, looked up at call time so this module imports
-only the ufuncs eagerly (the rest of the numpy layer imports it last).
+Methods forward to `morphax.numpy` functions, looked up at call time in the namespace the public
+`morphax.numpy` hands over when it has been built (`install_all(namespace)`, its last step): the
+numpy layer never imports the public module.
 """
 
 from __future__ import annotations
-
-import importlib
 
 import numpy as np
 
@@ -16,9 +15,11 @@ from morphax._src.numpy import ufuncs
 from morphax._src.prims import lax_api as L
 from morphax._src.runtime.array import Array
 
+_namespace: list = []  # the public morphax.numpy module, once it calls install_all
+
 
 def _jnp():
-    return importlib.import_module("morphax.numpy")
+    return _namespace[0]
 
 
 def _binop(fn, fast_prim=None, fast_kinds="fiuc"):
@@ -249,7 +250,9 @@ def install(cls) -> None:
     cls.imag = property(_imag)
 
 
-def _install_all():
+def install_all(namespace) -> None:
+    """Install the methods on Array and Tracer, forwarding to the functions of `namespace`."""
+    _namespace[:] = [namespace]
     install(Array)
     install(Tracer)
     Array.clone = _copy
@@ -258,6 +261,3 @@ def _install_all():
     Tracer.tolist = _tolist_tracer
     Tracer.itemsize = property(lambda self: self.aval.dtype.itemsize)
     Tracer.nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
-
-
-_install_all()

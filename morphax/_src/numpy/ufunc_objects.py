@@ -3,18 +3,19 @@ objects morphax.numpy binds to add, multiply, maximum... in place of the plain f
 
 from __future__ import annotations
 
-import importlib
 import math
 
 import numpy as np
 
 from morphax._src.control_flow.loops import fori_loop
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.avals import get_aval
+from morphax._src.core import pytree
+from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.trace import Tracer
 from morphax._src.numpy import creation, indexing, manipulation, reductions, searching, ufuncs, util
 from morphax._src.numpy.vectorize import vectorize
 from morphax._src.prims import lax_api as L
+from morphax._src.transforms.staging import trace_to_jaxpr
 
 __all__ = ["frompyfunc", "ufunc"]
 
@@ -107,10 +108,9 @@ class ufunc:
 
     def _result_dtype(self, *xs):
         """The dtype this ufunc gives for operands of the dtypes of `xs` (abstract evaluation)."""
-        eval_shape = importlib.import_module("morphax._src.api.tracing").eval_shape
-        avals = [get_aval(x) for x in xs]
-        ones = [util.convert_element_type(creation.ones(()), v.dtype, v.weak_type) for v in avals]
-        return eval_shape(self, *ones).dtype
+        avals = [ShapedArray((), get_aval(x).dtype, get_aval(x).weak_type) for x in xs]
+        closed = trace_to_jaxpr(lambda *vals: pytree.tree_leaves(self(*vals)), avals)
+        return closed.out_avals[0].dtype
 
     def _reduce_axis(self, a, axis, initial):
         n = _shape(a)[axis]

@@ -5,18 +5,19 @@ apply_over_axes and fromfunction."""
 from __future__ import annotations
 
 import functools
-import importlib
 import operator
 import re
 
 import numpy as np
 
+from morphax._src.core import pytree
 from morphax._src.numpy import (
     creation,
     manipulation,
     util,
 )
 from morphax._src.numpy.index_tricks import indices
+from morphax._src.transforms.batching import AxisData, batch_flat_fun
 
 __all__ = ["vectorize", "fromfunction", "apply_over_axes", "apply_along_axis"]
 
@@ -52,7 +53,6 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature: str | None = None):
 
     @functools.wraps(pyfunc)
     def wrapped(*args, **kwargs):
-        vmap = importlib.import_module("morphax._src.api.vmap").vmap
         static_pos = {i: a for i, a in enumerate(args) if i in excluded or a is None}
         dyn_pos = [i for i in range(len(args)) if i not in static_pos]
         static_kw = {k: v for k, v in kwargs.items() if k in excluded}
@@ -112,10 +112,31 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature: str | None = None):
 
         f = core_fn
         for _ in range(len(bshape)):
-            f = vmap(f)
+            f = _mapped(f)
         return f(*dyn_vals)
 
     return wrapped
+
+
+def _mapped(fn, in_axis: int = 0, out_axis: int = 0):
+    """`fn` mapped over axis `in_axis` of each of its (array) arguments, every result stacked at
+    `out_axis`: the batching transformation itself, as vmap runs it (the public vmap sits above
+    this layer)."""
+
+    def mapped(*args):
+        store = {}
+
+        def flat(*vals):
+            leaves, store["tree"] = pytree.tree_flatten(fn(*vals))
+            return leaves
+
+        dims = [in_axis % len(np.shape(a)) for a in args]
+        size = np.shape(args[0])[dims[0]]
+        outs = batch_flat_fun(flat, AxisData(size), dims, out_dim=0)(*args)
+        outs = [manipulation.moveaxis(o, 0, out_axis) if out_axis != 0 else o for o in outs]
+        return pytree.tree_unflatten(store["tree"], outs)
+
+    return mapped
 
 
 def fromfunction(function, shape, *, dtype=float, **kwargs):
@@ -142,9 +163,6 @@ def apply_over_axes(func, a, axes):
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     """`func1d` applied to the 1-D slices of `arr` along `axis` (via vmap)."""
-    # vmap sits above the numpy layer: look it up at call time instead of importing it.
-    vmap = importlib.import_module("morphax._src.api.vmap").vmap
-
     arr = util.checked_array("apply_along_axis", arr)
     nd = len(arr.shape)
     axis = util.canonicalize_axis(axis, nd, "apply_along_axis")
@@ -153,7 +171,7 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
         return func1d(x, *args, **kwargs)
 
     for i in range(1, nd - axis):
-        fn = vmap(fn, in_axes=i, out_axes=-1)
+        fn = _mapped(fn, in_axis=i, out_axis=-1)
     for _ in range(axis):
-        fn = vmap(fn, in_axes=0, out_axes=0)
+        fn = _mapped(fn)
     return fn(arr)
