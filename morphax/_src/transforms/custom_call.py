@@ -22,6 +22,7 @@ from morphax._src.transforms.custom import custom_vjp_jvp
 from morphax._src.transforms.staging import (
     call_out_avals,
     closure_convert_tracers,
+    custom_call_stagers,
     eval_call_jaxpr,
     trace_to_jaxpr,
 )
@@ -159,3 +160,6 @@ for _prim, _jvp, _batch in (
     _prim.batch = _batch
     _prim.test_spec = None
     _prim.call_jaxpr_param = "call_jaxpr"
+
+
+custom_call_stagers.update(jvp=stage_custom_jvp_call, vjp=stage_custom_vjp_call)

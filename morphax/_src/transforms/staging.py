@@ -145,6 +145,12 @@ def _is_literalable(x, aval: ShapedArray) -> bool:
     return aval.shape == () and not isinstance(x, Tracer)
 
 
+# How a staging trace records a custom_jvp / custom_vjp call: filled in by custom_call.py, which
+# defines the primitives of those equations and builds on this module (so it cannot be imported
+# from here). transforms/__init__ imports it, so the table is full before anything is traced.
+custom_call_stagers: dict = {}
+
+
 class StagingTrace(_trace.Trace):
     """Builds one jaxpr. Each tracer maps to a Var; each distinct constant to one constvar."""
 
@@ -208,17 +214,12 @@ class StagingTrace(_trace.Trace):
         self.eqns.append(JaxprEqn(prim, invars, [var], params))
         return tracer
 
-    # A custom_jvp / custom_vjp call becomes one equation that keeps its rule (custom_call.py,
-    # which imports this module, hence the local imports).
+    # A custom_jvp / custom_vjp call becomes one equation that keeps its rule (custom_call.py).
     def process_custom_jvp_call(self, fun, jvp_rule, args, symbolic_zeros):
-        from morphax._src.transforms.custom_call import stage_custom_jvp_call
-
-        return stage_custom_jvp_call(fun, jvp_rule, args, symbolic_zeros)
+        return custom_call_stagers["jvp"](fun, jvp_rule, args, symbolic_zeros)
 
     def process_custom_vjp_call(self, fun, fwd, bwd, args, symbolic_zeros):
-        from morphax._src.transforms.custom_call import stage_custom_vjp_call
-
-        return stage_custom_vjp_call(fun, fwd, bwd, args, symbolic_zeros)
+        return custom_call_stagers["vjp"](fun, fwd, bwd, args, symbolic_zeros)
 
     def _progenitors(self, var: Var):
         """Positions of the invars `var` depends on, the constants it depends on, and the
