@@ -177,11 +177,18 @@ def _array_from_sequence(obj, dt, fun_name):
             raise OverflowError(f"{fun_name}: {e} (values do not fit in {dt.name})") from None
         return make_array(host, dt, False)
     # Some elements are morphax arrays (maybe traced): convert each and stack with primitives.
-    from morphax._src.numpy import manipulation
-
     if not obj:
         return make_array(np.zeros((0,), dt), dt, False)
-    return manipulation.stack([_array(elt, dt, 0, fun_name) for elt in obj])
+    elements = [_array(elt, dt, 0, fun_name) for elt in obj]
+    shapes = {tuple(np.shape(e)) for e in elements}
+    if len(shapes) != 1:
+        raise ValueError(
+            f"{fun_name}: the elements have different shapes {sorted(shapes)}: an array needs one "
+            "shape for all of them (pad or stack them to one shape first)"
+        )
+    (shape,) = shapes
+    rows = [L.broadcast_in_dim(e, (1,) + shape, tuple(range(1, len(shape) + 1))) for e in elements]
+    return rows[0] if len(rows) == 1 else L.concatenate(rows, 0)
 
 
 def array(object, dtype=None, copy=True, order="K", ndmin=0):  # noqa: A002 - NumPy's name
@@ -247,9 +254,7 @@ def full(shape, fill_value, dtype=None, *, device=None):
         shape = canonicalize_shape(shape, "full")
         weak = dt is None and _dtypes.is_weakly_typed(fill_value)
         return _fill(shape, fill_value, dt or _dtypes.result_type(fill_value), weak)
-    from morphax._src.numpy import manipulation
-
-    return manipulation.broadcast_to(asarray(fill_value, dtype=dt), shape)
+    return broadcast_to(asarray(fill_value, dtype=dt), shape)
 
 
 def _like(fun_name, a, fill_value, dtype, shape):
@@ -260,9 +265,7 @@ def _like(fun_name, a, fill_value, dtype, shape):
     dt = dt or _dtypes.result_type(a)
     shape = np.shape(a) if shape is None else canonicalize_shape(shape, fun_name)
     if np.ndim(fill_value) != 0:
-        from morphax._src.numpy import manipulation
-
-        return manipulation.broadcast_to(asarray(fill_value, dtype=dt), shape)
+        return broadcast_to(asarray(fill_value, dtype=dt), shape)
     return _fill(tuple(shape), fill_value, dt, weak)
 
 
@@ -354,10 +357,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     dt = _user_dtype(dtype, "linspace") or _dtypes.to_inexact_dtype(_dtypes.result_type(start, stop))
     work = _dtypes.to_inexact_dtype(dt)
     start, stop = asarray(start, dtype=work), asarray(stop, dtype=work)
-    from morphax._src.numpy import manipulation
-
     bshape = tuple(np.broadcast_shapes(get_aval(start).shape, get_aval(stop).shape))
-    start, stop = manipulation.broadcast_to(start, bshape), manipulation.broadcast_to(stop, bshape)
+    start, stop = broadcast_to(start, bshape), broadcast_to(stop, bshape)
     axis = util.canonicalize_axis(axis, len(bshape) + 1, "linspace")
     out_shape = bshape[:axis] + (num,) + bshape[axis:]
     bdims = tuple(d for d in range(len(out_shape)) if d != axis)
@@ -406,8 +407,22 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     logs = [ufuncs.log10(ufuncs.true_divide(v, sign)) for v in (start, stop)]
     res = logspace(logs[0], logs[1], num, endpoint=endpoint, base=10.0, dtype=work, axis=0)
     res = ufuncs.multiply(sign, res)
-    if axis != 0:
-        from morphax._src.numpy import manipulation
-
-        res = manipulation.moveaxis(res, 0, axis)
+    if axis != 0:  # the samples' axis, built first, moves into place
+        nd = len(np.shape(res))
+        res = L.transpose(res, tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, nd)))
     return util.convert_element_type(res, dt, False)
+
+
+def broadcast_to(array, shape):
+    """Broadcast `array` to `shape` by NumPy's rules (no data is copied on the host)."""
+    a = util.checked_array("broadcast_to", array)
+    shape = canonicalize_shape(shape, "broadcast_to")
+    shp = tuple(np.shape(a))
+    if shp == shape:
+        return a
+    nlead = len(shape) - len(shp)
+    if nlead < 0:
+        raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape={shp} shape={shape}")
+    if any(d != 1 and d != t for d, t in zip(shp, shape[nlead:])):
+        raise ValueError(f"Incompatible shapes for broadcasting: {shp} and requested shape {shape}")
+    return L.broadcast_in_dim(a, shape, tuple(range(nlead, len(shape))))

@@ -18,7 +18,7 @@ from morphax._src.core.avals import get_aval
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.numpy import ufuncs, util
-from morphax._src.numpy.creation import canonicalize_shape, concrete_int, concrete_value
+from morphax._src.numpy.creation import broadcast_to, canonicalize_shape, concrete_int, concrete_value
 from morphax._src.prims import lax_api as L
 from morphax._src.runtime.array import Array
 
@@ -29,11 +29,6 @@ __all__ = [
     "broadcast_arrays", "broadcast_shapes", "atleast_1d", "atleast_2d", "atleast_3d", "flip",
     "fliplr", "flipud", "tile", "repeat", "roll", "rot90", "shape", "ndim", "size",
 ]  # fmt: skip
-
-
-def _arr(fun_name, x):
-    util.check_arraylike(fun_name, x)
-    return util.asarray_like(x)
 
 
 def _shape(x):
@@ -94,7 +89,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         shape = newshape
     if shape is None:
         raise TypeError("reshape: missing required argument 'shape'")
-    a = _arr("reshape", a)
+    a = util.checked_array("reshape", a)
     new = _compute_newshape(_shape(a), shape)
     if order == "C":
         return _lax_reshape(a, new)
@@ -108,7 +103,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
 
 def ravel(a, order="C"):
     """The elements of `a` as a 1-D array."""
-    a = _arr("ravel", a)
+    a = util.checked_array("ravel", a)
     return reshape(a, (int(np.prod(_shape(a), dtype=np.int64)),), order=order)
 
 
@@ -117,7 +112,7 @@ def ravel(a, order="C"):
 
 def transpose(a, axes=None):
     """Permute the axes (reverse them when `axes` is None)."""
-    a = _arr("transpose", a)
+    a = util.checked_array("transpose", a)
     nd = len(_shape(a))
     if axes is None:
         perm = tuple(range(nd))[::-1]
@@ -139,7 +134,7 @@ def permute_dims(a, /, axes):
 
 def matrix_transpose(x, /):
     """Swap the last two axes."""
-    x = _arr("matrix_transpose", x)
+    x = util.checked_array("matrix_transpose", x)
     nd = len(_shape(x))
     if nd < 2:
         raise ValueError(f"matrix_transpose: x must have at least 2 dimensions, got shape {_shape(x)}")
@@ -148,7 +143,7 @@ def matrix_transpose(x, /):
 
 def swapaxes(a, axis1, axis2):
     """Interchange two axes."""
-    a = _arr("swapaxes", a)
+    a = util.checked_array("swapaxes", a)
     nd = len(_shape(a))
     i = util.canonicalize_axis(axis1, nd, "swapaxes", "axis1")
     j = util.canonicalize_axis(axis2, nd, "swapaxes", "axis2")
@@ -159,7 +154,7 @@ def swapaxes(a, axis1, axis2):
 
 def moveaxis(a, source, destination):
     """Move axes `source` to positions `destination` (ints or equal-length sequences)."""
-    a = _arr("moveaxis", a)
+    a = util.checked_array("moveaxis", a)
     nd = len(_shape(a))
     src = _static_ints(source, "moveaxis", "source")
     dst = _static_ints(destination, "moveaxis", "destination")
@@ -179,7 +174,7 @@ def moveaxis(a, source, destination):
 
 def squeeze(a, axis=None):
     """Remove size-1 axes (all of them, or those in `axis`, which must have size 1)."""
-    a = _arr("squeeze", a)
+    a = util.checked_array("squeeze", a)
     shp = _shape(a)
     if axis is None:
         dims = tuple(i for i, d in enumerate(shp) if d == 1)
@@ -196,7 +191,7 @@ def squeeze(a, axis=None):
 
 def expand_dims(a, axis):
     """Insert size-1 axes at the positions `axis` (int or tuple) of the result."""
-    a = _arr("expand_dims", a)
+    a = util.checked_array("expand_dims", a)
     shp = _shape(a)
     axes = _static_ints(axis, "expand_dims", "axis")
     out_nd = len(shp) + len(axes)
@@ -352,7 +347,7 @@ def column_stack(tup):
 
 
 def _split(fun_name, ary, indices_or_sections, axis, uneven):
-    ary = _arr(fun_name, ary)
+    ary = util.checked_array(fun_name, ary)
     shp = _shape(ary)
     axis = util.canonicalize_axis(axis, len(shp), fun_name)
     size = shp[axis]
@@ -395,21 +390,21 @@ def array_split(ary, indices_or_sections, axis=0):
 
 
 def hsplit(ary, indices_or_sections):
-    a = _arr("hsplit", ary)
+    a = util.checked_array("hsplit", ary)
     if len(_shape(a)) == 0:
         raise ValueError("hsplit only works on arrays of 1 or more dimensions")
     return _split("hsplit", a, indices_or_sections, 1 if len(_shape(a)) > 1 else 0, uneven=False)
 
 
 def vsplit(ary, indices_or_sections):
-    a = _arr("vsplit", ary)
+    a = util.checked_array("vsplit", ary)
     if len(_shape(a)) < 2:
         raise ValueError("vsplit only works on arrays of 2 or more dimensions")
     return _split("vsplit", a, indices_or_sections, 0, uneven=False)
 
 
 def dsplit(ary, indices_or_sections):
-    a = _arr("dsplit", ary)
+    a = util.checked_array("dsplit", ary)
     if len(_shape(a)) < 3:
         raise ValueError("dsplit only works on arrays of 3 or more dimensions")
     return _split("dsplit", a, indices_or_sections, 2, uneven=False)
@@ -429,21 +424,6 @@ def broadcast_shapes(*shapes):
         raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
 
 
-def broadcast_to(array, shape):
-    """Broadcast `array` to `shape` by NumPy's rules (no data is copied on the host)."""
-    a = _arr("broadcast_to", array)
-    shape = canonicalize_shape(shape, "broadcast_to")
-    shp = _shape(a)
-    if shp == shape:
-        return a
-    nlead = len(shape) - len(shp)
-    if nlead < 0:
-        raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape={shp} shape={shape}")
-    if any(d != 1 and d != t for d, t in zip(shp, shape[nlead:])):
-        raise ValueError(f"Incompatible shapes for broadcasting: {shp} and requested shape {shape}")
-    return L.broadcast_in_dim(a, shape, tuple(range(nlead, len(shape))))
-
-
 def broadcast_arrays(*args):
     """All arguments broadcast to their common shape (a list)."""
     util.check_arraylike("broadcast_arrays", *args)
@@ -454,7 +434,7 @@ def broadcast_arrays(*args):
 def _atleast(fun_name, nd, arys):
     outs = []
     for a in arys:
-        a = _arr(fun_name, a)
+        a = util.checked_array(fun_name, a)
         shp = _shape(a)
         if len(shp) < nd:
             if nd == 3 and len(shp) == 1:
@@ -487,7 +467,7 @@ def atleast_3d(*arys):
 
 def flip(m, axis=None):
     """Reverse the order of elements along `axis` (all axes when None)."""
-    m = _arr("flip", m)
+    m = util.checked_array("flip", m)
     axes = util.canonicalize_axes(
         None if axis is None else _static_ints(axis, "flip", "axis"), len(_shape(m)), "flip"
     )
@@ -495,14 +475,14 @@ def flip(m, axis=None):
 
 
 def fliplr(m):
-    m = _arr("fliplr", m)
+    m = util.checked_array("fliplr", m)
     if len(_shape(m)) < 2:
         raise ValueError(f"fliplr: input must be at least 2-D, got shape {_shape(m)}")
     return flip(m, 1)
 
 
 def flipud(m):
-    m = _arr("flipud", m)
+    m = util.checked_array("flipud", m)
     if len(_shape(m)) < 1:
         raise ValueError("flipud: input must be at least 1-D")
     return flip(m, 0)
@@ -510,7 +490,7 @@ def flipud(m):
 
 def tile(A, reps):  # noqa: N803 - NumPy's name
     """Repeat the whole of `A` `reps` times along each axis."""
-    a = _arr("tile", A)
+    a = util.checked_array("tile", A)
     reps = _static_ints(reps, "tile", "reps")
     if any(r < 0 for r in reps):
         raise ValueError(f"tile: negative repetitions are not allowed, got reps={reps}")
@@ -544,7 +524,7 @@ def _take_axis(x, indices, axis):
 
 def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     """Repeat each element `repeats` times (an int, or one count per element along `axis`)."""
-    a = _arr("repeat", a)
+    a = util.checked_array("repeat", a)
     if axis is None:
         a, axis = ravel(a), 0
     shp = _shape(a)
@@ -613,7 +593,7 @@ def _repeat_traced(a, repeats, axis, n, total):
 
 def roll(a, shift, axis=None):
     """Shift elements cyclically along `axis` (flattened when None); shifts may be traced."""
-    a = _arr("roll", a)
+    a = util.checked_array("roll", a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), _shape(a))
     shp = _shape(a)
@@ -660,7 +640,7 @@ def roll(a, shift, axis=None):
 
 def rot90(m, k=1, axes=(0, 1)):
     """Rotate by 90 degrees `k` times in the plane of `axes`."""
-    m = _arr("rot90", m)
+    m = util.checked_array("rot90", m)
     axes = _static_ints(axes, "rot90", "axes")
     if len(axes) != 2:
         raise ValueError(f"rot90: len(axes) must be 2, got {axes}")

@@ -13,7 +13,7 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.numpy import ufuncs, util
-from morphax._src.numpy.creation import concrete_value
+from morphax._src.numpy.creation import broadcast_to, concrete_value
 from morphax._src.prims import lax_api as L
 
 __all__ = [
@@ -143,8 +143,6 @@ def _reduction(
         kind = _BOOL_KIND[kind]
     ident = util.convert_element_type(_identity(kind, work), work)
     if where is not None:
-        from morphax._src.numpy.manipulation import broadcast_to
-
         a = ufuncs.where(broadcast_to(where, shape), a, ident)
     result = getattr(L, _LAX_REDUCE[kind])(a, axes) if axes else a
     if initial is not None:
@@ -252,7 +250,6 @@ def _count(name, a, axes, keepdims, where, dtype):
     if where is None:
         n = int(np.prod([shape[i] for i in axes], dtype=np.int64))
         return util.convert_element_type(n, dtype)
-    from morphax._src.numpy.manipulation import broadcast_to
 
     return sum(broadcast_to(where, shape), axes, dtype=dtype, keepdims=keepdims)
 
@@ -332,9 +329,7 @@ def _arg_reduce(name, lax_name, a, axis, out, keepdims):
     a = util.asarray_like(a)
     shape = get_aval(a).shape
     if axis is None:
-        from morphax._src.numpy.manipulation import ravel
-
-        a = ravel(a)
+        a = L.reshape(a, (int(np.prod(np.shape(a), dtype=np.int64)),))
         ax = 0
     else:
         (ax,) = reduction_axes(name, shape, operator.index(concrete_value(axis, f"jnp.{name} axis")))
@@ -363,9 +358,7 @@ def _cumulative(name, lax_name, a, axis, dtype, out, promote_integers=False):
     a = util.asarray_like(a)
     dt = _user_dtype(dtype, name)
     if axis is None or get_aval(a).ndim == 0:
-        from morphax._src.numpy.manipulation import ravel
-
-        a = ravel(a)
+        a = L.reshape(a, (int(np.prod(np.shape(a), dtype=np.int64)),))
     ax = 0 if axis is None else axis
     (ax,) = reduction_axes(name, get_aval(a).shape, operator.index(concrete_value(ax, f"jnp.{name} axis")))
     src = get_aval(a).dtype

@@ -16,7 +16,7 @@ from morphax._src.numpy.creation import concrete_value
 from morphax._src.prims import lax_api as L
 
 __all__ = [
-    "sort", "argsort", "lexsort", "searchsorted", "partition", "argpartition", "nonzero",
+    "where", "sort", "argsort", "lexsort", "searchsorted", "partition", "argpartition", "nonzero",
     "flatnonzero", "argwhere", "extract", "select", "nanargmax", "nanargmin", "isin", "unique",
     "unique_values", "unique_counts", "unique_inverse", "unique_all", "intersect1d", "union1d",
     "setdiff1d", "setxor1d", "digitize", "bincount", "sort_complex", "piecewise", "histogram",
@@ -630,3 +630,13 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=None):  # noqa:
     sample = manipulation.stack([manipulation.ravel(x), manipulation.ravel(y)], axis=1)
     hist, edges = histogramdd(sample, bins, range, weights, density)
     return hist, edges[0], edges[1]
+
+
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
+    """``where(c, x, y)`` selects elementwise (ufuncs.where); ``where(c)`` is ``nonzero(c)``,
+    which needs ``size=`` under jit."""
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise ValueError("where: either both or neither of x and y should be given")
+    return ufuncs.where(condition, x, y)

@@ -33,7 +33,7 @@ __all__ = [
     "divide", "floor_divide", "remainder", "mod", "divmod", "fmod", "power", "pow", "float_power",
     "fmax", "fmin", "hypot", "copysign", "logaddexp", "logaddexp2", "left_shift", "right_shift",
     "bitwise_left_shift", "bitwise_right_shift", "logical_and", "logical_or", "logical_xor",
-    "heaviside", "where", "clip",
+    "heaviside", "clip",
 ]  # fmt: skip
 
 
@@ -613,14 +613,9 @@ def heaviside(x1, x2, /):
     return where(less(x, zero), zero, where(greater(x, zero), one, h0))
 
 
-def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
-    """``where(c, x, y)`` selects elementwise; the one-argument form needs ``size=`` under jit."""
-    if x is None and y is None:
-        from morphax._src.numpy import searching
-
-        return searching.nonzero(condition, size=size, fill_value=fill_value)
-    if x is None or y is None:
-        raise ValueError("where: either both or neither of x and y should be given")
+def where(condition, x, y, /):
+    """``where(c, x, y)``: x where c is true, else y, elementwise (broadcast). The public
+    ``jnp.where``, which also has the one-argument form, is searching.where."""
     util.check_arraylike("where", condition, x, y)
     x, y = util.promote_dtypes(x, y)
     c = _as_bool(condition)
