@@ -23,7 +23,6 @@ from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.passes._util import cache_get, cache_put, eqn_has_effects
-from morphax._src.passes.dce import dce_closed_jaxpr
 from morphax._src.prims._spec import DTYPES_FOR_CLASS, Case, TestSpec, random_array
 from morphax._src.prims.dot import dot_general_p
 from morphax._src.transforms import ad
@@ -413,28 +412,13 @@ def _remat_transpose(cts, *args, jaxpr, prevent_cse, differentiated, policy):
     return result
 
 
-def _remat_dce_rule(used_outputs, eqn):
-    """Drop unused outputs, then the inputs the reduced body no longer reads."""
-    if not any(used_outputs) and not eqn_has_effects(eqn):
-        return [False] * len(eqn.invars), None
-    res, used_inputs = dce_closed_jaxpr(eqn.params["jaxpr"], used_outputs, prune_invars=True)
-    if not res.changed:
-        return used_inputs, eqn
-    new_eqn = eqn.replace(
-        invars=[v for v, u in zip(eqn.invars, used_inputs) if u],
-        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
-        params={**eqn.params, "jaxpr": res.closed},
-    )
-    return used_inputs, new_eqn
-
-
 remat_p.impl = _remat_impl
 remat_p.abstract_eval = _remat_abstract_eval
 remat_p.jvp = _remat_jvp
 remat_p.partial_eval = _remat_partial_eval
 remat_p.transpose = _remat_transpose
 remat_p.batch = _remat_batch
-remat_p.dce_rule = _remat_dce_rule
+remat_p.call_jaxpr_param = "jaxpr"  # DCE and forwarding see through it (passes/dce.py)
 
 
 # ----------------------------------------------------------------------------------------- API

@@ -86,6 +86,13 @@ class Primitive:
         # Control flow (Kind.LOOP): `loop_form(params) -> core.loop_form.LoopForm | None`, how a
         # compiler may run the equation as a native loop or branch over its bodies.
         self.loop_form = None
+        # A plain call (its outputs are those of a jaxpr applied to its operands, as pjit and
+        # remat): the param holding that ClosedJaxpr. DCE drops the outputs nobody reads and the
+        # operands the reduced jaxpr no longer needs; forwarding sees outputs that are operands.
+        self.call_jaxpr_param = None
+        # Other higher-order primitives' dead-code rule: `dce_rule(used_outputs, eqn) ->
+        # (used_inputs, new_eqn or None)` (passes/dce.py).
+        self.dce_rule = None
         # Must run even when its outputs are unused, and never be merged with an identical call.
         self.has_side_effects = False
         # Runs user Python on the host (callbacks): the runtime runs a program containing it on

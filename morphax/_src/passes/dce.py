@@ -1,7 +1,8 @@
 """Dead-code elimination: drop equations nobody reads, and constvars nobody uses.
 
 Side-effecting equations (and calls whose jaxprs contain one) always stay. Higher-order primitives
-may declare ``prim.dce_rule(used_outputs, eqn) -> (used_inputs, new_eqn | None)``; pjit's is here.
+may declare ``prim.dce_rule(used_outputs, eqn) -> (used_inputs, new_eqn | None)``; plain calls
+(``prim.call_jaxpr_param``: pjit, remat) share the one here.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from morphax._src.passes._util import (
     eqn_weight,
     finish,
 )
-from morphax._src.transforms.jit import pjit_p
 
 __all__ = ["dce", "dce_closed_jaxpr", "run_dce"]
 
@@ -27,7 +27,8 @@ def _dce_eqns(jaxpr: Jaxpr, used_outputs) -> tuple[list, set, int]:
     removed = 0
     for eqn in reversed(jaxpr.eqns):
         used = [id(v) in live for v in eqn.outvars]
-        rule = getattr(eqn.primitive, "dce_rule", None) if eqn.primitive.higher_order else None
+        prim = eqn.primitive
+        rule = prim.dce_rule or (call_dce_rule if prim.call_jaxpr_param else None)
         if rule is not None:
             used_inputs, new_eqn = rule(used, eqn)
             if new_eqn is None:
@@ -80,23 +81,21 @@ def dce(closed: ClosedJaxpr) -> ClosedJaxpr:
     return run_dce(closed).closed
 
 
-# ------------------------------------------------------------------------------------ pjit's rule
+# ------------------------------------------------------------------------------- calls' rule
 
 
-def _pjit_dce_rule(used_outputs, eqn):
-    """Drop the call's unused outputs, then the inputs its reduced jaxpr no longer reads."""
+def call_dce_rule(used_outputs, eqn):
+    """For every plain call (Primitive.call_jaxpr_param): drop the call's unused outputs, then
+    the operands its reduced jaxpr no longer reads."""
     if not any(used_outputs) and not eqn_has_effects(eqn):
         return [False] * len(eqn.invars), None
-    inner = eqn.params["jaxpr"]
-    res, used_inputs = dce_closed_jaxpr(inner, used_outputs, prune_invars=True)
+    param = eqn.primitive.call_jaxpr_param
+    res, used_inputs = dce_closed_jaxpr(eqn.params[param], used_outputs, prune_invars=True)
     if not res.changed:
         return used_inputs, eqn
     new_eqn = eqn.replace(
         invars=[v for v, u in zip(eqn.invars, used_inputs) if u],
         outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
-        params={**eqn.params, "jaxpr": res.closed},
+        params={**eqn.params, param: res.closed},
     )
     return used_inputs, new_eqn
-
-
-pjit_p.dce_rule = _pjit_dce_rule

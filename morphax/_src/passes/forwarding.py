@@ -16,7 +16,6 @@ from morphax._src.passes._util import (
     subst_all,
     with_invars,
 )
-from morphax._src.transforms.jit import pjit_p
 
 __all__ = ["forward", "forwarded_outputs", "identity_source", "run_forwarding"]
 
@@ -77,11 +76,13 @@ def _inner_sources(closed: ClosedJaxpr) -> list:
 
 
 def _call_sources(eqn) -> list | None:
-    """Per output of a pjit equation, the caller-side atom it equals (or None)."""
-    if eqn.primitive is not pjit_p:
+    """Per output of a plain call (Primitive.call_jaxpr_param), the caller-side atom it equals
+    (or None)."""
+    param = eqn.primitive.call_jaxpr_param
+    if param is None:
         return None
     srcs = []
-    for out, s in zip(eqn.outvars, _inner_sources(eqn.params["jaxpr"])):
+    for out, s in zip(eqn.outvars, _inner_sources(eqn.params[param])):
         atom = None
         if s is not None:
             atom = s[1] if s[0] == "lit" else eqn.invars[s[1]]

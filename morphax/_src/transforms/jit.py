@@ -20,7 +20,7 @@ from morphax._src.transforms.staging import StagingTrace, call_out_avals, eval_c
 pjit_p = Primitive("pjit", multiple_results=True)
 pjit_p.kind = Kind.CALL
 pjit_p.higher_order = True
-pjit_p.call_jaxpr_param = "jaxpr"
+pjit_p.call_jaxpr_param = "jaxpr"  # DCE and forwarding see through the call (passes/)
 
 
 def _pjit_impl(*args, jaxpr, name):
