@@ -38,8 +38,6 @@ def _hermitian_pd(rng, shape, dt):
 
 
 cholesky_p = Primitive("cholesky")
-
-
 cholesky_p.kind = Kind.OPAQUE
 
 

@@ -48,8 +48,6 @@ class EigImplementation(enum.Enum):
 
 
 eig_p = Primitive("eig", multiple_results=True)
-
-
 eig_p.kind = Kind.OPAQUE
 
 

@@ -46,8 +46,6 @@ class EighImplementation(enum.Enum):
 
 
 eigh_p = Primitive("eigh", multiple_results=True)
-
-
 eigh_p.kind = Kind.OPAQUE
 
 

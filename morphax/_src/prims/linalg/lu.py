@@ -37,8 +37,6 @@ __all__ = ["lu_solve", "solve", "lu_p", "lu_pivots_to_permutation_p", "lu", "lu_
 
 
 lu_p = Primitive("lu", multiple_results=True)
-
-
 lu_p.kind = Kind.OPAQUE
 
 
@@ -102,8 +100,6 @@ _unary_batcher(lu_p)
 
 
 lu_pivots_to_permutation_p = Primitive("lu_pivots_to_permutation")
-
-
 lu_pivots_to_permutation_p.kind = Kind.OPAQUE
 
 

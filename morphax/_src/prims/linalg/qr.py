@@ -39,8 +39,6 @@ __all__ = ["qr_p", "qr"]
 
 
 qr_p = Primitive("qr", multiple_results=True)
-
-
 qr_p.kind = Kind.OPAQUE
 
 

@@ -49,8 +49,6 @@ class SvdAlgorithm(enum.Enum):
 
 
 svd_p = Primitive("svd", multiple_results=True)
-
-
 svd_p.kind = Kind.OPAQUE
 
 

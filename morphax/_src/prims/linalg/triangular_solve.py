@@ -29,8 +29,6 @@ __all__ = ["triangular_solve_p", "triangular_solve"]
 
 
 triangular_solve_p = Primitive("triangular_solve")
-
-
 triangular_solve_p.kind = Kind.OPAQUE
 
 
