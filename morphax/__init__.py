@@ -34,7 +34,6 @@ from morphax._src.api.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr
 from morphax._src.api.vmap import vmap
 from morphax._src.config import config, enable_x64
 from morphax._src.control_flow.remat import checkpoint, checkpoint_policies, remat
-from morphax._src.runtime import call as _call  # noqa: F401  (compiled pjit execution)
 from morphax._src.runtime import eager as _eager  # noqa: F401  (installs the eager trace)
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.devices import device_count, devices, local_devices

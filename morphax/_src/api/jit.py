@@ -30,7 +30,7 @@ from morphax._src.core import trace as _trace
 from morphax._src.errors import JaxRuntimeError
 from morphax._src.runtime import call_fast
 from morphax._src.runtime.array import Array
-from morphax._src.runtime.call import call_compiled
+from morphax._src.runtime.eager import call_compiled
 from morphax._src.traceback_util import api_boundary, filter_leaving_boundary, register_boundary
 from morphax._src.transforms.jit import pjit_p
 from morphax._src.transforms.staging import closure_convert_tracers, make_debug_info, trace_to_jaxpr

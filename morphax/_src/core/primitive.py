@@ -90,6 +90,9 @@ class Primitive:
         # remat): the param holding that ClosedJaxpr. DCE drops the outputs nobody reads and the
         # operands the reduced jaxpr no longer needs; forwarding sees outputs that are operands.
         self.call_jaxpr_param = None
+        # A call whose jaxpr, evaluated eagerly, is compiled and run on the device stream (pjit):
+        # the eager trace (runtime/eager.py) does it, so `impl` can stay an interpreter.
+        self.eager_compiled = False
         # Other higher-order primitives' dead-code rule: `dce_rule(used_outputs, eqn) ->
         # (used_inputs, new_eqn or None)` (passes/dce.py).
         self.dce_rule = None

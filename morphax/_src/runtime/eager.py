@@ -2,7 +2,9 @@
 
 Installed as the base of every thread's trace context at import. Output types come from the
 primitive's abstract_eval, cached per (primitive, input types, params) so the per-op Python cost
-stays in the low microseconds. Must not import transformations or the public API.
+stays in the low microseconds. Calls that compile when evaluated eagerly (pjit:
+`Primitive.eager_compiled`) run their compiled program on the device stream (`call_compiled`).
+Must not import the public API.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ import warnings
 import numpy as np
 
 from morphax._src import errors
+from morphax._src.compiler.compile import compile_jaxpr
 from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from morphax._src.core.trace import Tracer
+from morphax._src.runtime import dispatch
 from morphax._src.runtime.array import Array
 
 # NumPy reports float edge cases (log(-1), inf - inf) as RuntimeWarnings attributed to the calling
@@ -82,6 +86,8 @@ class EvalTrace(_trace.Trace):
             out = self._fast_path(prim, args, params, nargs)
             if out is not None:
                 return out
+        if prim.eager_compiled:
+            return call_compiled(args, params[prim.call_jaxpr_param], params.get("name", prim.name))
         if prim.higher_order:
             # Jaxpr-carrying primitives evaluate their bodies with bind, so they keep Arrays.
             out = prim.impl(*args, **params)
@@ -183,6 +189,17 @@ class EvalTrace(_trace.Trace):
         return _wrap(out, out_aval)
 
 
+def call_compiled(args, jaxpr, name, backend=None, donate: tuple = ()):
+    """Run the compiled `jaxpr` on `args` on the device stream; the Arrays at positions `donate`
+    are consumed (their buffers may hold outputs)."""
+    executable = compile_jaxpr(jaxpr, name, backend, donate)
+    outs = dispatch.execute(executable, args, executable.out_weak_types, donate=bool(donate))
+    if _float_checks:
+        # jax_debug_nans/infs: a bad output reruns the jaxpr op by op to name the culprit.
+        check_call_outputs(name, jaxpr, args, outs)
+    return outs
+
+
 def clear_caches():
     _abstract_cache.clear()
 
@@ -234,4 +251,12 @@ config.add_listener(_on_float_flags)
 eval_trace = EvalTrace()
 _trace.set_base_trace(eval_trace)
 
-__all__ = ["EvalTrace", "check_call_outputs", "eval_trace", "run_impl", "clear_caches", "errors"]
+__all__ = [
+    "EvalTrace",
+    "call_compiled",
+    "check_call_outputs",
+    "eval_trace",
+    "run_impl",
+    "clear_caches",
+    "errors",
+]

@@ -2,8 +2,8 @@
 
 Its rules transform the inner jaxpr, so `jit` composes with every transformation: JVP traces
 a JVP jaxpr, linearization splits it with `partial_eval_jaxpr`, transposition runs the backward
-pass over the inner linear jaxpr. Its impl here evaluates the jaxpr; the runtime installs the
-compiled one (runtime/call.py).
+pass over the inner linear jaxpr. Its impl here evaluates the jaxpr; evaluated eagerly it runs
+compiled instead (`eager_compiled`: runtime/eager.py compiles the jaxpr and runs it).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ pjit_p = Primitive("pjit", multiple_results=True)
 pjit_p.kind = Kind.CALL
 pjit_p.higher_order = True
 pjit_p.call_jaxpr_param = "jaxpr"  # DCE and forwarding see through the call (passes/)
+pjit_p.eager_compiled = True  # evaluated eagerly, its jaxpr runs compiled (runtime/eager.py)
 
 
 def _pjit_impl(*args, jaxpr, name):
