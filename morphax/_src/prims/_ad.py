@@ -146,6 +146,30 @@ def deflinear(prim, transpose_rule):
     return jvp
 
 
+def defbilinear(prim, transpose_rule):
+    """A primitive linear in each of its two operands separately (dot_general, convolutions):
+    its JVP is prim(t_lhs, rhs) + prim(lhs, t_rhs), skipping zero tangents; `transpose_rule`
+    gives the cotangent of whichever operand is the linear input."""
+
+    def jvp(primals, tangents, **params):
+        lhs, rhs = primals
+        t_lhs, t_rhs = tangents
+        ans = prim.bind(lhs, rhs, **params)
+        out = tangent_aval(get_aval(ans))
+        if out.dtype == _dtypes.float0:
+            return ans, Zero(out)
+        out_t = Zero(out)
+        if not is_zero(t_lhs):
+            out_t = prim.bind(t_lhs, rhs, **params)
+        if not is_zero(t_rhs):
+            out_t = add_tangents(out_t, prim.bind(lhs, t_rhs, **params))
+        return ans, out_t
+
+    prim.jvp = jvp
+    prim.transpose = transpose_rule
+    return jvp
+
+
 def linear_in_first(prim, transpose_rule):
     """Linear in operand 0, with the remaining operands (indices, sizes) non-differentiable:
     the tangent is the primitive applied to the first tangent with the other primals."""
@@ -163,6 +187,7 @@ def linear_in_first(prim, transpose_rule):
 
 
 __all__ = [
+    "defbilinear",
     "UndefinedPrimal",
     "Zero",
     "add_tangents",

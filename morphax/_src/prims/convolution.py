@@ -14,10 +14,16 @@ import operator
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import Zero, _lax, add_tangents, aval_of, is_undefined_primal, is_zero
+from morphax._src.prims._ad import (
+    Zero,
+    _lax,
+    aval_of,
+    defbilinear,
+    is_undefined_primal,
+    is_zero,
+)
 from morphax._src.prims._batching import moveaxis
 from morphax._src.prims._spec import Case, TestSpec, random_array
 from morphax._src.prims.conv_layouts import (
@@ -246,21 +252,6 @@ def _conv_cost(lhs, rhs, **p):
 conv_general_dilated_p.cost_rule = _conv_cost
 
 
-def _conv_jvp(primals, tangents, **params):
-    lhs, rhs = primals
-    t_lhs, t_rhs = tangents
-    ans = conv_general_dilated_p.bind(lhs, rhs, **params)
-    out = tangent_aval(get_aval(ans))
-    if out.dtype == _dtypes.float0:
-        return ans, Zero(out)
-    out_t = Zero(out)
-    if not is_zero(t_lhs):
-        out_t = conv_general_dilated_p.bind(t_lhs, rhs, **params)
-    if not is_zero(t_rhs):
-        out_t = add_tangents(out_t, conv_general_dilated_p.bind(lhs, t_rhs, **params))
-    return ans, out_t
-
-
 def _split(x, axis, n):
     """Split `axis` (size n*m) into (n, m) at positions axis, axis + 1."""
     shape = get_aval(x).shape
@@ -354,10 +345,7 @@ def _conv_transpose_rule(ct, lhs, rhs, *, window_strides, padding, lhs_dilation,
     return [None, _matching(res, r_aval.dtype)]
 
 
-conv_general_dilated_p.jvp = _conv_jvp
-
-
-conv_general_dilated_p.transpose = _conv_transpose_rule
+defbilinear(conv_general_dilated_p, _conv_transpose_rule)
 
 
 def _conv_batch(

@@ -14,10 +14,9 @@ import numpy as np
 
 from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.ad_util import tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import Zero, _lax, add_tangents, is_undefined_primal, is_zero
+from morphax._src.prims._ad import Zero, _lax, defbilinear, is_undefined_primal, is_zero
 from morphax._src.prims._spec import Case, TestSpec, random_array
 from morphax._src.prims.dot_algorithm import as_dot_algorithm
 
@@ -463,21 +462,6 @@ dot_general_p.test_spec = TestSpec(cases=_dot_cases)
 # transpose contracts the cotangent with the other operand.
 
 
-def _dot_general_jvp(primals, tangents, **params):
-    lhs, rhs = primals
-    t_lhs, t_rhs = tangents
-    ans = dot_general_p.bind(lhs, rhs, **params)
-    out = tangent_aval(get_aval(ans))
-    if out.dtype == _dtypes.float0:
-        return ans, Zero(out)
-    out_t = Zero(out)
-    if not is_zero(t_lhs):
-        out_t = dot_general_p.bind(t_lhs, rhs, **params)
-    if not is_zero(t_rhs):
-        out_t = add_tangents(out_t, dot_general_p.bind(lhs, t_rhs, **params))
-    return ans, out_t
-
-
 def _free_dims(ndim, contracting, batch):
     return tuple(i for i in range(ndim) if i not in contracting and i not in batch)
 
@@ -538,8 +522,7 @@ def _aval(x):
     return x.aval if is_undefined_primal(x) else get_aval(x)
 
 
-dot_general_p.jvp = _dot_general_jvp
-dot_general_p.transpose = _dot_general_transpose
+defbilinear(dot_general_p, _dot_general_transpose)
 
 
 def _dot_general_batch(vals, dims, *, axis_data, dimension_numbers, **params):
