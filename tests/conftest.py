@@ -30,14 +30,13 @@ def pytest_collection_modifyitems(config, items):
     keep, drop = [], []
     for key, group in groups.items():
         if key is None or len(group) <= SAMPLE:
-            chosen = group
+            picked = range(len(group))
         else:
             step = len(group) / SAMPLE
             picked = {int(k * step) for k in range(SAMPLE)}
-            chosen = [item for k, item in enumerate(group) if k in picked]
-        for item in group:
+        for k, item in enumerate(group):
             slow = item.get_closest_marker("slow") is not None
-            (keep if item in chosen and not slow else drop).append(item)
+            (keep if k in picked and not slow else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

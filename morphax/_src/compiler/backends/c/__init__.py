@@ -259,8 +259,9 @@ _CODEGEN_HASH: list = []
 
 def _codegen_hash() -> str:
     """A hash of everything that turns a jaxpr into C: lowering and fusion, the kernel IR, the
-    renderer with its prelude and math library, the generic rewrite, and this module. The disk cache is keyed by a
-    description of the program, so a change to any of them must change the key."""
+    renderer with its prelude and math library, the generic rewrite, and this module. The disk
+    cache is keyed by a description of the program, so a change to any of them must change the
+    key."""
     if not _CODEGEN_HASH:
         from morphax._src.compiler import fusion, kernel_ir, segments
         from morphax._src.compiler.backends.c import convolution

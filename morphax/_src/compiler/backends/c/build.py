@@ -7,8 +7,8 @@ under a file lock) with a SHA-256 checksum written last; an entry whose checksum
 (truncated, corrupt) is rebuilt, never loaded. The cache is capped (MORPHAX_CACHE_MAX_MB,
 default 512) with least-recently-used eviction. Beside the libraries, small `.alias` files record
 which shape-generic library (generic.py) a program ran, with its parameters, so a program keyed
-by its own description finds a library built for another shape without rendering. A read-only cache directory falls back to a
-temporary one. Counters (`stats`) are what tests assert on: `compiles` counts generated programs
+by its own description finds a library built for another shape without rendering. A read-only
+cache directory falls back to a temporary one. Counters (`stats`) are what tests assert on: `compiles` counts generated programs
 built by the compiler (the probe is not one), `disk_hits`/`memory_hits` the cache hits and
 `rebuilt_corrupt` the entries found damaged (bad checksum, missing checksum, unloadable) and rebuilt.
 
@@ -284,11 +284,7 @@ def save_alias(key_text: str, library_key: str, positions: list, values) -> None
     """Record that the program keyed by `key_text` runs the (shape-generic) library whose cache
     key is `library_key`, with these parameters, so a later trace of it, in this process or
     another, finds both without rendering (a small JSON file beside the libraries)."""
-    record = {
-        "library": library_key,
-        "positions": [list(p) for p in positions],
-        "values": [int(v) for v in values],
-    }
+    record = _alias_record(library_key, positions, values)
     key = cache_key(key_text)
     _aliases[key] = record
     with contextlib.suppress(OSError):
@@ -297,6 +293,16 @@ def save_alias(key_text: str, library_key: str, positions: list, values) -> None
         with open(tmp, "w") as fh:
             json.dump(record, fh)
         os.replace(tmp, path)
+
+
+def _alias_record(library_key, positions, values) -> dict:
+    """An alias as it is kept in memory (and written as JSON): positions as (function, number)
+    tuples, values as ints."""
+    return {
+        "library": str(library_key),
+        "positions": [tuple(int(i) for i in p) for p in positions],
+        "values": [int(v) for v in values],
+    }
 
 
 def cached_alias(key_text: str):
@@ -308,17 +314,15 @@ def cached_alias(key_text: str):
     if record is None:
         try:
             with open(_entry_paths(key)[0][:-3] + ".alias") as fh:
-                record = json.load(fh)
-            positions = [tuple(p) for p in record["positions"]]
-            values = [int(v) for v in record["values"]]
-            library = str(record["library"])
+                stored = json.load(fh)
+            record = _alias_record(stored["library"], stored["positions"], stored["values"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        record = _aliases[key] = {"library": library, "positions": positions, "values": values}
+        _aliases[key] = record
     lib = _cached(record["library"])
     if lib is None:
         return None
-    return lib, record["library"], [tuple(p) for p in record["positions"]], record["values"]
+    return lib, record["library"], record["positions"], record["values"]
 
 
 def _cached(key: str) -> ctypes.CDLL | None:

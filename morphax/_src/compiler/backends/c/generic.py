@@ -10,12 +10,12 @@ Which numbers become parameters:
 - A new structure's first library is generic in the numbers its functions read once per call
   (`per_call_positions`): the integers of at least 16 at the top level of each function body
   (outer loop bounds, scratch offsets, malloc sizes, BLAS extents) and the integral float
-  constants (a mean's n). Inner loops keep their constant trip counts and strides, so the code is as fast as
-  a specialized build (measured on the CNN and transformer steps), and a batch size is usually
-  one of those top-level numbers.
+  constants (a mean's n). Inner loops keep their constant trip counts and strides, so the code is
+  as fast as a specialized build (measured on the CNN and transformer steps), and a batch size is
+  usually one of those top-level numbers.
 - A later shape that differs somewhere else (an inner extent) is compared token by token with
-  the rendering the library was built from; when only numbers differ, one more generic library is compiled whose
-  parameters are every number that differed, and later shapes reuse it.
+  the rendering the library was built from; when only numbers differ, one more generic library
+  is compiled whose parameters are every number that differed, and later shapes reuse it.
 
 The parameters travel as one more pointer after a top-level segment's scratch arena; the segment
 stores it in a thread-local, and every function reads the values it uses into locals when it
