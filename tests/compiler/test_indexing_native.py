@@ -16,15 +16,13 @@ from morphax._src.compiler.backends import get_backend
 from morphax._src.compiler.backends.c import indexing
 from morphax._src.core import dtypes
 from morphax._src.core.primitive import Kind, registry
-from morphax._src.prims.indexing import GatherDimensionNumbers, GatherScatterMode, gather_p
-from morphax._src.prims.scatter import (
+from morphax._src.prims.gather_scatter_add import gather_p, scatter_add_p
+from morphax._src.prims.gather_scatter_dims import (
+    GatherDimensionNumbers,
+    GatherScatterMode,
     ScatterDimensionNumbers,
-    scatter_add_p,
-    scatter_max_p,
-    scatter_min_p,
-    scatter_mul_p,
-    scatter_p,
 )
+from morphax._src.prims.scatter import scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p
 
 C = get_backend("c")
 pytestmark = pytest.mark.skipif(not C.available(), reason="no working C compiler")

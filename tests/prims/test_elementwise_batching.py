@@ -16,9 +16,9 @@ import pytest
 import morphax
 from morphax import lax
 from morphax._src.core.primitive import registry
-from morphax._src.prims import binary, bitwise, compare, prng, transcendental, unary
+from morphax._src.prims import arithmetic, bitwise, compare, complex_parts, prng, transcendental, unary
 
-_MODULES = (unary, transcendental, binary, compare, bitwise, prng)
+_MODULES = (unary, transcendental, arithmetic, complex_parts, compare, bitwise, prng)
 _PRIMS = sorted(
     {getattr(m, n) for m in _MODULES for n in m.__all__ if n.endswith("_p")},
     key=lambda p: p.name,

@@ -13,8 +13,8 @@ import pytest
 import morphax
 from morphax import lax
 from morphax._src.core.jaxpr import eval_jaxpr
+from morphax._src.prims.dynamic_slicing import dynamic_slice_p, dynamic_update_slice_p
 from morphax._src.prims.shape import broadcast_in_dim_p, reshape_p, squeeze_p
-from morphax._src.prims.slicing import dynamic_slice_p, dynamic_update_slice_p
 
 
 def _np(x):

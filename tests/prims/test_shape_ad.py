@@ -15,9 +15,9 @@ from morphax._src.api import autodiff as A
 from morphax._src.api.tracing import make_jaxpr
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.prims.conversion import clamp_p, convert_element_type_p, select_n_p, stop_gradient_p
-from morphax._src.prims.pad import pad_p
+from morphax._src.prims.dynamic_slicing import dynamic_slice_p, dynamic_update_slice_p
 from morphax._src.prims.shape import reshape_p
-from morphax._src.prims.slicing import dynamic_slice_p, dynamic_update_slice_p
+from morphax._src.prims.slicing import pad_p
 
 RNG = np.random.default_rng(0)
 

@@ -22,8 +22,8 @@ import pytest
 import morphax as jax
 import morphax.numpy as jnp
 from morphax import lax
+from morphax._src.core.batch_axes import AxisData
 from morphax._src.core.primitive import registry
-from morphax._src.prims._batching import AxisData
 from morphax._src.prims._spec import random_array
 from morphax._src.transforms.batching import MissingBatchRuleError
 

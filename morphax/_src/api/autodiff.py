@@ -14,11 +14,10 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
-from morphax._src.core.ad_util import Zero, is_zero, tangent_aval, tangent_dtype
+from morphax._src.core.ad_util import Zero, instantiate, is_zero, tangent_aval, tangent_dtype, zeros_like_aval
 from morphax._src.core.avals import get_aval
 from morphax._src.core.jaxpr import eval_jaxpr
 from morphax._src.core.values import make_array
-from morphax._src.prims._ad import instantiate, zeros_like_aval
 from morphax._src.transforms import ad
 from morphax._src.transforms.custom import custom_vjp
 from morphax._src.transforms.staging import trace_to_jaxpr

@@ -10,7 +10,7 @@ import functools
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.avals import get_aval
-from morphax._src.prims._batching import AxisData, bdim_to_front, moveaxis
+from morphax._src.core.batch_axes import AxisData, bdim_to_front, moveaxis
 from morphax._src.transforms.batching import BatchTrace, BatchTracer
 
 

@@ -15,8 +15,17 @@ from morphax._src.control_flow.host_eval import host_rules, run_as_program, run_
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
-from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangent_aval
+from morphax._src.core.ad_util import (
+    Zero,
+    aval_of,
+    instantiate,
+    is_undefined_primal,
+    is_zero,
+    tangent_aval,
+    zeros_like_aval,
+)
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import bdim_to_front, moveaxis
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, jaxpr_as_fun
 from morphax._src.core.loop_form import LoopForm
 from morphax._src.core.memo import MISSING, memo_get, memo_put
@@ -26,8 +35,6 @@ from morphax._src.core.values import make_array
 from morphax._src.passes._util import eqn_has_effects
 from morphax._src.passes.dce import dce_closed_jaxpr
 from morphax._src.prims import lax_api as L
-from morphax._src.prims._ad import aval_of, instantiate, zeros_like_aval
-from morphax._src.prims._batching import bdim_to_front, moveaxis
 from morphax._src.transforms import ad
 from morphax._src.transforms.batching import BatchTrace, BatchTracer, batch_flat_fun
 from morphax._src.transforms.staging import StagingTrace, fun_sourceinfo, trace_to_jaxpr

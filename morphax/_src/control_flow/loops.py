@@ -17,12 +17,12 @@ from morphax._src.control_flow.scan import scan_p
 from morphax._src.control_flow.trace_cache import cached_trace
 from morphax._src.core import pytree
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import AxisData
 from morphax._src.core.dtypes import is_python_scalar, result_type
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.prims import lax_api as lax
-from morphax._src.prims._batching import AxisData
 from morphax._src.transforms.batching import batch_flat_fun
 from morphax._src.transforms.staging import trace_to_jaxpr
 

@@ -13,15 +13,23 @@ import numpy as np
 
 from morphax._src.control_flow.host_eval import body_runner, host_rules, run_as_program
 from morphax._src.core import trace as _trace
-from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangent_aval
+from morphax._src.core.ad_util import (
+    Zero,
+    add_tangents,
+    aval_of,
+    instantiate,
+    is_undefined_primal,
+    is_zero,
+    tangent_aval,
+    zeros_like_aval,
+)
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import bdim_to_front, moveaxis
 from morphax._src.core.dtypes import float0
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr, split_list
 from morphax._src.core.loop_form import LoopForm
 from morphax._src.core.memo import memoized
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import add_tangents, aval_of, instantiate, zeros_like_aval
-from morphax._src.prims._batching import bdim_to_front, moveaxis
 from morphax._src.transforms import ad
 from morphax._src.transforms.batching import BatchTrace, BatchTracer
 from morphax._src.transforms.staging import StagingTrace, trace_to_jaxpr

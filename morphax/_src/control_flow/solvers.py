@@ -8,14 +8,20 @@ from __future__ import annotations
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
-from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangent_aval
+from morphax._src.core.ad_util import (
+    Zero,
+    instantiate,
+    is_undefined_primal,
+    is_zero,
+    tangent_aval,
+    zeros_like_aval,
+)
 from morphax._src.core.avals import get_aval
+from morphax._src.core.batch_axes import bdim_to_front, moveaxis
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr, split_list
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
 from morphax._src.prims import lax_api as lax
-from morphax._src.prims._ad import instantiate, zeros_like_aval
-from morphax._src.prims._batching import bdim_to_front, moveaxis
 from morphax._src.transforms import ad
 from morphax._src.transforms.batching import BatchTrace, BatchTracer
 from morphax._src.transforms.staging import trace_to_jaxpr

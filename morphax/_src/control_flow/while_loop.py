@@ -15,8 +15,9 @@ from morphax._src.control_flow.trace_cache import cached_trace
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
-from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
+from morphax._src.core.ad_util import Zero, instantiate, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import bdim_to_front, moveaxis
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, jaxpr_as_fun, split_list
 from morphax._src.core.loop_form import LoopForm
 from morphax._src.core.memo import memoized
@@ -26,8 +27,6 @@ from morphax._src.errors import ConcretizationTypeError
 from morphax._src.passes._util import eqn_has_effects
 from morphax._src.passes.dce import dce_closed_jaxpr
 from morphax._src.prims import lax_api as lax
-from morphax._src.prims._ad import instantiate
-from morphax._src.prims._batching import bdim_to_front, moveaxis
 from morphax._src.transforms import ad
 from morphax._src.transforms.batching import BatchTrace, BatchTracer
 from morphax._src.transforms.partial_eval import partial_eval_jaxpr

@@ -1,8 +1,9 @@
 """Values autodiff rules talk about: symbolic zeros and undefined (linear) primals.
 
 `Zero(aval)` stands for a tangent or cotangent known to be zero, so no dense zeros are built.
-`UndefinedPrimal(aval)` marks the linear inputs handed to a transpose rule. Core layer: imports
-only avals and dtypes.
+`UndefinedPrimal(aval)` marks the linear inputs handed to a transpose rule. The helpers at the end
+make a symbolic zero dense and add tangents; they bind the structural primitives of
+`core/structural.py`, so transformations and rules share them without importing `prims/`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.core import structural
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.values import make_array
 
 
 def tangent_dtype(dtype) -> np.dtype:
@@ -59,3 +62,32 @@ def is_undefined_primal(x) -> bool:
 
 def is_zero(x) -> bool:
     return type(x) is Zero
+
+
+def aval_of(x) -> ShapedArray:
+    """The aval of a value, a symbolic Zero or an UndefinedPrimal."""
+    if isinstance(x, (Zero, UndefinedPrimal)):
+        return x.aval
+    return get_aval(x)
+
+
+def zeros_like_aval(aval: ShapedArray):
+    """Dense zeros of `aval` (float0 zeros for integer tangents)."""
+    if aval.dtype == _dtypes.float0:
+        return make_array(np.zeros(aval.shape, dtype=_dtypes.float0), _dtypes.float0)
+    zero = make_array(0, aval.dtype, weak_type=aval.weak_type)
+    return structural.broadcast_in_dim(zero, aval.shape, ())
+
+
+def instantiate(t):
+    """A dense value for a tangent/cotangent that may be a symbolic Zero."""
+    return zeros_like_aval(t.aval) if is_zero(t) else t
+
+
+def add_tangents(a, b):
+    """The sum of two tangents (or cotangents) of one aval; a symbolic Zero costs nothing."""
+    if is_zero(a):
+        return b
+    if is_zero(b):
+        return a
+    return structural.add(a, b)

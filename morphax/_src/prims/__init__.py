@@ -1,12 +1,13 @@
 """The primitive catalogue: importing this package registers every primitive."""
 
 from morphax._src.prims import (  # noqa: F401
-    binary,
+    arithmetic,
     bitwise,
     collectives,
     collectives_composed,
     compare,
     compiler_hints,
+    complex_parts,
     composites,
     concatenate,
     conv_composites,
@@ -16,11 +17,11 @@ from morphax._src.prims import (  # noqa: F401
     convolution,
     dot,
     dot_algorithm,
+    dynamic_slicing,
     fft,
-    indexing,
+    gather_scatter_add,
     lax_rng,
     linalg,
-    pad,
     prng,
     ragged_dot,
     reduce_precision,

@@ -12,52 +12,20 @@ Rule conventions (every primitive block follows them):
 
 from __future__ import annotations
 
-import numpy as np
-
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.ad_util import UndefinedPrimal, Zero, is_undefined_primal, is_zero, tangent_aval
+from morphax._src.core import structural
+from morphax._src.core.ad_util import (
+    UndefinedPrimal,
+    Zero,
+    add_tangents,
+    aval_of,
+    instantiate,
+    is_undefined_primal,
+    is_zero,
+    tangent_aval,
+    zeros_like_aval,
+)
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.values import make_array
-
-_lax_module = []
-
-
-def _lax():
-    # The family modules import this file, so the lax namespace is looked up lazily.
-    if not _lax_module:
-        from morphax._src.prims import lax_api
-
-        _lax_module.append(lax_api)
-    return _lax_module[0]
-
-
-def aval_of(x) -> ShapedArray:
-    if isinstance(x, (Zero, UndefinedPrimal)):
-        return x.aval
-    return get_aval(x)
-
-
-def zeros_like_aval(aval: ShapedArray):
-    """Dense zeros of `aval` (float0 zeros for integer tangents)."""
-    if aval.dtype == _dtypes.float0:
-        return make_array(np.zeros(aval.shape, dtype=_dtypes.float0), _dtypes.float0)
-    zero = make_array(0, aval.dtype, weak_type=aval.weak_type)
-    if not aval.shape:
-        return zero
-    return _lax().broadcast_in_dim(zero, aval.shape, ())
-
-
-def instantiate(t):
-    """A dense value for a tangent/cotangent that may be a symbolic Zero."""
-    return zeros_like_aval(t.aval) if is_zero(t) else t
-
-
-def add_tangents(a, b):
-    if is_zero(a):
-        return b
-    if is_zero(b):
-        return a
-    return _lax().add_p.bind(a, b)
 
 
 def broadcast_to_shape(x, shape):
@@ -66,13 +34,12 @@ def broadcast_to_shape(x, shape):
     xs = aval_of(x).shape
     if xs == shape:
         return x
-    L = _lax()
     if not xs:
-        return L.broadcast_in_dim(x, shape, ())
+        return structural.broadcast_in_dim(x, shape, ())
     keep = tuple(i for i, d in enumerate(xs) if d == shape[i])
     if len(keep) != len(xs):
-        x = L.reshape(x, tuple(xs[i] for i in keep))
-    return L.broadcast_in_dim(x, shape, keep)
+        x = structural.reshape(x, tuple(xs[i] for i in keep))
+    return structural.broadcast_in_dim(x, shape, keep)
 
 
 def unbroadcast(aval: ShapedArray, x):
@@ -82,12 +49,21 @@ def unbroadcast(aval: ShapedArray, x):
     xs = aval_of(x).shape
     if xs == aval.shape:
         return x
-    L = _lax()
     if not aval.shape:
-        return L.reduce_sum(x, tuple(range(len(xs))))
+        return structural.reduce_sum(x, tuple(range(len(xs))))
     dims = tuple(i for i, (a, b) in enumerate(zip(aval.shape, xs)) if a != b)
-    summed = L.reduce_sum(x, dims)
-    return L.reshape(summed, aval.shape)
+    summed = structural.reduce_sum(x, dims)
+    return structural.reshape(summed, aval.shape)
+
+
+def linear_operand_ct(operand, ct):
+    """The cotangent of one operand of a linear elementwise op: None for a known (non-linear)
+    operand, else `ct` summed down to the operand's shape (a symbolic Zero stays one)."""
+    if not is_undefined_primal(operand):
+        return None
+    if is_zero(ct):
+        return Zero(operand.aval)
+    return unbroadcast(operand.aval, ct)
 
 
 def _out_tangent_aval(out):
@@ -109,7 +85,7 @@ def defjvp(prim, *partials):
             if partial is None or is_zero(t):
                 continue
             contrib = broadcast_to_shape(partial(t, ans, *primals, **params), out_t.shape)
-            acc = contrib if acc is None else _lax().add_p.bind(acc, contrib)
+            acc = contrib if acc is None else structural.add(acc, contrib)
         return ans, (Zero(out_t) if acc is None else acc)
 
     prim.jvp = jvp
@@ -200,6 +176,7 @@ __all__ = [
     "is_undefined_primal",
     "is_zero",
     "linear_in_first",
+    "linear_operand_ct",
     "unbroadcast",
     "zeros_like_aval",
 ]

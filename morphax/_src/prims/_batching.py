@@ -10,48 +10,9 @@ Rule convention (every primitive block follows it):
 
 from __future__ import annotations
 
+from morphax._src.core import structural
 from morphax._src.core.avals import get_aval
-
-_lax_module = []
-
-
-def _lax():
-    if not _lax_module:
-        from morphax._src.prims import lax_api
-
-        _lax_module.append(lax_api)
-    return _lax_module[0]
-
-
-class AxisData:
-    __slots__ = ("size", "name", "spmd_name")
-
-    def __init__(self, size, name=None, spmd_name=None):
-        self.size = size
-        self.name = name
-        self.spmd_name = spmd_name
-
-    def __repr__(self):
-        return f"AxisData(size={self.size}, name={self.name!r})"
-
-
-def moveaxis(x, src: int, dst: int):
-    """Move axis `src` of `x` to position `dst` (a transpose; free when src == dst)."""
-    nd = len(get_aval(x).shape)
-    src, dst = src % nd, dst % nd
-    if src == dst:
-        return x
-    perm = [i for i in range(nd) if i != src]
-    perm.insert(dst, src)
-    return _lax().transpose(x, tuple(perm))
-
-
-def bdim_to_front(x, d, size):
-    """Batch axis first; an unbatched operand is broadcast to have a leading axis of `size`."""
-    if d is None:
-        shape = get_aval(x).shape
-        return _lax().broadcast_in_dim(x, (size,) + tuple(shape), tuple(range(1, len(shape) + 1)))
-    return moveaxis(x, d, 0)
+from morphax._src.core.batch_axes import AxisData, bdim_to_front, moveaxis
 
 
 def vectorized_batcher(prim):
@@ -71,7 +32,6 @@ def broadcasting_batcher(prim):
     rank-0, so lax's size-1 broadcasting does the rest. Batched rank-0 operands become (B, 1, ...)."""
 
     def rule(vals, dims, *, axis_data, **params):
-        L = _lax()
         ranks = [len(get_aval(v).shape) - (d is not None) for v, d in zip(vals, dims)]
         rank = max(ranks)
         out = []
@@ -81,7 +41,7 @@ def broadcasting_batcher(prim):
                     out.append(v)
                     continue
                 shape = get_aval(v).shape
-                v = L.broadcast_in_dim(
+                v = structural.broadcast_in_dim(
                     v, (1,) * (rank - r + 1) + tuple(shape), tuple(range(rank - r + 1, rank + 1))
                 )
             else:
@@ -89,7 +49,7 @@ def broadcasting_batcher(prim):
                 if r < rank:
                     shape = get_aval(v).shape
                     new_shape = (shape[0],) + (1,) * (rank - r) + tuple(shape[1:])
-                    v = L.reshape(v, new_shape)
+                    v = structural.reshape(v, new_shape)
             out.append(v)
         return prim.bind(*out, **params), 0
 

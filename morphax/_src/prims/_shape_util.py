@@ -7,10 +7,11 @@ import operator
 
 import numpy as np
 
+from morphax._src.core.ad_util import aval_of, zeros_like_aval
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.structural import reduce_sum
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
-from morphax._src.prims._ad import _lax, aval_of, zeros_like_aval
 from morphax._src.prims._spec import Case
 
 # Dtypes every structural primitive is exercised with (they accept any dtype).
@@ -82,7 +83,7 @@ def _scalar_zero(x):
 def _total(x):
     """The sum of every element of `x`, a scalar (x itself when it already is one)."""
     nd = len(aval_of(x).shape)
-    return _lax().reduce_sum(x, tuple(range(nd))) if nd else x
+    return reduce_sum(x, tuple(range(nd))) if nd else x
 
 
 def _inverse_permutation(perm) -> tuple:

@@ -11,9 +11,12 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._batching import _lax, moveaxis, vectorized_batcher
+from morphax._src.core.structural import broadcast_in_dim
+from morphax._src.prims._batching import vectorized_batcher
 from morphax._src.prims._spec import Case, TestSpec, binary_cases
+from morphax._src.prims.shape import expand_dims
 
 # Named dtype classes a primitive may accept.
 _DTYPE_CLASSES = {
@@ -122,9 +125,10 @@ def as_arrays(*xs):
     return [np.asarray(x) for x in xs]
 
 
-def binary_elementwise(name, impl, *, dtypes="numeric", out_dtype=None, spec=None, **spec_kw):
-    """An elementwise primitive of two operands with lax's broadcasting (scalars and size-1 dims)."""
-    prim = Primitive(name)
+def binary_elementwise(name, impl, *, dtypes="numeric", out_dtype=None, spec=None, declared=None, **spec_kw):
+    """An elementwise primitive of two operands with lax's broadcasting (scalars and size-1 dims);
+    `declared` is its Primitive when the core already declares it (add, see core/structural.py)."""
+    prim = declared or Primitive(name)
 
     def abstract_eval(x, y):
         dt = same_dtypes(name, (x, y))
@@ -156,15 +160,14 @@ def broadcast_batched_operands(vals, dims):
     rank = max(ranks)
     full = [d for d, r in zip(dims, ranks) if d is not None and r == rank]
     out_d = max(full, key=full.count) if full else 0
-    L = _lax()
     out = []
     for v, s, d, r in zip(vals, shapes, dims, ranks):
         if d is None:
-            out.append(v if r == 0 else L.expand_dims(v, (out_d,)))
+            out.append(v if r == 0 else expand_dims(v, (out_d,)))
         elif r == 0 and rank > 0:
             shape = [1] * (rank + 1)
             shape[out_d] = s[0]
-            out.append(L.broadcast_in_dim(v, tuple(shape), (out_d,)))
+            out.append(broadcast_in_dim(v, tuple(shape), (out_d,)))
         else:
             out.append(moveaxis(v, d, out_d))
     return out, out_d

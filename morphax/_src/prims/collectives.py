@@ -28,11 +28,12 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
-from morphax._src.core.ad_util import tangent_aval
+from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import bdim_to_front, moveaxis
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import Zero, _lax, defjvp_zero, deflinear, is_zero
-from morphax._src.prims._batching import bdim_to_front, moveaxis
+from morphax._src.prims._ad import defjvp_zero, deflinear
+from morphax._src.prims.arithmetic import add, div, mul
 from morphax._src.prims.collective_axes import (
     _check_bound,
     _check_size,
@@ -45,6 +46,12 @@ from morphax._src.prims.collective_axes import (
     _spec,
     axis_size,
 )
+from morphax._src.prims.compare import eq
+from morphax._src.prims.conversion import convert_element_type, iota
+from morphax._src.prims.gather_scatter_add import gather
+from morphax._src.prims.gather_scatter_dims import GatherDimensionNumbers, GatherScatterMode
+from morphax._src.prims.reductions import reduce_max, reduce_min, reduce_sum
+from morphax._src.prims.shape import expand_dims, reshape, squeeze, transpose
 
 __all__ = [
     "all_gather",
@@ -107,12 +114,12 @@ def _reduction_collective(name, reduce_fn, unmapped_fn):
 
 
 def _psum_unmapped(v, size):
-    return _lax().mul(v, size)
+    return mul(v, size)
 
 
-psum_p = _reduction_collective("psum", lambda: _lax().reduce_sum, _psum_unmapped)
-pmax_p = _reduction_collective("pmax", lambda: _lax().reduce_max, lambda v, size: v)
-pmin_p = _reduction_collective("pmin", lambda: _lax().reduce_min, lambda v, size: v)
+psum_p = _reduction_collective("psum", lambda: reduce_sum, _psum_unmapped)
+pmax_p = _reduction_collective("pmax", lambda: reduce_max, lambda v, size: v)
+pmin_p = _reduction_collective("pmin", lambda: reduce_min, lambda v, size: v)
 
 
 def _psum_transpose(cts, *args, axes, axis_index_groups):
@@ -133,7 +140,6 @@ def _pminmax_jvp(prim):
     # The derivative of a max is the tangent of the members attaining it, averaged over ties
     # (the convention reduce_max uses): psum(t * mask) / psum(mask).
     def jvp(primals, tangents, *, axes, axis_index_groups):
-        L = _lax()
         ans = prim.bind(*primals, axes=axes, axis_index_groups=axis_index_groups)
         live = [i for i, t in enumerate(tangents) if not is_zero(t)]
         t_out = [Zero(tangent_aval(get_aval(a))) for a in ans]
@@ -142,14 +148,14 @@ def _pminmax_jvp(prim):
         nums, dens = [], []
         for i in live:
             t = tangents[i]
-            mask = L.convert_element_type(L.eq(primals[i], ans[i]), get_aval(t).dtype)
-            nums.append(L.mul(t, mask))
+            mask = convert_element_type(eq(primals[i], ans[i]), get_aval(t).dtype)
+            nums.append(mul(t, mask))
             dens.append(mask)
         # Two equations: the tie counts depend on primals only, so linearization keeps them known.
         counts = psum_p.bind(*dens, axes=axes, axis_index_groups=axis_index_groups)
         summed = psum_p.bind(*nums, axes=axes, axis_index_groups=axis_index_groups)
         for j, i in enumerate(live):
-            t_out[i] = L.div(summed[j], counts[j])
+            t_out[i] = div(summed[j], counts[j])
         return ans, t_out
 
     prim.jvp = jvp
@@ -164,10 +170,9 @@ def psum(x, axis_name, *, axis_index_groups=None):
     names = _names_tuple(axis_name, "psum")
     if not names:
         return x
-    L = _lax()
 
     def bind(leaves):
-        leaves = [L.convert_element_type(v, np.int32) if get_aval(v).dtype == np.bool_ else v for v in leaves]
+        leaves = [convert_element_type(v, np.int32) if get_aval(v).dtype == np.bool_ else v for v in leaves]
         return psum_p.bind(*leaves, axes=names, axis_index_groups=axis_index_groups)
 
     return _rebind_leaves(x, bind)
@@ -191,16 +196,15 @@ def pmin(x, axis_name, *, axis_index_groups=None):
 
 def pmean(x, axis_name, *, axis_index_groups=None):
     """Mean of `x` over the named axis: psum(x) / psum(1). Integers average to floats, as in JAX."""
-    L = _lax()
     total = psum(x, axis_name, axis_index_groups=axis_index_groups)
     n = psum(1, axis_name, axis_index_groups=axis_index_groups)
 
     def mean(v):
         dt = get_aval(v).dtype
         if not _dtypes.is_inexact(dt):
-            v = L.convert_element_type(v, _dtypes.default_float_dtype())
+            v = convert_element_type(v, _dtypes.default_float_dtype())
             dt = get_aval(v).dtype
-        return L.div(v, L.convert_element_type(n, dt))
+        return div(v, convert_element_type(n, dt))
 
     return pytree.tree_map(mean, total)
 
@@ -218,7 +222,7 @@ axis_index_p.test_spec = _spec()
 
 def _axis_index_batch(vals, dims, *, axis_data, axis_name):
     # Only reached for the trace's own name (there are no operands to be batched otherwise).
-    return _lax().iota(np.int32, axis_data.size), 0
+    return iota(np.int32, axis_data.size), 0
 
 
 axis_index_p.batch = _axis_index_batch
@@ -231,11 +235,10 @@ def axis_index(axis_name):
     names = _names_tuple(axis_name, "axis_index")
     if len(names) == 1:
         return axis_index_p.bind(axis_name=names[0])
-    L = _lax()
     out = None
     for n in names:
         idx = axis_index_p.bind(axis_name=n)
-        out = idx if out is None else L.add(L.mul(out, np.int32(_env_size(n, "axis_index"))), idx)
+        out = idx if out is None else add(mul(out, np.int32(_env_size(n, "axis_index"))), idx)
     return out
 
 
@@ -267,7 +270,6 @@ all_gather_p.test_spec = _spec()
 
 
 def _all_gather_batch(vals, dims, *, axis_data, axis_name, axis, tiled, axis_index_groups, axis_size):
-    L = _lax()
     (x,), (d,) = vals, dims
     params = dict(axis_name=axis_name, tiled=tiled, axis_index_groups=axis_index_groups, axis_size=axis_size)
     if axis_name != axis_data.name:
@@ -278,7 +280,7 @@ def _all_gather_batch(vals, dims, *, axis_data, axis_name, axis, tiled, axis_ind
     y = moveaxis(bdim_to_front(x, None, axis_data.size), 0, axis) if d is None else moveaxis(x, d, axis)
     if tiled:
         shape = get_aval(y).shape
-        y = L.reshape(y, shape[:axis] + (shape[axis] * shape[axis + 1],) + shape[axis + 2 :])
+        y = reshape(y, shape[:axis] + (shape[axis] * shape[axis + 1],) + shape[axis + 2 :])
     return y, None
 
 
@@ -320,7 +322,6 @@ psum_scatter_p.test_spec = _spec()
 def _psum_scatter_batch(
     vals, dims, *, axis_data, axis_name, scatter_dimension, axis_index_groups, axis_size, tiled
 ):
-    L = _lax()
     (x,), (d,) = vals, dims
     params = dict(axis_name=axis_name, axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled)
     if axis_name != axis_data.name:
@@ -328,11 +329,11 @@ def _psum_scatter_batch(
     _no_groups("psum_scatter", axis_index_groups)
     _check_size("psum_scatter", axis_name, axis_size, axis_data.size)
     n, sd = axis_data.size, scatter_dimension
-    y = _psum_unmapped(x, n) if d is None else L.reduce_sum(x, (d,))
+    y = _psum_unmapped(x, n) if d is None else reduce_sum(x, (d,))
     # Member i keeps block i of the scattered dimension: that dimension becomes the batch axis.
     if tiled:
         shape = get_aval(y).shape
-        y = L.reshape(y, shape[:sd] + (n, shape[sd] // n) + shape[sd + 1 :])
+        y = reshape(y, shape[:sd] + (n, shape[sd] // n) + shape[sd + 1 :])
     return y, sd
 
 
@@ -456,7 +457,6 @@ def _check_perm(perm, size):
 
 
 def _ppermute_batch(vals, dims, *, axis_data, axis_name, perm):
-    L = _lax()
     (x,), (d,) = vals, dims
     if axis_name != axis_data.name:
         return ppermute_p.bind(x, axis_name=axis_name, perm=perm), d
@@ -473,13 +473,13 @@ def _ppermute_batch(vals, dims, *, axis_data, axis_name, perm):
         src_of[t, 0] = s
     shape = get_aval(x).shape
     rank = len(shape)
-    dn = L.GatherDimensionNumbers(
+    dn = GatherDimensionNumbers(
         offset_dims=tuple(i for i in range(rank) if i != d), collapsed_slice_dims=(d,), start_index_map=(d,)
     )
     sizes = tuple(1 if i == d else s for i, s in enumerate(shape))
-    mode = L.GatherScatterMode.PROMISE_IN_BOUNDS if full else L.GatherScatterMode.FILL_OR_DROP
+    mode = GatherScatterMode.PROMISE_IN_BOUNDS if full else GatherScatterMode.FILL_OR_DROP
     fill = None if full else np.zeros((), get_aval(x).dtype).item()
-    out = L.gather(
+    out = gather(
         x, src_of, dn, sizes, mode=mode, fill_value=fill, indices_are_sorted=False, unique_indices=True
     )
     return out, d
@@ -545,7 +545,6 @@ all_to_all_p.test_spec = _spec()
 def _all_to_all_batch(
     vals, dims, *, axis_data, axis_name, split_axis, concat_axis, axis_index_groups, tiled, axis_size
 ):
-    L = _lax()
     (x,), (d,) = vals, dims
     params = dict(axis_name=axis_name, axis_index_groups=axis_index_groups, tiled=tiled, axis_size=axis_size)
     if axis_name != axis_data.name:
@@ -559,7 +558,7 @@ def _all_to_all_batch(
     xs = get_aval(xb).shape[1:]
     k, m = len(xs), xs[sa] // n
     # Split the split axis into (receiver, block): axes sender=0, x-axis a at pos(a), receiver, block.
-    y = L.reshape(xb, (n,) + xs[:sa] + (n, m) + xs[sa + 1 :])
+    y = reshape(xb, (n,) + xs[:sa] + (n, m) + xs[sa + 1 :])
 
     def pos(a):
         return 1 + a if a < sa else 2 + a
@@ -579,8 +578,8 @@ def _all_to_all_batch(
         else:
             perm.append(pos(a))
             out_shape.append(xs[a])
-    y = L.transpose(y, tuple(perm))
-    return L.reshape(y, tuple(out_shape)), 0
+    y = transpose(y, tuple(perm))
+    return reshape(y, tuple(out_shape)), 0
 
 
 all_to_all_p.batch = _all_to_all_batch
@@ -609,7 +608,6 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     """Exchange blocks between members. Not `tiled`: x.shape[split_axis] must equal the axis size;
     that axis is removed and a new axis of the received values (indexed by sender) appears at
     `concat_axis` of the result. `tiled`: split_axis shrinks and concat_axis grows by the axis size."""
-    L = _lax()
     name = _single_name(axis_name, "all_to_all")
     size = _env_size(name, "all_to_all")
     if axis_index_groups is not None:
@@ -634,9 +632,9 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
             # The primitive is the tiled exchange; a size-1 axis at concat_axis receives the blocks.
             if sa < ca:
                 ca += 1
-                v = L.expand_dims(v, (ca,))
+                v = expand_dims(v, (ca,))
             elif ca < sa:
-                v = L.expand_dims(v, (ca,))
+                v = expand_dims(v, (ca,))
                 sa += 1
         out = all_to_all_p.bind(
             v,
@@ -648,7 +646,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
             axis_size=size,
         )
         if not tiled and sa != ca:
-            out = L.squeeze(out, (sa,))
+            out = squeeze(out, (sa,))
         return out
 
     return _rebind_leaves(x, lambda ls: [one(v) for v in ls])

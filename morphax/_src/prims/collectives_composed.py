@@ -9,8 +9,10 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core.avals import get_aval
-from morphax._src.prims._ad import _lax
+from morphax._src.prims import arithmetic
 from morphax._src.prims._shape_util import as_lax_array
+from morphax._src.prims.arithmetic import add, div, mul, sub
+from morphax._src.prims.bitwise import bitwise_and
 from morphax._src.prims.collectives import (
     _env_size,
     _names_tuple,
@@ -20,6 +22,15 @@ from morphax._src.prims.collectives import (
     axis_index,
     ppermute,
 )
+from morphax._src.prims.compare import ge, le, lt
+from morphax._src.prims.conversion import broadcasted_iota, convert_element_type, full, iota
+from morphax._src.prims.dynamic_slicing import dynamic_slice_in_dim
+from morphax._src.prims.gather_scatter_add import gather
+from morphax._src.prims.gather_scatter_dims import GatherDimensionNumbers, GatherScatterMode
+from morphax._src.prims.reductions import reduce_max
+from morphax._src.prims.selection import clamp, select
+from morphax._src.prims.shape import broadcast_in_dim, expand_dims, reshape
+from morphax._src.prims.slicing import index_in_dim
 from morphax._src.prims.tokens import Token
 
 __all__ = ["pbroadcast", "pcast", "precv", "psend", "pswapaxes", "ragged_all_to_all"]
@@ -32,9 +43,8 @@ def pbroadcast(x, axis_name, source):
     source = int(source)
     if not 0 <= source < size:
         raise ValueError(f"pbroadcast: source {source} is out of range for axis {name!r} of size {size}.")
-    L = _lax()
     return pytree.tree_map(
-        lambda v: L.index_in_dim(all_gather(as_lax_array(v), name), source, 0, keepdims=False), x
+        lambda v: index_in_dim(all_gather(as_lax_array(v), name), source, 0, keepdims=False), x
     )
 
 
@@ -102,17 +112,16 @@ def precv(token, out_shape, axis_name, perm):
 
 def _take_rows(x, rows):
     """``x[rows]`` along axis 0, for an integer vector `rows` already in bounds."""
-    L = _lax()
     shape = get_aval(x).shape
-    dn = L.GatherDimensionNumbers(
+    dn = GatherDimensionNumbers(
         offset_dims=tuple(range(1, len(shape))), collapsed_slice_dims=(0,), start_index_map=(0,)
     )
-    return L.gather(
+    return gather(
         x,
-        L.expand_dims(rows, (1,)),
+        expand_dims(rows, (1,)),
         dn,
         (1,) + tuple(shape[1:]),
-        mode=L.GatherScatterMode.PROMISE_IN_BOUNDS,
+        mode=GatherScatterMode.PROMISE_IN_BOUNDS,
     )
 
 
@@ -134,7 +143,6 @@ def ragged_all_to_all(
     other rows keep `output`. Overlapping writes are undefined (here the later slice wins)."""
     if axis_index_groups is not None:
         raise NotImplementedError("ragged_all_to_all: axis_index_groups is not supported under vmap.")
-    L = _lax()
     name = _single_name(axis_name, "ragged_all_to_all")
     n = _env_size(name, "ragged_all_to_all")
     operand, output = as_lax_array(operand), as_lax_array(output)
@@ -157,31 +165,29 @@ def ragged_all_to_all(
             f"length, a multiple of the size {n} of axis {name!r}; got {[get_aval(v).shape for v in vecs]}."
         )
     spd = k // n
-    in_off, _, out_off, recv = [L.convert_element_type(v, np.int32) for v in vecs]
+    in_off, _, out_off, recv = [convert_element_type(v, np.int32) for v in vecs]
     me = axis_index(name)
     # Sender i's slices for me: its run `me` of input_offsets / output_offsets; the receiving slot
     # for (i, s) is my recv_sizes[i * spd + s].
-    start = L.mul(me, np.int32(spd))
-    src = L.reshape(L.dynamic_slice_in_dim(all_gather(in_off, name), start, spd, axis=1), (k,))
-    dst = L.reshape(L.dynamic_slice_in_dim(all_gather(out_off, name), start, spd, axis=1), (k,))
+    start = mul(me, np.int32(spd))
+    src = reshape(dynamic_slice_in_dim(all_gather(in_off, name), start, spd, axis=1), (k,))
+    dst = reshape(dynamic_slice_in_dim(all_gather(out_off, name), start, spd, axis=1), (k,))
     m = outa.shape[0]
-    rows = L.broadcasted_iota(np.int32, (m, k), 0)
-    lo = L.broadcast_in_dim(dst, (m, k), (1,))
-    hi = L.broadcast_in_dim(L.add(dst, recv), (m, k), (1,))
-    hit = L.bitwise_and(L.le(lo, rows), L.lt(rows, hi))
+    rows = broadcasted_iota(np.int32, (m, k), 0)
+    lo = broadcast_in_dim(dst, (m, k), (1,))
+    hi = broadcast_in_dim(add(dst, recv), (m, k), (1,))
+    hit = bitwise_and(le(lo, rows), lt(rows, hi))
     # The (last) slice writing each output row, or -1 for rows no slice writes.
-    slot = L.reduce_max(
-        L.select(hit, L.broadcasted_iota(np.int32, (m, k), 1), L.full((m, k), -1, np.int32)), (1,)
-    )
-    has = L.ge(slot, np.int32(0))
-    slot = L.max(slot, np.int32(0))
-    row = L.iota(np.int32, m)
-    src_row = L.add(_take_rows(src, slot), L.sub(row, _take_rows(dst, slot)))
-    src_row = L.clamp(np.int32(0), src_row, np.int32(max(oa.shape[0] - 1, 0)))
-    sender = L.div(slot, np.int32(spd))
+    slot = reduce_max(select(hit, broadcasted_iota(np.int32, (m, k), 1), full((m, k), -1, np.int32)), (1,))
+    has = ge(slot, np.int32(0))
+    slot = arithmetic.max(slot, np.int32(0))
+    row = iota(np.int32, m)
+    src_row = add(_take_rows(src, slot), sub(row, _take_rows(dst, slot)))
+    src_row = clamp(np.int32(0), src_row, np.int32(max(oa.shape[0] - 1, 0)))
+    sender = div(slot, np.int32(spd))
     if oa.shape[0] == 0:
         return output
     everyone = all_gather(operand, name)  # (n, rows, ...)
-    flat = L.reshape(everyone, (n * oa.shape[0],) + oa.shape[1:])
-    vals = _take_rows(flat, L.add(L.mul(sender, np.int32(oa.shape[0])), src_row))
-    return L.select(L.broadcast_in_dim(has, outa.shape, (0,)), vals, output)
+    flat = reshape(everyone, (n * oa.shape[0],) + oa.shape[1:])
+    vals = _take_rows(flat, add(mul(sender, np.int32(oa.shape[0])), src_row))
+    return select(broadcast_in_dim(has, outa.shape, (0,)), vals, output)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import functools
 
 from morphax._src.core import pytree
+from morphax._src.core.ad_util import instantiate, is_zero
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import instantiate, is_zero
 from morphax._src.prims._shape_util import as_lax_array, fresh
 from morphax._src.prims._spec import Case, TestSpec, random_array
 

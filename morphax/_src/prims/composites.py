@@ -14,8 +14,16 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.core.values import make_array
-from morphax._src.prims._ad import _lax
 from morphax._src.prims._shape_util import as_lax_array, canonical_axis, canonical_shape
+from morphax._src.prims.arithmetic import add, rem
+from morphax._src.prims.concatenate import concatenate, split
+from morphax._src.prims.conversion import full
+from morphax._src.prims.dot import dot_general
+from morphax._src.prims.gather_scatter_add import gather, scatter_add
+from morphax._src.prims.gather_scatter_dims import GatherDimensionNumbers
+from morphax._src.prims.shape import broadcast_in_dim, expand_dims, reshape, squeeze
+from morphax._src.prims.sorting import top_k
+from morphax._src.prims.unary import neg
 
 __all__ = [
     "approx_max_k",
@@ -79,11 +87,10 @@ def _approx_top_k(name, operand, k, reduction_dimension, recall_target, override
     size = _approx_output_size(aval.shape[axis], aval.ndim, k, recall_target, aggregate_to_topk, override)
     # XLA's CPU fallback sorts exactly and keeps `size` entries; top_k does that. The smallest
     # entries are the largest of the negation (exact), which also puts NaN last, as sort does.
-    L = _lax()
     if is_max:
-        return L.top_k(operand, size, axis=axis)
-    values, indices = L.top_k(L.neg(operand), size, axis=axis)
-    return L.neg(values), indices
+        return top_k(operand, size, axis=axis)
+    values, indices = top_k(neg(operand), size, axis=axis)
+    return neg(values), indices
 
 
 def approx_max_k(
@@ -142,7 +149,6 @@ def scatter_sub(
     """Subtract `updates` from `operand` at the selected windows; duplicates accumulate. Computed as
     scatter-add of the negated updates: IEEE subtraction is addition of the negation, and integers
     wrap the same way, so values and derivatives equal a dedicated scatter-sub."""
-    L = _lax()
     operand = as_lax_array(operand)
     dt = get_aval(operand).dtype
     if _dtypes.is_bool(dt):
@@ -157,10 +163,10 @@ def scatter_sub(
             f"scatter_sub: operand and updates must have the same dtype, got {dt.name} and "
             f"{get_aval(updates).dtype.name}. Cast the updates with lax.convert_element_type."
         )
-    return L.scatter_add(
+    return scatter_add(
         operand,
         scatter_indices,
-        L.neg(updates),
+        neg(updates),
         dimension_numbers,
         indices_are_sorted=indices_are_sorted,
         unique_indices=unique_indices,
@@ -171,23 +177,22 @@ def scatter_sub(
 def index_take(src, idxs, axes):
     """``src`` indexed by the 1-d integer arrays `idxs` along `axes` (one per axis, taken together;
     negative indices wrap), the remaining axes kept: JAX's gather-based helper."""
-    L = _lax()
     src = as_lax_array(src)
     shape = get_aval(src).shape
     axes = tuple(operator.index(a) for a in axes)
     idxs = [as_lax_array(i) for i in idxs]
-    indices = L.concatenate([L.expand_dims(i, (1,)) for i in idxs], 1)
+    indices = concatenate([expand_dims(i, (1,)) for i in idxs], 1)
     dt = get_aval(indices).dtype
     bound = make_array(np.array([shape[a] for a in axes]).astype(dt), dt)
-    bound = L.broadcast_in_dim(bound, get_aval(indices).shape, (1,))
-    indices = L.rem(L.add(L.rem(indices, bound), bound), bound)  # a floor modulus
+    bound = broadcast_in_dim(bound, get_aval(indices).shape, (1,))
+    indices = rem(add(rem(indices, bound), bound), bound)  # a floor modulus
     slice_sizes = tuple(1 if i in axes else d for i, d in enumerate(shape))
-    dnums = L.GatherDimensionNumbers(
+    dnums = GatherDimensionNumbers(
         offset_dims=tuple(range(1, len(shape) - len(axes) + 1)),
         collapsed_slice_dims=axes,
         start_index_map=axes,
     )
-    return L.gather(src, indices, dnums, slice_sizes)
+    return gather(src, indices, dnums, slice_sizes)
 
 
 def collapse(operand, start_dimension, stop_dimension=None):
@@ -199,7 +204,7 @@ def collapse(operand, start_dimension, stop_dimension=None):
         raise ValueError(
             f"Invalid dimension range passed to collapse: {shape}[{start_dimension}:{stop_dimension}]"
         )
-    return _lax().reshape(operand, shape[:lo] + (math.prod(shape[lo:hi]),) + shape[hi:])
+    return reshape(operand, shape[:lo] + (math.prod(shape[lo:hi]),) + shape[hi:])
 
 
 def stack(operands, axis=0):
@@ -217,8 +222,7 @@ def stack(operands, axis=0):
             f"lax.stack requires arguments to have the same dtypes, got {', '.join(a.dtype.name for a in avals)}."
         )
     axis = canonical_axis(axis, avals[0].ndim + 1, "stack")
-    L = _lax()
-    return L.concatenate([L.expand_dims(a, (axis,)) for a in arrays], axis)
+    return concatenate([expand_dims(a, (axis,)) for a in arrays], axis)
 
 
 def unstack(x, axis=0):
@@ -230,8 +234,7 @@ def unstack(x, axis=0):
     axis = canonical_axis(axis, len(shape), "unstack")
     if shape[axis] == 0:
         return ()
-    L = _lax()
-    return tuple(L.squeeze(p, (axis,)) for p in L.split(x, (1,) * shape[axis], axis))
+    return tuple(squeeze(p, (axis,)) for p in split(x, (1,) * shape[axis], axis))
 
 
 def tile(operand, reps):
@@ -247,15 +250,14 @@ def tile(operand, reps):
         raise ValueError(f"tile: reps must be non-negative, got {reps}.")
     if not shape:
         return operand
-    L = _lax()
     spread = tuple(v for r, d in zip(reps, shape) for v in (r, d))
-    y = L.broadcast_in_dim(operand, spread, tuple(range(1, 2 * len(shape), 2)))
-    return L.reshape(y, tuple(r * d for r, d in zip(reps, shape)))
+    y = broadcast_in_dim(operand, spread, tuple(range(1, 2 * len(shape), 2)))
+    return reshape(y, tuple(r * d for r, d in zip(reps, shape)))
 
 
 def empty(shape, dtype, *, out_sharding=None):
     """An array of `shape` whose values are unspecified (zeros here, as XLA CPU gives)."""
-    return _lax().full(canonical_shape(shape, "empty"), 0, dtype, sharding=out_sharding)
+    return full(canonical_shape(shape, "empty"), 0, dtype, sharding=out_sharding)
 
 
 def batch_matmul(lhs, rhs, precision=None):
@@ -266,7 +268,7 @@ def batch_matmul(lhs, rhs, precision=None):
     if ln != rn:
         raise ValueError(f"Arguments to batch_matmul must have same ndim, got {ln}, {rn}")
     batch = tuple(range(ln - 2))
-    return _lax().dot_general(lhs, rhs, (((ln - 1,), (rn - 2,)), (batch, batch)), precision=precision)
+    return dot_general(lhs, rhs, (((ln - 1,), (rn - 2,)), (batch, batch)), precision=precision)
 
 
 def broadcast_shapes(*shapes):
@@ -294,7 +296,7 @@ def broadcast_like(arr, like_arr):
         )
     if aval.shape == target:
         return arr
-    return _lax().broadcast_in_dim(arr, target, tuple(range(lead, len(target))))
+    return broadcast_in_dim(arr, target, tuple(range(lead, len(target))))
 
 
 def dtype(x):
@@ -307,5 +309,5 @@ def shape_as_value(shape):
     big = any(d > np.iinfo(np.int32).max for d in shape)
     dt = np.dtype(np.int64 if big else np.int32)
     if not shape:
-        return _lax().full((0,), 0, dt)
+        return full((0,), 0, dt)
     return np.asarray(shape, dtype=dt)

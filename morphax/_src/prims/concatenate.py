@@ -6,10 +6,11 @@ import operator
 
 import numpy as np
 
+from morphax._src.core.ad_util import Zero, aval_of, instantiate, is_undefined_primal, is_zero
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import Zero, _lax, aval_of, deflinear, instantiate, is_undefined_primal, is_zero
-from morphax._src.prims._batching import moveaxis
+from morphax._src.prims._ad import deflinear
 from morphax._src.prims._shape_util import (
     SHAPE_DTYPES,
     _axes_cases,
@@ -21,6 +22,7 @@ from morphax._src.prims._shape_util import (
 from morphax._src.prims._spec import Case, TestSpec, random_array
 from morphax._src.prims.builders import same_dtypes
 from morphax._src.prims.shape import broadcast_in_dim
+from morphax._src.prims.slicing import slice_p
 
 __all__ = [
     "concatenate",
@@ -57,7 +59,7 @@ def _split_impl(x, *, sizes, axis):
 def _split_transpose(cts, x, *, sizes, axis):
     if all(is_zero(ct) for ct in cts):
         return [Zero(x.aval)]
-    return [_lax().concatenate([instantiate(ct) for ct in cts], axis)]
+    return [concatenate([instantiate(ct) for ct in cts], axis)]
 
 
 def _split_cases(rng):
@@ -182,9 +184,7 @@ def _concatenate_transpose(ct, *operands, dimension):
             start = [0] * len(ct_shape)
             limit = list(ct_shape)
             start[dimension], limit[dimension] = offset, offset + size
-            out.append(
-                _lax().slice_p.bind(ct, start_indices=tuple(start), limit_indices=tuple(limit), strides=None)
-            )
+            out.append(slice_p.bind(ct, start_indices=tuple(start), limit_indices=tuple(limit), strides=None))
         offset += size
     return out
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.core.avals import get_aval
-from morphax._src.prims._ad import _lax
 from morphax._src.prims.conv_layouts import _conv_transpose_padding, _take, conv_dimension_numbers
 from morphax._src.prims.convolution import _operand, conv_general_dilated
+from morphax._src.prims.shape import rev, transpose
 from morphax._src.prims.windowed import (
     dilate_dim,
 )
@@ -62,11 +62,10 @@ def conv_transpose(
     else:
         pads = padding
     if transpose_kernel:
-        L = _lax()
-        rhs = L.rev(rhs, tuple(dn.rhs_spec[2:]))
+        rhs = rev(rhs, tuple(dn.rhs_spec[2:]))
         perm = list(range(len(rs)))
         perm[dn.rhs_spec[0]], perm[dn.rhs_spec[1]] = perm[dn.rhs_spec[1]], perm[dn.rhs_spec[0]]
-        rhs = L.transpose(rhs, tuple(perm))
+        rhs = transpose(rhs, tuple(perm))
     return conv_general_dilated(
         lhs,
         rhs,

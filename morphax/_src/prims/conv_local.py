@@ -5,12 +5,12 @@ output position with its own kernel. Composed from `conv_general_dilated_patches
 from __future__ import annotations
 
 from morphax._src.core.avals import get_aval
-from morphax._src.prims._ad import _lax
-from morphax._src.prims._batching import moveaxis
+from morphax._src.core.batch_axes import moveaxis
 from morphax._src.prims._shape_util import as_lax_array
 from morphax._src.prims.conv_composites import conv_general_dilated_patches
 from morphax._src.prims.conv_layouts import conv_dimension_numbers
 from morphax._src.prims.dot import canonicalize_precision, dot_general
+from morphax._src.prims.shape import transpose
 
 __all__ = ["conv_general_dilated_local"]
 
@@ -87,4 +87,4 @@ def conv_general_dilated_local(
     perm[out_spec[0]], perm[out_spec[1]] = 0, 1
     for i, (o_dim, _) in enumerate(pairs):
         perm[o_dim] = 2 + i
-    return _lax().transpose(out, tuple(perm))
+    return transpose(out, tuple(perm))

@@ -13,19 +13,14 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
-from morphax._src.core.ad_util import tangent_aval
+from morphax._src.core.ad_util import Zero, aval_of, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
-from morphax._src.prims._ad import (
-    Zero,
-    aval_of,
-    defjvp_zero,
-    deflinear,
-    is_zero,
-)
-from morphax._src.prims._batching import moveaxis, vectorized_batcher
+from morphax._src.prims._ad import defjvp_zero, deflinear
+from morphax._src.prims._batching import vectorized_batcher
 from morphax._src.prims._spec import DTYPES_FOR_CLASS, Case, TestSpec, random_array
 
 # select_n and clamp used to live here; importers of this module still find them.

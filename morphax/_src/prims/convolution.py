@@ -14,17 +14,11 @@ import operator
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.ad_util import Zero, aval_of, is_undefined_primal, is_zero
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import (
-    Zero,
-    _lax,
-    aval_of,
-    defbilinear,
-    is_undefined_primal,
-    is_zero,
-)
-from morphax._src.prims._batching import moveaxis
+from morphax._src.prims._ad import defbilinear
 from morphax._src.prims._spec import Case, TestSpec, random_array
 from morphax._src.prims.conv_layouts import (
     ConvDimensionNumbers,
@@ -33,7 +27,9 @@ from morphax._src.prims.conv_layouts import (
     conv_dimension_numbers,
     conv_shape_tuple,
 )
+from morphax._src.prims.conversion import convert_element_type
 from morphax._src.prims.dot import _float_accumulator, canonicalize_precision
+from morphax._src.prims.shape import reshape, rev
 from morphax._src.prims.windowed import (
     dilate_dim,
     pad_dilate_np,
@@ -255,7 +251,7 @@ conv_general_dilated_p.cost_rule = _conv_cost
 def _split(x, axis, n):
     """Split `axis` (size n*m) into (n, m) at positions axis, axis + 1."""
     shape = get_aval(x).shape
-    return _lax().reshape(x, shape[:axis] + (n, shape[axis] // n) + shape[axis + 1 :])
+    return reshape(x, shape[:axis] + (n, shape[axis] // n) + shape[axis + 1 :])
 
 
 def _merge(x, src, dst):
@@ -265,7 +261,7 @@ def _merge(x, src, dst):
     x = moveaxis(x, src, d)
     new = list(shape[:src] + shape[src + 1 :])
     new[d] = shape[src] * shape[dst]
-    return _lax().reshape(x, tuple(new)), d
+    return reshape(x, tuple(new)), d
 
 
 def _swap(spec):
@@ -273,7 +269,7 @@ def _swap(spec):
 
 
 def _matching(x, dtype):
-    return x if get_aval(x).dtype == dtype else _lax().convert_element_type(x, dtype)
+    return x if get_aval(x).dtype == dtype else convert_element_type(x, dtype)
 
 
 def _conv_transpose_rule(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
@@ -284,7 +280,6 @@ def _conv_transpose_rule(ct, lhs, rhs, *, window_strides, padding, lhs_dilation,
         raise ValueError(f"{_NAME}: cannot transpose with respect to both operands (it is bilinear)")
     if is_zero(ct):
         return [Zero(lhs.aval) if undef_l else None, Zero(rhs.aval) if undef_r else None]
-    L = _lax()
     lspec, rspec, ospec = dimension_numbers
     l_aval, r_aval, ct_aval = aval_of(lhs), aval_of(rhs), get_aval(ct)
     l_sp, r_sp, o_sp = (
@@ -301,7 +296,7 @@ def _conv_transpose_rule(ct, lhs, rhs, *, window_strides, padding, lhs_dilation,
         if groups > 1:
             w = _split(w, rspec[0], groups)
             w, _ = _merge(w, rspec[0], rspec[1] + (rspec[1] > rspec[0]))
-        w = L.rev(w, tuple(rspec[2:]))
+        w = rev(w, tuple(rspec[2:]))
         pads = transpose_padding(l_sp, r_sp, window_strides, o_sp, padding, lhs_dilation, rhs_dilation)
         res = conv_general_dilated_p.bind(
             ct,

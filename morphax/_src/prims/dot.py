@@ -14,11 +14,15 @@ import numpy as np
 
 from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import Zero, _lax, defbilinear, is_undefined_primal, is_zero
+from morphax._src.prims._ad import defbilinear
 from morphax._src.prims._spec import Case, TestSpec, random_array
+from morphax._src.prims.complex_parts import real
+from morphax._src.prims.conversion import convert_element_type
 from morphax._src.prims.dot_algorithm import as_dot_algorithm
+from morphax._src.prims.shape import transpose
 
 __all__ = ["Precision", "dot", "dot_general", "dot_general_p"]
 
@@ -488,12 +492,11 @@ def _dot_transpose_operand(ct, other, aval, own_c, other_c, own_b, other_b, ct_f
     src = tuple(own_b) + own_free + own_c_by_other
     perm = tuple(int(i) for i in np.argsort(src))
     if perm != tuple(range(len(perm))):
-        res = _lax().transpose(res, perm)
+        res = transpose(res, perm)
     if get_aval(res).dtype != aval.dtype:
-        L = _lax()
         if _dtypes.is_complex(get_aval(res).dtype) and not _dtypes.is_complex(aval.dtype):
-            res = L.real(res)
-        res = L.convert_element_type(res, aval.dtype)
+            res = real(res)
+        res = convert_element_type(res, aval.dtype)
     return res
 
 

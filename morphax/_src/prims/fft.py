@@ -13,12 +13,17 @@ import math
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.ad_util import Zero, is_zero
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
-from morphax._src.prims._ad import Zero, _lax, deflinear, is_zero
-from morphax._src.prims._batching import moveaxis
+from morphax._src.prims._ad import deflinear
 from morphax._src.prims._spec import Case, TestSpec, random_array
+from morphax._src.prims.arithmetic import mul
+from morphax._src.prims.complex_parts import conj
+from morphax._src.prims.conversion import convert_element_type
+from morphax._src.prims.shape import broadcast_in_dim
 
 __all__ = ["FftType", "fft", "fft_p"]
 
@@ -139,13 +144,12 @@ def _bin_weights(like, n: int, fn):
     if n % 2 == 0:
         mult[-1] = 1.0
     w = make_array(fn(mult), aval.dtype)
-    return _lax().broadcast_in_dim(w, aval.shape, (len(aval.shape) - 1,))
+    return broadcast_in_dim(w, aval.shape, (len(aval.shape) - 1,))
 
 
 def _fft_transpose(ct, x, *, fft_type, fft_lengths):
     if is_zero(ct):
         return [Zero(x.aval)]
-    L = _lax()
     n_total = math.prod(fft_lengths)
     n = fft_lengths[-1]
     if fft_type in (FftType.FFT, FftType.IFFT):
@@ -153,11 +157,11 @@ def _fft_transpose(ct, x, *, fft_type, fft_lengths):
     if fft_type == FftType.RFFT:
         # <RFFT x, c> = sum_j x_j Re(sum_k c_k w^{jk}) over the half spectrum. IRFFT of
         # conj(c) / multiplicity rebuilds exactly that sum, divided by N.
-        weighted = L.mul(L.conj(ct), _bin_weights(ct, n, lambda m: n_total / m))
+        weighted = mul(conj(ct), _bin_weights(ct, n, lambda m: n_total / m))
         return [fft_p.bind(weighted, fft_type=FftType.IRFFT, fft_lengths=fft_lengths)]
     # IRFFT: x_j = Re(sum_k mult_k y_k w^{-jk}) / N, so y's cotangent is conj(RFFT(t)) * mult / N.
     spec = fft_p.bind(ct, fft_type=FftType.RFFT, fft_lengths=fft_lengths)
-    return [L.conj(L.mul(spec, _bin_weights(spec, n, lambda m: m / n_total)))]
+    return [conj(mul(spec, _bin_weights(spec, n, lambda m: m / n_total)))]
 
 
 deflinear(fft_p, _fft_transpose)
@@ -243,14 +247,13 @@ def fft(x, fft_type, fft_lengths):
     """
     kind = _parse_fft_type(fft_type)
     dt = get_aval(x).dtype
-    L = _lax()
     if kind == FftType.RFFT:
         if _dtypes.is_complex(dt):
             raise ValueError("lax.fft: only real valued inputs supported for rfft, got a complex input.")
         target = _dtypes.to_inexact_dtype(dt)
     else:
         target = _complex_dtype(_dtypes.to_inexact_dtype(dt))
-    x = L.convert_element_type(x, target)
+    x = convert_element_type(x, target)
     try:
         lengths = tuple(int(n) for n in fft_lengths)
     except TypeError:

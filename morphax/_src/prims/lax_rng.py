@@ -12,12 +12,17 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import _lax, defjvp, defjvp_zero
-from morphax._src.prims._batching import moveaxis
+from morphax._src.prims._ad import defjvp, defjvp_zero
 from morphax._src.prims._shape_util import as_lax_array, canonical_shape
 from morphax._src.prims._spec import Case, TestSpec
+from morphax._src.prims.arithmetic import div, mul, sub
+from morphax._src.prims.compare import eq
+from morphax._src.prims.conversion import full_like
 from morphax._src.prims.prng import threefry2x32_p
+from morphax._src.prims.selection import select_n
+from morphax._src.prims.shape import reshape
 
 __all__ = [
     "RandomAlgorithm",
@@ -246,7 +251,6 @@ def _uniform_impl(a, b, *, shape):
 
 
 def _uniform_batch(vals, dims, *, axis_data, shape):
-    L = _lax()
     out = []
     for v, d in zip(vals, dims):
         if d is None:
@@ -255,7 +259,7 @@ def _uniform_batch(vals, dims, *, axis_data, shape):
         v = moveaxis(v, d, 0)
         rank = len(get_aval(v).shape) - 1
         if rank < len(shape):  # a batched scalar: (B,) -> (B, 1, ..., 1)
-            v = L.reshape(v, (axis_data.size,) + (1,) * len(shape))
+            v = reshape(v, (axis_data.size,) + (1,) * len(shape))
         out.append(v)
     return rng_uniform_p.bind(*out, shape=(axis_data.size,) + tuple(shape)), 0
 
@@ -264,12 +268,11 @@ def _uniform_partial(which):
     # The sample is a + u (b - a) for a fixed draw u = (out - a) / (b - a): its derivative in a is
     # 1 - u and in b is u (the reparameterization gradient; JAX defines none).
     def partial(g, ans, a, b, *, shape):
-        L = _lax()
-        span = L.sub(b, a)
-        degenerate = L.eq(span, L.full_like(span, 0))
-        u = L.div(L.sub(ans, a), L.select_n(degenerate, span, L.full_like(span, 1)))
-        weight = u if which == "b" else L.sub(L.full_like(u, 1), u)
-        return L.mul(g, weight)
+        span = sub(b, a)
+        degenerate = eq(span, full_like(span, 0))
+        u = div(sub(ans, a), select_n(degenerate, span, full_like(span, 1)))
+        weight = u if which == "b" else sub(full_like(u, 1), u)
+        return mul(g, weight)
 
     return partial
 

@@ -13,10 +13,16 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
-from morphax._src.prims._ad import _lax
 from morphax._src.prims._shape_util import as_lax_array
+from morphax._src.prims.arithmetic import sub
+from morphax._src.prims.bitwise import bitwise_and
+from morphax._src.prims.compare import le, lt
+from morphax._src.prims.conversion import broadcasted_iota, convert_element_type, full_like
 from morphax._src.prims.dot import Precision, dot_general
 from morphax._src.prims.dot_algorithm import DotAlgorithm, DotAlgorithmPreset
+from morphax._src.prims.reductions import cumsum, reduce_or, reduce_sum
+from morphax._src.prims.selection import select
+from morphax._src.prims.shape import broadcast_in_dim, transpose
 
 __all__ = [
     "DotDimensionNumbers",
@@ -114,30 +120,27 @@ def _check_range(d, ndim, what, arg):
 
 def _group_mask(group_sizes, size):
     """bool ``[..., size, g]``: position p (along the ragged dimension) is in group i."""
-    L = _lax()
-    gs = L.convert_element_type(group_sizes, np.int32)
+    gs = convert_element_type(group_sizes, np.int32)
     gshape = get_aval(gs).shape
     shape = gshape[:-1] + (size, gshape[-1])
     dims = tuple(range(len(gshape) - 1)) + (len(shape) - 1,)
-    ends = L.cumsum(gs, axis=len(gshape) - 1)
-    starts = L.broadcast_in_dim(L.sub(ends, gs), shape, dims)
-    ends = L.broadcast_in_dim(ends, shape, dims)
-    pos = L.broadcasted_iota(np.int32, shape, len(shape) - 2)
-    return L.bitwise_and(L.le(starts, pos), L.lt(pos, ends))
+    ends = cumsum(gs, axis=len(gshape) - 1)
+    starts = broadcast_in_dim(sub(ends, gs), shape, dims)
+    ends = broadcast_in_dim(ends, shape, dims)
+    pos = broadcasted_iota(np.int32, shape, len(shape) - 2)
+    return bitwise_and(le(starts, pos), lt(pos, ends))
 
 
 def _place(x, shape, positions):
     """Broadcast `x` into `shape` with its axis i at output axis ``positions[i]`` (any order)."""
-    L = _lax()
     order = sorted(range(len(positions)), key=lambda i: positions[i])
     if order != list(range(len(order))):
-        x = L.transpose(x, tuple(order))
-    return L.broadcast_in_dim(x, tuple(shape), tuple(sorted(positions)))
+        x = transpose(x, tuple(order))
+    return broadcast_in_dim(x, tuple(shape), tuple(sorted(positions)))
 
 
 def _masked(mask, x):
-    L = _lax()
-    return L.select(mask, x, L.full_like(x, 0))
+    return select(mask, x, full_like(x, 0))
 
 
 def ragged_dot_general(
@@ -160,7 +163,6 @@ def ragged_dot_general(
             "ragged_dot_general: group_offset is not supported; slice group_sizes (and rhs) to the groups "
             "to compute instead."
         )
-    L = _lax()
     lhs, rhs, group_sizes = as_lax_array(lhs), as_lax_array(rhs), as_lax_array(group_sizes)
     la, ra, ga = get_aval(lhs), get_aval(rhs), get_aval(group_sizes)
     dn = ragged_dot_dimension_numbers
@@ -207,7 +209,7 @@ def ragged_dot_general(
             mask = _group_mask(group_sizes, aval.shape[rdim])
             lead = [1 + p for p in prefix] if ga.ndim != 1 else []
             mask = _place(mask, shape, lead + [1 + rdim, 0])
-            wide = L.broadcast_in_dim(x, shape, tuple(range(1, len(shape))))
+            wide = broadcast_in_dim(x, shape, tuple(range(1, len(shape))))
             operands.append(_masked(mask, wide))
 
         def inc(dims):
@@ -243,5 +245,5 @@ def ragged_dot_general(
     mask = _place(_group_mask(group_sizes, la.shape[ragged]), shape, lead + [ragged_pos, g_pos])
     picked = _masked(mask, full)
     if _dtypes.is_bool(get_aval(full).dtype):
-        return L.reduce_or(picked, (g_pos,))
-    return L.reduce_sum(picked, (g_pos,))
+        return reduce_or(picked, (g_pos,))
+    return reduce_sum(picked, (g_pos,))

@@ -7,7 +7,8 @@ import operator
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.prims._ad import Zero, deflinear, is_zero
+from morphax._src.core.ad_util import Zero, is_zero
+from morphax._src.prims._ad import deflinear
 from morphax._src.prims._shape_util import as_lax_array
 from morphax._src.prims._spec import TestSpec, unary_cases
 from morphax._src.prims.builders import elementwise_unop

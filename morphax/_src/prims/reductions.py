@@ -10,12 +10,22 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.ad_util import tangent_aval
+from morphax._src.core import structural
+from morphax._src.core.ad_util import Zero, aval_of, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import Zero, _lax, aval_of, defjvp, defjvp_zero, deflinear, is_zero
+from morphax._src.core.structural import broadcast_in_dim, reshape, transpose
+from morphax._src.prims import arithmetic
+from morphax._src.prims._ad import defjvp, defjvp_zero, deflinear
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, random_array
+from morphax._src.prims.arithmetic import add, div, mul, sub
 from morphax._src.prims.builders import check_dtype
+from morphax._src.prims.compare import eq, gt, lt
+from morphax._src.prims.concatenate import concatenate
+from morphax._src.prims.conversion import convert_element_type, full, full_like
+from morphax._src.prims.selection import select_n
+from morphax._src.prims.slicing import slice_in_dim
+from morphax._src.prims.transcendental import exp, log1p
 
 __all__ = [
     "argmax",
@@ -185,8 +195,10 @@ def _reduce_spec(dtype_list, specials=True):
     return cases
 
 
-def _reduction(name, impl, dtypes, dtype_list, *, differentiable=True):
-    prim = Primitive(name)
+def _reduction(name, impl, dtypes, dtype_list, *, differentiable=True, declared=None):
+    """A reduction primitive over `axes`; `declared` is its Primitive when the core already
+    declares it (reduce_sum, see core/structural.py)."""
+    prim = declared or Primitive(name)
     prim.kind = Kind.REDUCE  # combines the elements along `axes`
     prim.kernel_op = name
 
@@ -218,7 +230,7 @@ _NUMERIC_LIST = ("float32", "float16", "bfloat16", "int32", "uint8", "int8", "ui
 _ANY_LIST = ("float32", "bfloat16", "float16", "int32", "int8", "uint8", "uint32", "bool", "complex64")
 _INT_BOOL_LIST = ("int32", "uint32", "int8", "uint8", "int16", "bool")
 
-reduce_sum_p = _reduction("reduce_sum", _sum_impl, "numeric", _NUMERIC_LIST)
+reduce_sum_p = _reduction("reduce_sum", _sum_impl, "numeric", _NUMERIC_LIST, declared=structural.reduce_sum_p)
 
 
 def reduce_sum(operand, axes):
@@ -231,7 +243,7 @@ def _reduce_sum_transpose(ct, operand, *, axes):
     aval = operand.aval
     if is_zero(ct):
         return [Zero(aval)]
-    return [_lax().broadcast_in_dim(ct, aval.shape, _kept_dims(len(aval.shape), axes))]
+    return [broadcast_in_dim(ct, aval.shape, _kept_dims(len(aval.shape), axes))]
 
 
 deflinear(reduce_sum_p, _reduce_sum_transpose)
@@ -253,7 +265,6 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
     out = tangent_aval(get_aval(ans))
     if is_zero(t) or out.dtype == _dtypes.float0:
         return ans, Zero(out)
-    L = _lax()
     shape = aval_of(x).shape
     kept = _kept_dims(len(shape), axes)
     n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
@@ -264,18 +275,18 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
 
     def rows(v):  # reduced axes first, flattened: (n, m)
         if perm != tuple(range(len(shape))):
-            v = L.transpose(v, perm)
-        return L.reshape(v, (n, m))
+            v = transpose(v, perm)
+        return reshape(v, (n, m))
 
     tf = rows(t)
     if n == 1:
-        return ans, L.reshape(tf, out.shape)
+        return ans, reshape(tf, out.shape)
     xf = rows(x)
-    ones = L.full((1, m), 1, out.dtype)
-    left = L.concatenate([ones, L.slice_in_dim(cumprod(xf, 0), 0, n - 1, axis=0)], 0)
-    right = L.concatenate([L.slice_in_dim(cumprod(xf, 0, reverse=True), 1, n, axis=0), ones], 0)
-    out_t = L.reduce_sum(L.mul(tf, L.mul(left, right)), (0,))
-    return ans, L.reshape(out_t, out.shape)
+    ones = full((1, m), 1, out.dtype)
+    left = concatenate([ones, slice_in_dim(cumprod(xf, 0), 0, n - 1, axis=0)], 0)
+    right = concatenate([slice_in_dim(cumprod(xf, 0, reverse=True), 1, n, axis=0), ones], 0)
+    out_t = structural.reduce_sum(mul(tf, mul(left, right)), (0,))
+    return ans, reshape(out_t, out.shape)
 
 
 reduce_prod_p.jvp = _reduce_prod_jvp
@@ -291,11 +302,10 @@ def reduce_max(operand, axes):
 
 def _chooser_jvp(g, ans, operand, *, axes):
     # The tangent of the elements equal to the extremum; ties share it equally (JAX's rule).
-    L = _lax()
     shape = aval_of(operand).shape
-    hit = L.eq(operand, L.broadcast_in_dim(ans, shape, _kept_dims(len(shape), axes)))
-    where = L.convert_element_type(hit, aval_of(g).dtype)
-    return L.div(L.reduce_sum(L.mul(g, where), axes), L.reduce_sum(where, axes))
+    hit = eq(operand, broadcast_in_dim(ans, shape, _kept_dims(len(shape), axes)))
+    where = convert_element_type(hit, aval_of(g).dtype)
+    return div(structural.reduce_sum(mul(g, where), axes), structural.reduce_sum(where, axes))
 
 
 defjvp(reduce_max_p, _chooser_jvp)
@@ -515,20 +525,19 @@ def _cumulative(name, accumulate, dtypes, dtype_list, *, tol=None):
 
 
 def _scan_tangent(combine, x, t, axis, reverse):
-    L = _lax()
     n = aval_of(x).shape[axis]
     p, tt = x, t
     s = 1
     while s < n:
-        lo = [L.slice_in_dim(v, 0, n - s, axis=axis) for v in (p, tt)]
-        hi = [L.slice_in_dim(v, s, n, axis=axis) for v in (p, tt)]
+        lo = [slice_in_dim(v, 0, n - s, axis=axis) for v in (p, tt)]
+        hi = [slice_in_dim(v, s, n, axis=axis) for v in (p, tt)]
         cp, ctt = combine(lo[0], lo[1], hi[0], hi[1])
         if reverse:  # element i absorbs the run that starts at i + s
-            p = L.concatenate([cp, L.slice_in_dim(p, n - s, n, axis=axis)], axis)
-            tt = L.concatenate([ctt, L.slice_in_dim(tt, n - s, n, axis=axis)], axis)
+            p = concatenate([cp, slice_in_dim(p, n - s, n, axis=axis)], axis)
+            tt = concatenate([ctt, slice_in_dim(tt, n - s, n, axis=axis)], axis)
         else:  # element i absorbs the run that ends at i - s
-            p = L.concatenate([L.slice_in_dim(p, 0, s, axis=axis), cp], axis)
-            tt = L.concatenate([L.slice_in_dim(tt, 0, s, axis=axis), ctt], axis)
+            p = concatenate([slice_in_dim(p, 0, s, axis=axis), cp], axis)
+            tt = concatenate([slice_in_dim(tt, 0, s, axis=axis), ctt], axis)
         s *= 2
     return tt
 
@@ -547,18 +556,15 @@ def _scan_jvp(prim, combine):
 
 
 def _mul_combine(a, ta, b, tb):
-    L = _lax()
-    return L.mul(a, b), L.add(L.mul(ta, b), L.mul(a, tb))
+    return mul(a, b), add(mul(ta, b), mul(a, tb))
 
 
-def _extremum_combine(better: str, pick: str):
+def _extremum_combine(better, pick):
     # The value of lax.max/min; the tangent of the winning side, ties (and NaN) averaging both.
     def combine(a, ta, b, tb):
-        L = _lax()
-        cmp = getattr(L, better)
-        a_wins, b_wins = cmp(a, b), cmp(b, a)
-        avg = L.mul(L.add(ta, tb), 0.5)
-        return getattr(L, pick)(a, b), L.select_n(a_wins, L.select_n(b_wins, avg, tb), ta)
+        a_wins, b_wins = better(a, b), better(b, a)
+        avg = mul(add(ta, tb), 0.5)
+        return pick(a, b), select_n(a_wins, select_n(b_wins, avg, tb), ta)
 
     return combine
 
@@ -566,13 +572,12 @@ def _extremum_combine(better: str, pick: str):
 def _logaddexp_combine(a, ta, b, tb):
     # p = log(e^a + e^b) = hi + log1p(e^(lo - hi)); the weights e^(a - p), e^(b - p) lie in [0, 1].
     # When both are -inf the sum is -inf and both weights are 0.
-    L = _lax()
-    hi, lo = L.max(a, b), L.min(a, b)
-    empty = L.eq(hi, -np.inf)
-    zero = L.full_like(hi, 0)
-    p = L.add(hi, L.log1p(L.exp(L.sub(lo, L.select_n(empty, hi, zero)))))
-    ref = L.select_n(empty, p, zero)
-    return p, L.add(L.mul(ta, L.exp(L.sub(a, ref))), L.mul(tb, L.exp(L.sub(b, ref))))
+    hi, lo = arithmetic.max(a, b), arithmetic.min(a, b)
+    empty = eq(hi, -np.inf)
+    zero = full_like(hi, 0)
+    p = add(hi, log1p(exp(sub(lo, select_n(empty, hi, zero)))))
+    ref = select_n(empty, p, zero)
+    return p, add(mul(ta, exp(sub(a, ref))), mul(tb, exp(sub(b, ref))))
 
 
 def _acc(ufunc, tree=False):
@@ -667,7 +672,7 @@ def cummax(operand, axis: int = 0, reverse: bool = False):
     return cummax_p.bind(operand, axis=axis, reverse=bool(reverse))
 
 
-_scan_jvp(cummax_p, _extremum_combine("gt", "max"))
+_scan_jvp(cummax_p, _extremum_combine(gt, arithmetic.max))
 
 
 cummin_p = _cumulative("cummin", _acc(np.minimum), "real_numeric", _CUM_REAL)
@@ -679,7 +684,7 @@ def cummin(operand, axis: int = 0, reverse: bool = False):
     return cummin_p.bind(operand, axis=axis, reverse=bool(reverse))
 
 
-_scan_jvp(cummin_p, _extremum_combine("lt", "min"))
+_scan_jvp(cummin_p, _extremum_combine(lt, arithmetic.min))
 
 
 # np.logaddexp is the stable log(exp(a) + exp(b)): no overflow for large inputs, -inf identity.

@@ -12,7 +12,7 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.prims._shape_util import as_lax_array
-from morphax._src.prims.binary import mul
+from morphax._src.prims.arithmetic import mul
 from morphax._src.prims.conversion import convert_element_type
 from morphax._src.prims.dot import dot_general
 from morphax._src.prims.shape import broadcast_in_dim, reshape

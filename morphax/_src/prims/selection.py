@@ -7,24 +7,25 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.ad_util import tangent_aval
-from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.core.values import make_array
-from morphax._src.prims._ad import (
+from morphax._src.core.ad_util import (
     Zero,
-    _lax,
     aval_of,
-    broadcast_to_shape,
-    defjvp,
     instantiate,
     is_undefined_primal,
     is_zero,
+    tangent_aval,
     zeros_like_aval,
 )
-from morphax._src.prims._batching import moveaxis
+from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import moveaxis
+from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.core.values import make_array
+from morphax._src.prims._ad import broadcast_to_shape, defjvp
 from morphax._src.prims._spec import DTYPES_FOR_CLASS, Case, TestSpec, random_array
+from morphax._src.prims.bitwise import bitwise_and
 from morphax._src.prims.builders import check_dtype, same_dtypes
+from morphax._src.prims.compare import gt, lt
+from morphax._src.prims.shape import broadcast_in_dim
 
 __all__ = ["clamp", "clamp_p", "select", "select_n", "select_n_p"]
 
@@ -138,9 +139,9 @@ def _to_batched(v, d, bd, shape, size, scalar_ok):
         if rank == 0 and scalar_ok:
             return v
         keep = () if rank == 0 else tuple(k for k in range(len(bshape)) if k != bd)
-        return _lax().broadcast_in_dim(v, bshape, keep)
+        return broadcast_in_dim(v, bshape, keep)
     if rank == 0:
-        return _lax().broadcast_in_dim(v, bshape, (bd,))
+        return broadcast_in_dim(v, bshape, (bd,))
     return moveaxis(v, d, bd)
 
 
@@ -249,20 +250,17 @@ def _zeros_like_operand(x):
 
 
 def _clamp_min_jvp(g, ans, lo, x, hi):
-    L = _lax()
-    pred = L.bitwise_and(L.gt(lo, x), L.lt(lo, hi))
-    return L.select(pred, broadcast_to_shape(g, aval_of(x).shape), _zeros_like_operand(x))
+    pred = bitwise_and(gt(lo, x), lt(lo, hi))
+    return select(pred, broadcast_to_shape(g, aval_of(x).shape), _zeros_like_operand(x))
 
 
 def _clamp_operand_jvp(g, ans, lo, x, hi):
-    L = _lax()
-    pred = L.bitwise_and(L.gt(x, lo), L.lt(x, hi))
-    return L.select(pred, g, _zeros_like_operand(x))
+    pred = bitwise_and(gt(x, lo), lt(x, hi))
+    return select(pred, g, _zeros_like_operand(x))
 
 
 def _clamp_max_jvp(g, ans, lo, x, hi):
-    L = _lax()
-    return L.select(L.lt(hi, x), broadcast_to_shape(g, aval_of(x).shape), _zeros_like_operand(x))
+    return select(lt(hi, x), broadcast_to_shape(g, aval_of(x).shape), _zeros_like_operand(x))
 
 
 defjvp(clamp_p, _clamp_min_jvp, _clamp_operand_jvp, _clamp_max_jvp)

@@ -10,16 +10,12 @@ import operator
 
 import numpy as np
 
+from morphax._src.core.ad_util import Zero, aval_of, is_zero
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.index_expr import const
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import (
-    Zero,
-    _lax,
-    aval_of,
-    deflinear,
-    is_zero,
-)
+from morphax._src.core.structural import broadcast_in_dim_p, reduce_sum, reshape_p, transpose_p
+from morphax._src.prims._ad import deflinear
 from morphax._src.prims._shape_util import (
     SHAPE_DTYPES,
     _axes_cases,
@@ -94,7 +90,6 @@ def _broadcast_in_dim_index_map(out_index, x, *, shape, broadcast_dimensions, sh
     return [tuple(const(0) if n == 1 else out_index[d] for n, d in zip(x.shape, broadcast_dimensions))]
 
 
-broadcast_in_dim_p = Primitive("broadcast_in_dim")
 broadcast_in_dim_p.impl = _broadcast_in_dim_impl
 broadcast_in_dim_p.abstract_eval = _broadcast_in_dim_abstract_eval
 broadcast_in_dim_p.kind = Kind.LAYOUT
@@ -135,7 +130,7 @@ def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions, sha
     bd = broadcast_dimensions
     expanded = {d for i, d in enumerate(bd) if aval.shape[i] == 1 and shape[d] != 1}
     axes = tuple(d for d in range(len(shape)) if d not in bd or d in expanded)
-    out = _lax().reduce_sum(ct, axes) if axes else ct
+    out = reduce_sum(ct, axes) if axes else ct
     if aval_of(out).shape != aval.shape:
         out = reshape_p.bind(out, new_sizes=aval.shape, dimensions=None, sharding=None)
     return [out]
@@ -287,7 +282,6 @@ def _reshape_index_map(out_index, x, *, new_sizes, dimensions, sharding):
     return [tuple(idx)]
 
 
-reshape_p = Primitive("reshape")
 reshape_p.impl = _reshape_impl
 reshape_p.abstract_eval = _reshape_abstract_eval
 reshape_p.kind = Kind.LAYOUT
@@ -387,7 +381,6 @@ def _transpose_index_map(out_index, x, *, permutation):
     return [tuple(idx)]
 
 
-transpose_p = Primitive("transpose")
 transpose_p.impl = lambda x, *, permutation: fresh(np.transpose(x, permutation))
 transpose_p.abstract_eval = _transpose_abstract_eval
 transpose_p.kind = Kind.LAYOUT

@@ -1,8 +1,5 @@
-"""Slicing primitives: static `slice` and the traced-start `dynamic_slice` / `dynamic_update_slice`,
-with their lax helpers (slice_in_dim, index_in_dim, dynamic_*_in_dim).
-
-Dynamic starts follow XLA: each is clamped so the whole window stays in bounds. The lax wrappers,
-like JAX's, first wrap negative starts once (``i + dim``); the primitives never do. Imports the core only.
+"""Static slicing and padding: `slice` (with slice_in_dim and index_in_dim) and `pad` (low, high
+and interior padding; negative padding crops). Each is the other's transpose, so they live together.
 """
 
 from __future__ import annotations
@@ -12,52 +9,40 @@ import operator
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.ad_util import tangent_aval
-from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.core.trace import Tracer
-from morphax._src.core.values import make_array
-from morphax._src.prims._ad import (
+from morphax._src.core.ad_util import (
     Zero,
-    _lax,
     aval_of,
-    deflinear,
-    instantiate,
     is_undefined_primal,
     is_zero,
-    linear_in_first,
     zeros_like_aval,
 )
-from morphax._src.prims._batching import moveaxis
-from morphax._src.prims._shape_util import SHAPE_DTYPES, canonical_axis, canonical_shape, fresh
+from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.prims._ad import deflinear
+from morphax._src.prims._operands import lax_binary_operands
+from morphax._src.prims._shape_util import (
+    SHAPE_DTYPES,
+    _axes_cases,
+    _scalar_zero,
+    _total,
+    canonical_axis,
+    canonical_shape,
+    fresh,
+)
 from morphax._src.prims._spec import Case, TestSpec, random_array
-from morphax._src.prims.concatenate import concatenate_p
-from morphax._src.prims.pad import pad_p
-from morphax._src.prims.shape import broadcast_in_dim, expand_dims, squeeze
+from morphax._src.prims.arithmetic import sub
+from morphax._src.prims.conversion import full
+from morphax._src.prims.selection import select_n
+from morphax._src.prims.shape import broadcast_in_dim, squeeze
 
-__all__ = [
-    "dynamic_index_in_dim",
-    "dynamic_slice",
-    "dynamic_slice_in_dim",
-    "dynamic_slice_p",
-    "dynamic_update_index_in_dim",
-    "dynamic_update_slice",
-    "dynamic_update_slice_in_dim",
-    "dynamic_update_slice_p",
-    "index_in_dim",
-    "slice",
-    "slice_in_dim",
-    "slice_p",
-]
+__all__ = ["slice_p", "slice", "slice_in_dim", "index_in_dim", "pad_p", "pad"]
+
 
 _pyslice = slice  # `slice` is redefined below as the lax function
 
 
 def _ints(name, what, values):
     return canonical_shape(values, name, what)
-
-
-# --------------------------------------------------------------------------------------------- slice
 
 
 def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
@@ -106,10 +91,19 @@ def _slice_index_map(out_index, x, *, start_indices, limit_indices, strides):
 
 
 slice_p = Primitive("slice")
+
+
 slice_p.impl = _slice_impl
+
+
 slice_p.abstract_eval = _slice_abstract_eval
+
+
 slice_p.kind = Kind.LAYOUT
+
+
 slice_p.index_map = _slice_index_map
+
 
 _SLICE_CONFIGS = (
     ((), (), (), None),
@@ -212,449 +206,185 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
     return result if keepdims else squeeze(result, (axis,))
 
 
-# --------------------------------------------------------------------------- dynamic start indices
+def _dilated(size: int, interior: int) -> int:
+    return 0 if size == 0 else size + (size - 1) * interior
 
 
-def _check_indices(name, x, indices):
-    if len(indices) != x.ndim:
+def _pad_abstract_eval(x, padding_value, *, padding_config):
+    name = "pad"
+    if padding_value.shape:
+        raise TypeError(f"{name}: padding_value must be a scalar, got {padding_value.str_short()}.")
+    if x.dtype != padding_value.dtype:
         raise TypeError(
-            f"{name}: needs one start index per operand dimension, got {len(indices)} indices for operand "
-            f"shape {x.shape}."
+            f"{name}: operand and padding_value must have the same dtype, got {x.dtype.name} and "
+            f"{padding_value.dtype.name}. Cast padding_value with lax.convert_element_type."
         )
-    if any(i.shape for i in indices):
-        raise TypeError(
-            f"{name}: start indices must be scalars, got {', '.join(i.str_short() for i in indices)}."
-        )
-    if any(not _dtypes.is_integer(i.dtype) or i.dtype != indices[0].dtype for i in indices):
-        raise TypeError(
-            f"{name}: start indices must be integers of one dtype, got "
-            f"{', '.join(i.dtype.name for i in indices)}. Cast them with lax.convert_element_type."
-        )
-
-
-def _clamped_starts(indices, shape, window):
-    """XLA's rule: each start is clamped into [0, dim - window] so the window stays in bounds."""
-    return [min(max(int(i), 0), n - w) for i, n, w in zip(indices, shape, window)]
-
-
-def _fits(value: int, dt) -> bool:
-    info = np.iinfo(dt)
-    return int(info.min) <= value <= int(info.max)
-
-
-def _normalize_indices(name, operand, start_indices, allow_negative_indices):
-    """The wrappers' index handling: one scalar per dimension, negative values wrapped once (like
-    JAX's lax), Python ints made into constants of the indices' dtype."""
-    shape = get_aval(operand).shape
-    if isinstance(start_indices, (list, tuple)):
-        indices = list(start_indices)
-    else:
-        aval = get_aval(start_indices)
-        if aval.ndim != 1:
-            raise ValueError(f"{name}: slice indices must be a 1D sequence, got shape {aval.shape}.")
-        if isinstance(start_indices, Tracer):
-            indices = [index_in_dim(start_indices, k, 0, keepdims=False) for k in range(aval.shape[0])]
-        else:
-            indices = list(np.asarray(start_indices))
-    if len(indices) != len(shape):
+    if len(padding_config) != x.ndim or any(len(c) != 3 for c in padding_config):
         raise ValueError(
-            f"{name}: length of slice indices must match the number of operand dimensions ({len(indices)} vs "
-            f"{len(shape)}, operand shape {shape})."
+            f"{name}: padding_config must hold one (low, high, interior) triple per operand axis, got "
+            f"padding_config {padding_config} for operand shape {x.shape}."
         )
-    allow = allow_negative_indices
-    allow = [bool(allow)] * len(shape) if isinstance(allow, bool) else [bool(a) for a in allow]
-    typed = [get_aval(i).dtype for i in indices if type(i) is not int]
-    default = typed[0] if typed else _dtypes.default_int_dtype()
-    out = []
-    for i, n, wrap in zip(indices, shape, allow):
-        if isinstance(i, Tracer):
-            if not _dtypes.is_integer(i.dtype) or i.shape:
-                raise TypeError(f"{name}: start indices must be integer scalars, got {i.aval.str_short()}.")
-            out.append(_wrap_traced(i, n) if wrap and not _dtypes.is_unsigned(i.dtype) else i)
-            continue
-        dt = default if type(i) is int else get_aval(i).dtype
-        if not (_dtypes.is_integer(dt) and not get_aval(i).shape):
-            raise TypeError(f"{name}: start indices must be integer scalars, got {i!r}.")
-        value = int(i)
-        if value < 0 and wrap:
-            value += n
-        if not _fits(value, dt):
-            # Clamping into [0, n] first is harmless: the primitive clamps into [0, n - size] anyway.
-            value = min(max(value, 0), n)
-            if not _fits(value, dt):
-                dt = _dtypes.default_int_dtype()
-        out.append(make_array(value, dt))
-    return out
-
-
-def _wrap_traced(i, n):
-    """``select(i < 0, i + n, i)`` staged with lax ops, as JAX's wrapper does for traced starts."""
-    from morphax._src.prims.binary import add
-    from morphax._src.prims.compare import lt
-    from morphax._src.prims.selection import select_n
-
-    dt = i.dtype
-    size = make_array(np.array(n).astype(dt), dt)  # wraps like convert_element_type when n overflows dt
-    return select_n(lt(i, make_array(0, dt)), i, add(i, size))
-
-
-# ------------------------------------------------------------------------------------- dynamic_slice
-
-
-def _dynamic_slice_abstract_eval(x, *indices, slice_sizes):
-    name = "dynamic_slice"
-    _check_indices(name, x, indices)
-    if not isinstance(slice_sizes, tuple) or len(slice_sizes) != x.ndim:
-        raise TypeError(
-            f"{name}: slice_sizes must have one entry per operand dimension, got slice_sizes {slice_sizes} for "
-            f"operand shape {x.shape}."
+    if any(i < 0 for _, _, i in padding_config):
+        raise ValueError(
+            f"{name}: interior padding must be non-negative, got padding_config {padding_config}."
         )
-    if any(not 0 <= s <= n for s, n in zip(slice_sizes, x.shape)):
-        raise TypeError(
-            f"{name}: slice_sizes must be between 0 and the operand shape, got slice_sizes {slice_sizes} for "
-            f"operand shape {x.shape}."
+    shape = tuple(lo + hi + _dilated(n, i) for (lo, hi, i), n in zip(padding_config, x.shape))
+    if any(d < 0 for d in shape):
+        raise ValueError(
+            f"{name}: dimension sizes after padding must be at least 0, got result shape {shape} for "
+            f"padding_config {padding_config} and operand shape {x.shape}."
         )
-    return ShapedArray(slice_sizes, x.dtype, x.weak_type)
+    return ShapedArray(shape, x.dtype, x.weak_type and padding_value.weak_type)
 
 
-def _dynamic_slice_impl(x, *indices, slice_sizes):
-    starts = _clamped_starts(indices, x.shape, slice_sizes)
-    return fresh(x[tuple(_pyslice(s, s + w) for s, w in zip(starts, slice_sizes))])
+def _pad_impl(x, padding_value, *, padding_config):
+    # Interior padding and the non-negative edges first, then negative edges crop from the result.
+    grown = [max(lo, 0) + max(hi, 0) + _dilated(n, i) for (lo, hi, i), n in zip(padding_config, x.shape)]
+    out = np.full(grown, padding_value, dtype=x.dtype)
+    place = tuple(
+        _pyslice(max(lo, 0), max(lo, 0) + _dilated(n, i), i + 1)
+        for (lo, hi, i), n in zip(padding_config, x.shape)
+    )
+    out[place] = x
+    crop = tuple(_pyslice(max(-lo, 0), g - max(-hi, 0)) for (lo, hi, _), g in zip(padding_config, grown))
+    return fresh(out[crop])
 
 
-def _dynamic_slice_index_map(x, *indices, slice_sizes):
-    """Output element i is operand element start + i, each start clamped into [0, dim - size]."""
-    starts = [(1 + d, 0, n - w) for d, (n, w) in enumerate(zip(x.shape, slice_sizes))]
-    return 0, starts, lambda out_index, offsets: tuple(i + s for i, s in zip(out_index, offsets))
+def _pad_piecewise_map(out_index, operand, padding_value, *, padding_config):
+    """Output element i (per axis, low padding lo, interior padding `interior`) is operand element
+    (i - lo) / (interior + 1) where that is a whole number in range, else the padding value."""
+    guard, index = [], []
+    for i, (lo, _, interior), n in zip(out_index, padding_config, operand.shape):
+        step = interior + 1
+        guard.append((i - lo, 0, (n - 1) * step + 1, step))
+        # Shifted so the dividend is never negative (C truncates where Python floors).
+        shift = -(-lo // step) if lo > 0 else 0
+        index.append((i - lo + step * shift) // step - shift if step > 1 else i - lo)
+    return [(0, tuple(guard), tuple(index))], (1, ())
 
 
-dynamic_slice_p = Primitive("dynamic_slice")
-dynamic_slice_p.impl = _dynamic_slice_impl
-dynamic_slice_p.abstract_eval = _dynamic_slice_abstract_eval
-# A window of the operand at an offset read from the scalar start operands (clamped in bounds).
-dynamic_slice_p.kind = Kind.LAYOUT
-dynamic_slice_p.dynamic_index_map = _dynamic_slice_index_map
+pad_p = Primitive("pad")
 
-_DYNAMIC_SLICE_CONFIGS = (
-    ((), (), ()),
-    ((5,), (1,), (3,)),
-    ((5,), (4,), (3,)),
-    ((5,), (-2,), (2,)),
-    ((5,), (100,), (0,)),
-    ((4,), (2,), (4,)),
-    ((1,), (0,), (1,)),
-    ((3, 4), (1, 3), (2, 2)),
-    ((3, 4), (-1, -7), (1, 4)),
-    ((0, 3), (0, 1), (0, 2)),
-    ((2, 3, 4), (1, 5, -3), (2, 1, 2)),
+
+pad_p.impl = _pad_impl
+
+
+pad_p.abstract_eval = _pad_abstract_eval
+
+
+# Data movement: an output element is an operand element or the padding value.
+pad_p.kind = Kind.LAYOUT
+
+
+pad_p.piecewise_map = _pad_piecewise_map
+
+
+_PAD_CONFIGS = (
+    ((), ()),
+    ((3,), ((1, 2, 0),)),
+    ((3,), ((0, 0, 0),)),
+    ((3,), ((-1, 0, 1),)),
+    ((4,), ((-2, -1, 0),)),
+    ((3,), ((-5, 0, 1),)),
+    ((2,), ((-3, 1, 2),)),
+    ((0,), ((2, 1, 3),)),
+    ((1,), ((0, 0, 4),)),
+    ((2, 3), ((1, -1, 2), (0, 2, 1))),
+    ((1, 4), ((0, 0, 5), (-3, 2, 0))),
+    ((2, 0, 3), ((1, 1, 1), (1, 0, 2), (-1, -1, 0))),
 )
-_INDEX_DTYPES = ("int32", "uint8", "int8", "uint32", "int16")
 
 
-def _index_arrays(starts, dt):
-    info = np.iinfo(dt)
-    return tuple(np.array(min(max(s, int(info.min)), int(info.max))).astype(dt) for s in starts)
+def _pad_args(rng, dt, cfg):
+    xs, config = cfg
+    return (random_array(rng, xs, dt), random_array(rng, (), dt)), dict(padding_config=config)
 
 
-def _dynamic_slice_cases(rng):
-    out = []
-    for k, dt in enumerate(SHAPE_DTYPES):
-        for shape, starts, sizes in _DYNAMIC_SLICE_CONFIGS:
-            idt = _INDEX_DTYPES[k]
-            args = (random_array(rng, shape, dt), *_index_arrays(starts, idt))
-            out.append(Case(args, dict(slice_sizes=sizes), f"{dt}{list(shape)}@{starts}:{idt}{sizes}"))
-    x = random_array(rng, (200,), "float32")
-    for idt in _INDEX_DTYPES:
-        info = np.iinfo(idt)
-        for s in (int(info.min), int(info.max)):
-            out.append(Case((x, np.array(s).astype(idt)), dict(slice_sizes=(3,)), f"float32[200]@{s}:{idt}"))
-    return out
+pad_p.test_spec = TestSpec(cases=lambda rng: _axes_cases(SHAPE_DTYPES, _PAD_CONFIGS, _pad_args, rng))
 
 
-dynamic_slice_p.test_spec = TestSpec(cases=_dynamic_slice_cases)
-
-
-def _dynamic_slice_transpose(ct, operand, *indices, slice_sizes):
-    # Write `ct` into zeros at the same starts: dynamic_update_slice clamps them with the same
-    # window (slice_sizes), so the cotangent lands exactly where the slice was read.
-    aval = operand.aval
-    rest = [None] * len(indices)
+def _pad_transpose(ct, operand, padding_value, *, padding_config):
+    # Linear in both: the operand's cotangent is the strided interior of `ct` (cropped edges, from
+    # negative low/high, are first padded back with zeros); the padding value's is everything else.
+    undef_x, undef_v = is_undefined_primal(operand), is_undefined_primal(padding_value)
     if is_zero(ct):
-        return [Zero(aval), *rest]
-    return [dynamic_update_slice_p.bind(zeros_like_aval(tangent_aval(aval)), ct, *indices), *rest]
+        return [
+            Zero(operand.aval) if undef_x else None,
+            Zero(padding_value.aval) if undef_v else None,
+        ]
+    x_shape = aval_of(operand).shape
+    uncropped = ct
+    if any(lo or hi for lo, hi, _ in padding_config):
+        undo = tuple((-lo, -hi, 0) for lo, hi, _ in padding_config)
+        uncropped = pad_p.bind(ct, _scalar_zero(ct), padding_config=undo)
+    t_x = uncropped
+    if any(i for _, _, i in padding_config):
+        t_x = slice_p.bind(
+            uncropped,
+            start_indices=(0,) * len(x_shape),
+            limit_indices=aval_of(uncropped).shape,
+            strides=tuple(i + 1 for _, _, i in padding_config),
+        )
+    t_v = sub(_total(ct), _total(t_x)) if undef_v else None
+    return [t_x if undef_x else None, t_v]
 
 
-linear_in_first(dynamic_slice_p, _dynamic_slice_transpose)
+deflinear(pad_p, _pad_transpose)
 
 
-def _batched_starts(indices, dims, size):
-    """The start indices as one (size, n) array: row b holds batch element b's start vector."""
-    cols = [broadcast_in_dim(i, (size, 1), () if d is None else (0,)) for i, d in zip(indices, dims)]
-    return cols[0] if len(cols) == 1 else concatenate_p.bind(*cols, dimension=1)
-
-
-def _zero_start(indices):
-    """A 0 start of the indices' dtype (the default int for a rank-0 operand, which has none)."""
-    return make_array(0, get_aval(indices[0]).dtype if indices else _dtypes.default_int_dtype())
-
-
-def _insert_axis(seq, d, value):
-    return tuple(seq[:d]) + (value,) + tuple(seq[d:])
-
-
-def _dynamic_slice_batch(vals, dims, *, axis_data, slice_sizes):
-    # Unbatched starts: one more start (0) and a full-size window along the batch axis. Batched
-    # starts: a gather whose every index vector is one batch element's start vector, in CLIP mode
-    # (which clamps each start into [0, dim - size], exactly dynamic_slice's rule). A batched
-    # operand pairs its batch axis with the indices' batch axis (operand_batching_dims); the
-    # output keeps the operand's batch axis in place.
-    x, indices = vals[0], vals[1:]
-    dx, idims = dims[0], dims[1:]
+def _pad_batch(vals, dims, *, axis_data, padding_config):
+    # A batched operand is padded with nothing along its batch axis. A batched padding value (one
+    # per batch element) cannot be a pad parameter: pad with zeros, then select the padding value
+    # wherever a padded all-True mask says the element did not come from the operand.
+    (x, v), (dx, dv) = vals, dims
+    if dv is None:
+        config = padding_config[:dx] + ((0, 0, 0),) + padding_config[dx:]
+        return pad_p.bind(x, v, padding_config=config), dx
     size = axis_data.size
-    if all(d is None for d in idims):
-        zero = _zero_start(indices)
-        out = dynamic_slice_p.bind(
-            x, *_insert_axis(indices, dx, zero), slice_sizes=_insert_axis(slice_sizes, dx, size)
-        )
-        return out, dx
-    L = _lax()  # gather_p and scatter_p, looked up lazily
-    starts = _batched_starts(indices, idims, size)
-    n = len(slice_sizes)
-    if dx is None:
-        dn = L.GatherDimensionNumbers(
-            offset_dims=tuple(range(1, n + 1)), collapsed_slice_dims=(), start_index_map=tuple(range(n))
-        )
-        sizes, out_dim = slice_sizes, 0
+    x_aval = get_aval(x)
+    x_shape = x_aval.shape
+    zero = zeros_like_aval(ShapedArray((), x_aval.dtype, x_aval.weak_type))
+    if dx is not None:
+        x_shape = x_shape[:dx] + x_shape[dx + 1 :]
+        config = padding_config[:dx] + ((0, 0, 0),) + padding_config[dx:]
+        padded = pad_p.bind(x, zero, padding_config=config)
     else:
-        dn = L.GatherDimensionNumbers(
-            offset_dims=tuple(k for k in range(n + 1) if k != dx),
-            collapsed_slice_dims=(),
-            start_index_map=tuple(k for k in range(n + 1) if k != dx),
-            operand_batching_dims=(dx,),
-            start_indices_batching_dims=(0,),
-        )
-        sizes, out_dim = _insert_axis(slice_sizes, dx, 1), dx
-    out = L.gather_p.bind(
-        x,
-        starts,
-        dimension_numbers=dn,
-        slice_sizes=sizes,
-        indices_are_sorted=False,
-        unique_indices=False,
-        mode=L.GatherScatterMode.CLIP,
-        fill_value=None,
-    )
-    return out, out_dim
+        padded = pad_p.bind(x, zero, padding_config=padding_config)
+        padded = broadcast_in_dim(padded, (size,) + get_aval(padded).shape, tuple(range(1, len(x_shape) + 1)))
+    d = 0 if dx is None else dx
+    out_shape = get_aval(padded).shape
+    others = tuple(k for k in range(len(out_shape)) if k != d)
+    mask = pad_p.bind(full(x_shape, True, bool), full((), False, bool), padding_config=padding_config)
+    mask = broadcast_in_dim(mask, out_shape, others)
+    fill = broadcast_in_dim(v, out_shape, (d,))
+    return select_n(mask, fill, padded), d
 
 
-dynamic_slice_p.batch = _dynamic_slice_batch
+pad_p.batch = _pad_batch
 
 
-def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
-    """The `slice_sizes` window of `operand` at (possibly traced) `start_indices`.
+def pad(operand, padding_value, padding_config):
+    """Pad each axis with (low, high, interior) copies of the scalar `padding_value`.
 
-    Negative starts are first wrapped once (``i + dim``); then, as in XLA, each start is clamped so the
-    window fits (a window running past the end shifts back).
+    Negative low/high remove elements from that edge; interior inserts values between elements.
     """
-    indices = _normalize_indices("dynamic_slice", operand, start_indices, allow_negative_indices)
-    sizes = canonical_shape(slice_sizes, "dynamic_slice", "slice_sizes")
-    return dynamic_slice_p.bind(operand, *indices, slice_sizes=sizes)
-
-
-def _zero_like_index(index):
-    """A zero start of the same kind as `index` (so all starts end up with one dtype)."""
-    return 0 if type(index) is int else make_array(0, get_aval(index).dtype)
-
-
-def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *, allow_negative_indices=True):
-    """`dynamic_slice` of `slice_size` elements along `axis`, whole along the other axes."""
-    shape = get_aval(operand).shape
-    axis = canonical_axis(axis, len(shape), "dynamic_slice_in_dim")
-    starts = [_zero_like_index(start_index)] * len(shape)
-    sizes = list(shape)
-    starts[axis], sizes[axis] = start_index, operator.index(slice_size)
-    return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow_negative_indices)
-
-
-def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *, allow_negative_indices=True):
-    """Element `index` (possibly traced) along `axis`; the size-1 axis is dropped unless `keepdims`."""
-    result = dynamic_slice_in_dim(operand, index, 1, axis, allow_negative_indices=allow_negative_indices)
-    if keepdims:
-        return result
-    return squeeze(result, (canonical_axis(axis, len(get_aval(operand).shape), "dynamic_index_in_dim"),))
-
-
-# ------------------------------------------------------------------------------ dynamic_update_slice
-
-
-def _dynamic_update_slice_abstract_eval(x, update, *indices):
-    name = "dynamic_update_slice"
-    if update.ndim != x.ndim:
+    try:
+        config = tuple(
+            (operator.index(lo), operator.index(hi), operator.index(i)) for lo, hi, i in padding_config
+        )
+    except (TypeError, ValueError):
         raise TypeError(
-            f"{name}: update must have the same rank as operand, got update {update.str_short()} for operand "
-            f"{x.str_short()}."
-        )
-    if any(u > n for u, n in zip(update.shape, x.shape)):
-        raise TypeError(
-            f"{name}: update shape must not exceed the operand shape, got update shape {update.shape} for operand "
-            f"shape {x.shape}."
-        )
-    if update.dtype != x.dtype:
-        raise TypeError(
-            f"{name}: operand and update must have the same dtype, got {x.dtype.name} and {update.dtype.name}. "
-            "Cast update with lax.convert_element_type."
-        )
-    _check_indices(name, x, indices)
-    weak = x.weak_type and update.weak_type and all(i.weak_type for i in indices)
-    return ShapedArray(x.shape, x.dtype, weak)
-
-
-def _dynamic_update_slice_impl(x, update, *indices):
-    starts = _clamped_starts(indices, x.shape, update.shape)
-    out = np.array(x, copy=True)
-    out[tuple(_pyslice(s, s + w) for s, w in zip(starts, update.shape))] = update
-    return out
-
-
-dynamic_update_slice_p = Primitive("dynamic_update_slice")
-dynamic_update_slice_p.impl = _dynamic_update_slice_impl
-dynamic_update_slice_p.abstract_eval = _dynamic_update_slice_abstract_eval
-# Writes the update into a copy of the operand at a runtime offset.
-dynamic_update_slice_p.kind = Kind.SCATTER
-
-_DUS_CONFIGS = (
-    ((), (), ()),
-    ((5,), (2,), (1,)),
-    ((5,), (2,), (4,)),
-    ((5,), (2,), (-3,)),
-    ((4,), (4,), (1,)),
-    ((4,), (0,), (9,)),
-    ((3, 4), (2, 2), (2, 3)),
-    ((3, 4), (0, 2), (1, 1)),
-    ((2, 0), (1, 0), (5, 5)),
-    ((1, 4), (1, 3), (-1, 2)),
-)
-
-
-def _dus_cases(rng):
-    out = []
-    for k, dt in enumerate(SHAPE_DTYPES):
-        for shape, ushape, starts in _DUS_CONFIGS:
-            idt = _INDEX_DTYPES[k]
-            args = (random_array(rng, shape, dt), random_array(rng, ushape, dt), *_index_arrays(starts, idt))
-            out.append(Case(args, {}, f"{dt}{list(shape)}<-{list(ushape)}@{starts}:{idt}"))
-    return out
-
-
-dynamic_update_slice_p.test_spec = TestSpec(cases=_dus_cases)
-
-
-def _dus_jvp(primals, tangents):
-    # Linear in operand and update; the start indices only choose where (no tangent).
-    ans = dynamic_update_slice_p.bind(*primals)
-    out_t = tangent_aval(aval_of(ans))
-    t_x, t_u = tangents[:2]
-    if (is_zero(t_x) and is_zero(t_u)) or out_t.dtype == _dtypes.float0:
-        return ans, Zero(out_t)
-    return ans, dynamic_update_slice_p.bind(instantiate(t_x), instantiate(t_u), *primals[2:])
-
-
-def _dus_transpose(ct, operand, update, *indices):
-    undef_x, undef_u = is_undefined_primal(operand), is_undefined_primal(update)
-    u_aval = aval_of(update)
-    rest = [None] * len(indices)
-    if is_zero(ct):
-        return [Zero(operand.aval) if undef_x else None, Zero(update.aval) if undef_u else None, *rest]
-    t_x = t_u = None
-    if undef_x:  # the overwritten window receives nothing
-        zeros = zeros_like_aval(ShapedArray(u_aval.shape, aval_of(ct).dtype, False))
-        t_x = dynamic_update_slice_p.bind(ct, zeros, *indices)
-    if undef_u:
-        t_u = dynamic_slice_p.bind(ct, *indices, slice_sizes=u_aval.shape)
-    return [t_x, t_u, *rest]
-
-
-dynamic_update_slice_p.jvp = _dus_jvp
-dynamic_update_slice_p.transpose = _dus_transpose
-
-
-def _dus_batch(vals, dims, *, axis_data):
-    # Operand and update share one batch axis (the operand's when it is batched; an unbatched one
-    # is broadcast). Unbatched starts gain a 0 there; batched starts make it a scatter of one
-    # window per batch element (operand_batching_dims) in CLIP mode, clamped like the primitive.
-    (x, u), indices = vals[:2], vals[2:]
-    (dx, du), idims = dims[:2], dims[2:]
-    size = axis_data.size
-    bd = dx if dx is not None else du if du is not None else 0
-    x, u = (_with_batch_axis(v, d, bd, size) for v, d in ((x, dx), (u, du)))
-    if all(d is None for d in idims):
-        zero = _zero_start(indices)
-        return dynamic_update_slice_p.bind(x, u, *_insert_axis(indices, bd, zero)), bd
-    L = _lax()
-    n = len(get_aval(x).shape)
-    others = tuple(k for k in range(n) if k != bd)
-    dn = L.ScatterDimensionNumbers(
-        update_window_dims=others,
-        inserted_window_dims=(),
-        scatter_dims_to_operand_dims=others,
-        operand_batching_dims=(bd,),
-        scatter_indices_batching_dims=(0,),
-    )
-    out = L.scatter_p.bind(
-        x,
-        _batched_starts(indices, idims, size),
-        u,
-        dimension_numbers=dn,
-        indices_are_sorted=True,
-        unique_indices=True,
-        mode=L.GatherScatterMode.CLIP,
-        update_jaxpr=None,
-        update_consts=(),
-    )
-    weak = all(get_aval(v).weak_type for v in vals)
-    if get_aval(out).weak_type and not weak:  # the scatter's result is as weak as its operand only
-        out = L.convert_element_type_p.bind(
-            out, new_dtype=get_aval(out).dtype, weak_type=False, sharding=None
-        )
-    return out, bd
-
-
-def _with_batch_axis(v, d, bd, size):
-    """`v` with its batch axis at `bd` (broadcast along a new one there if it has none)."""
-    if d is not None:
-        return moveaxis(v, d, bd)
-    shape = get_aval(v).shape
-    keep = tuple(k for k in range(len(shape) + 1) if k != bd)
-    return broadcast_in_dim(v, shape[:bd] + (size,) + shape[bd:], keep)
-
-
-dynamic_update_slice_p.batch = _dus_batch
-
-
-def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
-    """`operand` with the window at (possibly traced) `start_indices` replaced by `update`.
-
-    Negative starts are wrapped once; then each start is clamped so `update` fits, as in XLA.
-    """
-    indices = _normalize_indices("dynamic_update_slice", operand, start_indices, allow_negative_indices)
-    return dynamic_update_slice_p.bind(operand, update, *indices)
-
-
-def dynamic_update_slice_in_dim(operand, update, start_index, axis, *, allow_negative_indices=True):
-    """`dynamic_update_slice` at `start_index` along `axis` (0 along the other axes)."""
-    ndim = len(get_aval(operand).shape)
-    axis = canonical_axis(axis, ndim, "dynamic_update_slice_in_dim")
-    starts = [_zero_like_index(start_index)] * ndim
-    starts[axis] = start_index
-    return dynamic_update_slice(operand, update, starts, allow_negative_indices=allow_negative_indices)
-
-
-def dynamic_update_index_in_dim(operand, update, index, axis, *, allow_negative_indices=True):
-    """Write `update` (with or without the size-1 `axis`) at position `index` along `axis`."""
-    ndim = len(get_aval(operand).shape)
-    axis = canonical_axis(axis, ndim, "dynamic_update_index_in_dim")
-    if len(get_aval(update).shape) == ndim - 1:
-        update = expand_dims(update, (axis,))
-    return dynamic_update_slice_in_dim(
-        operand, update, index, axis, allow_negative_indices=allow_negative_indices
-    )
+            f"pad: padding_config must be a sequence of (low, high, interior) integer triples, got {padding_config!r}."
+        ) from None
+    if _dtypes.is_python_scalar(padding_value) and not _dtypes.is_python_scalar(operand):
+        # As JAX: a Python scalar padding value has its own (default) dtype, which must be the
+        # operand's; it is not cast, so lax.pad(f32_array, 0, ...) is an error, as is (int8, 0).
+        op_dt, pv_dt = get_aval(operand).dtype, _dtypes.python_scalar_dtype(padding_value)
+        if op_dt != pv_dt:
+            raise TypeError(
+                f"pad: operand and padding_value must have the same dtype, got {op_dt.name} and "
+                f"{pv_dt.name} (the Python {type(padding_value).__name__} {padding_value!r}). Pass a "
+                f"padding_value of the operand's dtype, e.g. np.array({padding_value!r}, {op_dt.name!r})."
+            )
+    operand, padding_value = lax_binary_operands("pad", operand, padding_value)
+    return pad_p.bind(operand, padding_value, padding_config=config)

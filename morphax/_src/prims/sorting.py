@@ -12,13 +12,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.ad_util import tangent_aval
+from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import Zero, _lax, is_zero
-from morphax._src.prims._batching import moveaxis
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, random_array
 from morphax._src.prims.builders import check_dtype
+from morphax._src.prims.conversion import broadcasted_iota
+from morphax._src.prims.gather_scatter_add import gather
+from morphax._src.prims.gather_scatter_dims import GatherDimensionNumbers, GatherScatterMode
+from morphax._src.prims.shape import broadcast_in_dim, reshape
 
 __all__ = ["sort", "sort_key_val", "sort_p", "top_k", "top_k_p"]
 
@@ -59,18 +62,17 @@ def _sort_keys(x: np.ndarray) -> list:
 def _take_along_axis(x, idx, axis):
     """``x`` gathered at the integer positions `idx` along `axis` (idx has x's shape except along
     `axis`): one gather whose other axes are batching axes."""
-    L = _lax()
     ndim = len(get_aval(x).shape)
     others = tuple(d for d in range(ndim) if d != axis)
-    dnums = L.GatherDimensionNumbers(
+    dnums = GatherDimensionNumbers(
         offset_dims=(),
         collapsed_slice_dims=(axis,),
         start_index_map=(axis,),
         operand_batching_dims=others,
         start_indices_batching_dims=others,
     )
-    idx = L.reshape(idx, tuple(get_aval(idx).shape) + (1,))
-    return L.gather(x, idx, dnums, (1,) * ndim, mode=L.GatherScatterMode.PROMISE_IN_BOUNDS)
+    idx = reshape(idx, tuple(get_aval(idx).shape) + (1,))
+    return gather(x, idx, dnums, (1,) * ndim, mode=GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -152,9 +154,8 @@ sort_p.test_spec = TestSpec(cases=_sort_cases, differentiable=True)
 
 def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     # Sort an iota along with the operands (never a key) to learn the permutation.
-    L = _lax()
     shape = get_aval(primals[0]).shape
-    iota = L.broadcasted_iota(np.dtype(np.int32), shape, dimension)
+    iota = broadcasted_iota(np.dtype(np.int32), shape, dimension)
     outs = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable, num_keys=num_keys)
     perm = outs[-1]
     out_t = []
@@ -181,7 +182,7 @@ def _sort_batch(vals, dims, *, axis_data, dimension, is_stable, num_keys):
             shape = tuple(get_aval(v).shape)
             rank = len(shape) + 1
             bdims = tuple(i for i in range(rank) if i != bd)
-            v = _lax().broadcast_in_dim(v, shape[:bd] + (size,) + shape[bd:], bdims)
+            v = broadcast_in_dim(v, shape[:bd] + (size,) + shape[bd:], bdims)
         else:
             v = moveaxis(v, d, bd)
         ops.append(v)

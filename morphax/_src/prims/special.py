@@ -10,12 +10,14 @@ import numpy as np
 import scipy.special as _sp
 
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.ad_util import aval_of
 from morphax._src.core.avals import ShapedArray
 from morphax._src.core.primitive import Primitive
-from morphax._src.prims._ad import aval_of, defjvp
+from morphax._src.prims._ad import defjvp
 from morphax._src.prims._operands import lax_binary_operands, lax_nary_operands
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, binary_cases, random_array
-from morphax._src.prims.binary import add, div, mul, sub
+from morphax._src.prims.arithmetic import abs as _abs
+from morphax._src.prims.arithmetic import add, div, mul, sub
 from morphax._src.prims.builders import (
     as_arrays,
     binary_elementwise,
@@ -30,7 +32,6 @@ from morphax._src.prims.compare import gt
 from morphax._src.prims.conversion import full_like
 from morphax._src.prims.selection import select
 from morphax._src.prims.transcendental import digamma, exp, lgamma, log, log1p
-from morphax._src.prims.unary import abs as _abs
 from morphax._src.prims.unary import neg, sign
 
 __all__ = [

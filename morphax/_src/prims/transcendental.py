@@ -4,7 +4,7 @@ The ones JAX gives an ``accuracy`` param (exp, log, sin, sqrt, ...) carry it unc
 a single implementation, so the reference ignores it. SciPy supplies erf/erfc/erf_inv/lgamma/
 digamma/polygamma, computed in float32 for the 16-bit floats. `polygamma` exists so that digamma's
 derivative (and so on) is itself differentiable. Rules are written with the lax functions of
-`binary.py` and `unary.py`, which this module imports.
+`arithmetic.py` and `unary.py`, which this module imports.
 """
 
 from __future__ import annotations
@@ -16,18 +16,36 @@ import numpy as np
 import scipy.special as _sp
 
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.core.ad_util import aval_of
+from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.primitive import Primitive
+from morphax._src.core.values import make_array
 from morphax._src.prims._ad import defjvp
 from morphax._src.prims._operands import lax_binary_operands
-from morphax._src.prims._spec import Case, TestSpec, random_array, unary_cases
-from morphax._src.prims.binary import add, div, mul, sub
+from morphax._src.prims._spec import (
+    BINARY_SHAPES,
+    Case,
+    TestSpec,
+    binary_cases,
+    random_array,
+    unary_cases,
+)
+from morphax._src.prims.arithmetic import add, div, integer_pow, mul, square, sub
 from morphax._src.prims.builders import (
     as_arrays,
     binary_elementwise,
+    broadcasting_shape,
+    check_class,
     concat_cases,
+    elementwise_batcher,
     elementwise_unop,
+    mark_elementwise,
     with_params,
 )
-from morphax._src.prims.unary import integer_pow, neg, square
+from morphax._src.prims.compare import eq
+from morphax._src.prims.conversion import convert_element_type, full_like
+from morphax._src.prims.selection import select
+from morphax._src.prims.unary import neg
 from morphax._src.prims.xla_float32_log import log1p_f32
 
 __all__ = [
@@ -87,6 +105,8 @@ __all__ = [
     "tan_p",
     "tanh",
     "tanh_p",
+    "pow_p",
+    "pow",
 ]
 
 
@@ -512,3 +532,100 @@ def polygamma(m, x):
     """Elementwise polygamma function of order `m` (a non-negative integer value, else nan) at `x`:
     the (m + 1)-th derivative of ``log Gamma``; ``polygamma(0, x)`` is digamma."""
     return polygamma_p.bind(*lax_binary_operands("polygamma", m, x))
+
+
+def _pow_abstract_eval(x, y):
+    check_class("pow", x.dtype, "inexact", "x (the base)")
+    check_class("pow", y.dtype, "numeric", "y (the exponent)")
+    if not (_dtypes.is_integer(y.dtype) or y.dtype == x.dtype):
+        raise TypeError(
+            "the first argument to pow must have an inexact dtype (float or complex), and the second "
+            "argument must have an inexact or integer dtype, and two inexact dtypes must match, but got "
+            f"{x.dtype.name} and {y.dtype.name} respectively."
+        )
+    return ShapedArray(broadcasting_shape("pow", x, y), x.dtype, x.weak_type and y.weak_type)
+
+
+def _pow_impl(x, y):
+    x, y = as_arrays(x, y)
+    # XLA converts an integer exponent to the base's dtype, then takes pow in that dtype.
+    return np.power(x, y.astype(x.dtype))
+
+
+def _pow_int_exponent_cases(rng):
+    out = []
+    for dt in ("float32", "bfloat16", "complex64"):
+        for sx, sy in BINARY_SHAPES:
+            x = random_array(rng, sx, dt)
+            y = random_array(rng, sy, "int32", (-4, 4))
+            out.append(Case((x, y), {}, f"{dt}{list(sx)}-int32{list(sy)}"))
+    return out
+
+
+pow_p = Primitive("pow")
+
+
+pow_p.impl = _pow_impl
+
+
+pow_p.abstract_eval = _pow_abstract_eval
+
+
+mark_elementwise(pow_p)
+
+
+elementwise_batcher(pow_p)
+
+
+pow_p.test_spec = TestSpec(
+    cases=concat_cases(
+        binary_cases("inexact", domain=(0.1, 3.0), rhs_domain=(-3.0, 3.0)),
+        binary_cases("inexact", shapes=(((3,), (3,)),)),
+        _pow_int_exponent_cases,
+    )
+)
+
+
+def _pow_x_partial(g, ans, x, y):
+    y_dtype = aval_of(y).dtype
+    if _dtypes.is_integer(y_dtype):
+        # y * x**(y - 1), exactly 0 where y == 0 (JAX selects 0 there). The exponent becomes 0
+        # there instead of -1, so the unused value is never inf and cannot leak nan into
+        # higher derivatives.
+        y_is_0 = convert_element_type(eq(y, 0), y_dtype)
+        x_pow = pow(x, add(sub(y, 1), y_is_0))
+        return mul(g, mul(convert_element_type(y, aval_of(x).dtype), x_pow))
+    return mul(g, mul(y, pow(x, sub(y, 1))))
+
+
+def _pow_y_partial(g, ans, x, y):
+    # log(x) * x**y, taking log(1) = 0 where x == 0 (JAX's choice: 0 ** y has no y-derivative there).
+    x_safe = select(eq(x, 0), full_like(x, 1), x)
+    return mul(g, mul(log(x_safe), ans))
+
+
+# An integer exponent has a float0 (symbolic Zero) tangent, so its partial is never called.
+defjvp(pow_p, _pow_x_partial, _pow_y_partial)
+
+
+def _pow_operands(x, y):
+    # A Python int exponent stays an integer (JAX keeps pow(x, 2) an int exponent); other Python
+    # scalars take the array operand's dtype, and a Python base of an integer exponent array
+    # becomes the default inexact dtype of its kind.
+    x_scalar, y_scalar = _dtypes.is_python_scalar(x), _dtypes.is_python_scalar(y)
+    if y_scalar and not x_scalar:
+        if type(y) is not int:
+            y = make_array(y, get_aval(x).dtype, weak_type=True)
+    elif x_scalar and not y_scalar:
+        y_dtype = get_aval(y).dtype
+        if _dtypes.is_inexact(y_dtype):
+            x = make_array(x, y_dtype, weak_type=True)
+        else:
+            kind = _dtypes.default_complex_dtype() if type(x) is complex else _dtypes.default_float_dtype()
+            x = make_array(x, kind, weak_type=True)
+    return x, y
+
+
+def pow(x, y):  # noqa: A001 - JAX's name
+    """Elementwise ``x ** y`` for inexact ``x``; ``y`` has x's dtype or any integer dtype."""
+    return pow_p.bind(*_pow_operands(x, y))

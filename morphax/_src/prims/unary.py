@@ -10,56 +10,37 @@ other lax functions are looked up when a rule runs.
 
 from __future__ import annotations
 
-import builtins
 import enum
-import operator
 
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.ad_util import tangent_aval
-from morphax._src.core.avals import get_aval
-from morphax._src.prims._ad import Zero, _lax, aval_of, defjvp, defjvp_zero, deflinear, is_zero
+from morphax._src.core.ad_util import is_zero
+from morphax._src.prims._ad import defjvp_zero, deflinear
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, unary_cases
 from morphax._src.prims.builders import as_arrays, concat_cases, elementwise_unop
 
 __all__ = [
-    "RoundingMethod",
-    "abs",
-    "abs_p",
-    "ceil",
-    "ceil_p",
-    "clz",
-    "clz_p",
-    "conj",
-    "conj_p",
-    "bitwise_not",
-    "floor",
-    "floor_p",
-    "imag",
-    "imag_p",
-    "integer_pow",
-    "integer_pow_p",
-    "is_finite",
-    "is_finite_p",
-    "neg",
     "neg_p",
-    "not_p",
-    "population_count",
-    "population_count_p",
-    "real",
-    "real_p",
-    "reciprocal",
-    "round",
-    "round_p",
-    "sign",
+    "neg",
     "sign_p",
-    "square",
-    "square_p",
+    "sign",
+    "RoundingMethod",
+    "floor_p",
+    "ceil_p",
+    "floor",
+    "ceil",
+    "round_p",
+    "round",
+    "is_finite_p",
+    "is_finite",
+    "not_p",
+    "bitwise_not",
+    "population_count_p",
+    "clz_p",
+    "population_count",
+    "clz",
 ]
-
-# ---------------------------------------------------------------------------------------------
-# Builder and spec helpers, shared with transcendental.py.
 
 
 def _unsigned_of(dt):
@@ -69,9 +50,6 @@ def _unsigned_of(dt):
 def _signed_of(dt):
     return np.dtype(f"int{dt.itemsize * 8}")
 
-
-# ---------------------------------------------------------------------------------------------
-# Sign and negation.
 
 neg_p = elementwise_unop("neg", np.negative, "numeric", spec=TestSpec(cases=unary_cases("numeric")))
 
@@ -119,46 +97,6 @@ def sign(x):
     return sign_p.bind(x)
 
 
-def _abs_impl(x):
-    # On arrays NumPy wraps abs(INT_MIN) to INT_MIN, as XLA does.
-    return np.abs(x)
-
-
-abs_p = elementwise_unop(
-    "abs",
-    _abs_impl,
-    "signed",
-    out_dtype=_dtypes.real_dtype,
-    spec=TestSpec(
-        cases=unary_cases(
-            "signed", dtype_list=("float32", "float16", "bfloat16", "int32", "int8", "complex64")
-        )
-    ),
-)
-
-
-def _abs_partial(g, ans, x):
-    L = _lax()
-    if not _dtypes.is_complex(aval_of(x).dtype):
-        # Slope +1 at 0 (and -0.0), as JAX: select(x >= 0, g, -g).
-        return L.select(L.ge(x, 0), g, neg(g))
-    # d|x| = real(conj(x) dx) / |x|; at x == 0 the divisor becomes 1 (conj(x) is 0 there), giving 0.
-    safe = L.select(L.eq(ans, 0), L.full_like(ans, 1), ans)
-    return real(L.mul(g, L.div(conj(x), L.complex(safe, 0.0))))
-
-
-defjvp(abs_p, _abs_partial)  # integer abs has float0 tangents: no partial needed
-
-
-def abs(x):  # noqa: A001 - JAX's name
-    """Elementwise ``|x|``; complex inputs give the real magnitude, ``abs(INT_MIN)`` wraps."""
-    return abs_p.bind(x)
-
-
-# ---------------------------------------------------------------------------------------------
-# Rounding.
-
-
 class RoundingMethod(enum.IntEnum):
     """How `round` treats halfway values."""
 
@@ -167,11 +105,16 @@ class RoundingMethod(enum.IntEnum):
 
 
 _HALVES = (0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, -0.49999997, 1e7 + 0.5)
+
+
 _ROUND_SPECIALS = FLOAT_SPECIALS + _HALVES
+
 
 floor_p = elementwise_unop(
     "floor", np.floor, "float", spec=TestSpec(cases=unary_cases("float", specials=_ROUND_SPECIALS))
 )
+
+
 ceil_p = elementwise_unop(
     "ceil", np.ceil, "float", spec=TestSpec(cases=unary_cases("float", specials=_ROUND_SPECIALS))
 )
@@ -227,9 +170,6 @@ def is_finite(x):
     """Elementwise test for neither infinite nor nan (floating dtypes only); gives bool."""
     return is_finite_p.bind(x)
 
-
-# ---------------------------------------------------------------------------------------------
-# Bits.
 
 _INT_BOOL_EDGES = (0, 1, -1, 2, 7, -128, 127, 255, 2**31 - 1, -(2**31), 2**32 - 1)
 
@@ -291,12 +231,16 @@ def _clz_impl(x):
 
 
 _INT_DTYPES = ("int32", "uint32", "int8", "uint8", "int16")
+
+
 population_count_p = elementwise_unop(
     "population_count",
     _popcount_impl,
     "integer",
     spec=TestSpec(cases=concat_cases(unary_cases("integer"), _int_edge_cases(_INT_DTYPES, "edges"))),
 )
+
+
 clz_p = elementwise_unop(
     "clz",
     _clz_impl,
@@ -313,210 +257,6 @@ def population_count(x):
 def clz(x):
     """Elementwise count of leading zero bits (0 for negative signed values, the width for 0)."""
     return clz_p.bind(x)
-
-
-# ---------------------------------------------------------------------------------------------
-# Complex parts.
-
-
-def _complex_special_cases(rng):
-    vals = np.array([0.0, -0.0, 1.0, -2.5, np.inf, -np.inf, np.nan], dtype=np.float32)
-    re, im = np.meshgrid(vals, vals)
-    z = np.empty(re.size, np.complex64)
-    z.real, z.imag = re.ravel(), im.ravel()
-    return [Case((z,), {}, "complex64-specials")]
-
-
-real_p = elementwise_unop(
-    "real",
-    lambda x: np.real(x).copy(),
-    "complex",
-    out_dtype=_dtypes.real_dtype,
-    spec=TestSpec(cases=concat_cases(unary_cases("complex"), _complex_special_cases)),
-)
-imag_p = elementwise_unop(
-    "imag",
-    lambda x: np.imag(x).copy(),
-    "complex",
-    out_dtype=_dtypes.real_dtype,
-    spec=TestSpec(cases=concat_cases(unary_cases("complex"), _complex_special_cases)),
-)
-
-
-# Linear; transposes use the plain (non-conjugating) pairing, JAX's convention for complex values:
-# real(t) pairs with ct as complex(ct, 0) does with t, imag(t) as complex(0, -ct) does.
-deflinear(real_p, lambda ct, x: [ct if is_zero(ct) else _lax().complex(ct, 0.0)])
-deflinear(imag_p, lambda ct, x: [ct if is_zero(ct) else _lax().complex(0.0, neg(ct))])
-
-
-def real(x):
-    """Elementwise real part of a complex array (complex64 -> float32)."""
-    return real_p.bind(x)
-
-
-def imag(x):
-    """Elementwise imaginary part of a complex array (complex64 -> float32)."""
-    return imag_p.bind(x)
-
-
-# JAX's conj accepts complex dtypes and the two component dtypes (float32, float64), not f16/bf16.
-_CONJ_CLASS = (
-    lambda d: _dtypes.is_complex(d) or np.dtype(d) in (_dtypes.float32, _dtypes.float64),
-    "complexfloating, float32 or float64",
-)
-
-
-def _conj_impl(x, *, input_dtype):
-    (x,) = as_arrays(x)
-    if _dtypes.is_complex(x.dtype):
-        return np.conj(x)
-    return x.astype(_dtypes.to_complex_dtype(x.dtype))
-
-
-def _conj_cases(rng):
-    base = concat_cases(
-        unary_cases("complex"), _complex_special_cases, unary_cases("float", dtype_list=("float32",))
-    )
-    return [Case(c.args, {"input_dtype": c.args[0].dtype}, c.name) for c in base(rng)]
-
-
-conj_p = elementwise_unop(
-    "conj",
-    _conj_impl,
-    _CONJ_CLASS,
-    out_dtype=_dtypes.to_complex_dtype,
-    spec=TestSpec(cases=_conj_cases),
-)
-
-
-def _conj_transpose(ct, x, *, input_dtype):
-    if is_zero(ct):
-        return [Zero(x.aval)]
-    # A real input was widened to complex: its cotangent is the real part.
-    return [conj(ct) if _dtypes.is_complex(input_dtype) else real(ct)]
-
-
-deflinear(conj_p, _conj_transpose)
-
-
-def conj(x):
-    """Elementwise complex conjugate; a float32/float64 input gives the matching complex dtype."""
-    return conj_p.bind(x, input_dtype=get_aval(x).dtype)
-
-
-# ---------------------------------------------------------------------------------------------
-# Integer powers.
-
-
-def _integer_pow_check(x, *, y):
-    if not isinstance(y, int) or isinstance(y, bool):
-        raise TypeError(
-            f"integer_pow: the exponent y must be a Python int, got {y!r} of type {type(y).__name__}."
-        )
-    if y < 0 and _dtypes.is_integer(x.dtype):
-        raise TypeError(
-            f"Integers cannot be raised to negative powers, got integer_pow({x.str_short()}, {y}). "
-            "Convert x to a floating dtype first."
-        )
-
-
-def _integer_pow_impl(x, *, y):
-    (x,) = as_arrays(x)
-    if y == 0:
-        return np.ones_like(x)
-    # Square-and-multiply in the operand's own dtype, as XLA lowers it: integers wrap, and
-    # bfloat16/float16 round after every product.
-    n = builtins.abs(y)
-    acc = None
-    base = x
-    while n:
-        if n & 1:
-            acc = base if acc is None else np.multiply(acc, base)
-        n >>= 1
-        if n:
-            base = np.multiply(base, base)
-    acc = np.asarray(acc, x.dtype)
-    return np.divide(np.ones_like(acc), acc) if y < 0 else acc
-
-
-integer_pow_p = elementwise_unop(
-    "integer_pow",
-    _integer_pow_impl,
-    "numeric",
-    check=_integer_pow_check,
-    spec=TestSpec(
-        cases=concat_cases(
-            unary_cases(
-                dtype_list=("float32", "float16", "bfloat16", "complex64"),
-                params=[{"y": y} for y in (0, 1, 2, 3, -2)],
-            ),
-            unary_cases(dtype_list=("int32", "uint8", "int8"), params=[{"y": y} for y in (0, 1, 2, 3)]),
-            unary_cases(dtype_list=("float32",), params=[{"y": 7}, {"y": -5}]),
-        )
-    ),
-)
-
-
-def _integer_pow_partial(g, ans, x, *, y):
-    if y == 0:
-        return Zero(tangent_aval(aval_of(ans)))
-    return _lax().mul(g, _lax().mul(y, integer_pow(x, y - 1)))
-
-
-defjvp(integer_pow_p, _integer_pow_partial)
-
-
-def integer_pow(x, y):
-    """Elementwise ``x ** y`` for a static Python int ``y`` (negative only for inexact ``x``)."""
-    try:
-        y = operator.index(y)
-    except TypeError:
-        raise TypeError(
-            f"integer_pow: the exponent y must be an int, got {y!r} of type {type(y).__name__}."
-        ) from None
-    return integer_pow_p.bind(x, y=y)
-
-
-def reciprocal(x):
-    """Elementwise ``1 / x``; like JAX, this is ``integer_pow(x, -1)``."""
-    return integer_pow(x, -1)
-
-
-def _square_impl(x):
-    (x,) = as_arrays(x)
-    if not _dtypes.is_complex(x.dtype):
-        return np.multiply(x, x)
-    # JAX's complex square: (a - b)(a + b) avoids overflowing a*a - b*b for large parts, and the
-    # real part is exactly 0 when |a| == |b| (where (a-b)(a+b) could give inf * 0 = nan).
-    a, b = x.real, x.imag
-    zero_re = np.isfinite(a) & ((a == b) | (a == -b))
-    re = np.where(zero_re, 0, np.multiply(np.subtract(a, b), np.add(a, b)))
-    im = np.multiply(np.multiply(a, b), 2)
-    out = np.empty(x.shape, x.dtype)
-    out.real, out.imag = re, im
-    return out
-
-
-square_p = elementwise_unop(
-    "square",
-    _square_impl,
-    "numeric",
-    spec=TestSpec(
-        cases=concat_cases(
-            unary_cases(dtype_list=("float32", "bfloat16", "int32", "uint8", "int8", "complex64")),
-            _complex_special_cases,
-            _int_edge_cases(("int32", "int8", "uint8"), "edges"),
-        )
-    ),
-)
-
-
-def square(x):
-    """Elementwise ``x * x``."""
-    return square_p.bind(x)
-
-
-defjvp(square_p, lambda g, ans, x: _lax().mul(g, _lax().mul(2, x)))
 
 
 # Piecewise constant or integer valued: a zero derivative (JAX gives them a zero JVP or, for the bit

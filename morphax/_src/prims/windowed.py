@@ -10,16 +10,17 @@ import operator
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.ad_util import tangent_aval
+from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import bdim_to_front
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
-from morphax._src.prims._ad import Zero, _lax, deflinear, is_zero, linear_in_first
-from morphax._src.prims._batching import bdim_to_front
+from morphax._src.prims import slicing
+from morphax._src.prims._ad import deflinear, linear_in_first
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, random_array
-from morphax._src.prims.binary import add as _lax_add
-from morphax._src.prims.binary import max as _lax_max
-from morphax._src.prims.binary import min as _lax_min
+from morphax._src.prims.arithmetic import add as _lax_add
+from morphax._src.prims.arithmetic import max as _lax_max
+from morphax._src.prims.arithmetic import min as _lax_min
 from morphax._src.prims.builders import check_dtype
 from morphax._src.prims.compare import ge_p, le_p
 from morphax._src.prims.reductions import _compute_dtype, _max_identity, _min_identity
@@ -255,7 +256,6 @@ def _reduce_window_sum_transpose(ct, operand, **params):
     aval = operand.aval
     if is_zero(ct):
         return [Zero(aval)]
-    L = _lax()
     nd = len(aval.shape)
     pads = transpose_padding(
         aval.shape,
@@ -267,7 +267,7 @@ def _reduce_window_sum_transpose(ct, operand, **params):
         params["window_dilation"],
     )
     config = tuple((lo, hi, s - 1) for (lo, hi), s in zip(pads, params["window_strides"]))
-    spread = L.pad(ct, np.zeros((), get_aval(ct).dtype), config)
+    spread = slicing.pad(ct, np.zeros((), get_aval(ct).dtype), config)
     res = reduce_window_sum_p.bind(
         spread,
         window_dimensions=params["window_dimensions"],

@@ -9,13 +9,20 @@ jaxpr with the primitives' transpose rules, which gives the VJP. No primitive is
 from __future__ import annotations
 
 from morphax._src.core import trace as _trace
-from morphax._src.core.ad_util import UndefinedPrimal, Zero, is_undefined_primal, is_zero, tangent_aval
+from morphax._src.core.ad_util import (
+    UndefinedPrimal,
+    Zero,
+    add_tangents,
+    instantiate,
+    is_undefined_primal,
+    is_zero,
+    tangent_aval,
+)
 from morphax._src.core.avals import get_aval
 from morphax._src.core.dtypes import float0, is_python_scalar, python_scalar_dtype
 from morphax._src.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
-from morphax._src.prims._ad import add_tangents, instantiate
 from morphax._src.transforms.custom import jvp_of_custom_vjp
 from morphax._src.transforms.staging import StagingTrace, StagingTracer
 

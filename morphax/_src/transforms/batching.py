@@ -10,8 +10,8 @@ from __future__ import annotations
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import is_zero
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import AxisData, bdim_to_front, moveaxis
 from morphax._src.core.trace import Tracer
-from morphax._src.prims._batching import AxisData, bdim_to_front, moveaxis
 
 
 class MissingBatchRuleError(NotImplementedError):

@@ -9,11 +9,11 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
+from morphax._src.core.batch_axes import bdim_to_front, moveaxis
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
 from morphax._src.errors import JaxRuntimeError
 from morphax._src.prims import lax_api as L
-from morphax._src.prims._batching import bdim_to_front, moveaxis
 
 
 def stable_key(obj):

@@ -13,11 +13,10 @@ import inspect
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
-from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
+from morphax._src.core.ad_util import Zero, instantiate, is_zero, tangent_aval, zeros_like_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.pytree_keys import keystr
-from morphax._src.prims._ad import instantiate, zeros_like_aval
 
 
 def _resolve_args(fun, args, kwargs):

@@ -12,11 +12,10 @@ error, as in JAX, since the rule only covers the explicit arguments.
 
 from __future__ import annotations
 
-from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
+from morphax._src.core.ad_util import Zero, instantiate, is_zero, tangent_aval
 from morphax._src.core.avals import get_aval
 from morphax._src.core.jaxpr import eval_jaxpr
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import instantiate
 from morphax._src.transforms.batching import batch_custom_jvp_call, batch_custom_vjp_call, batch_flat_fun
 from morphax._src.transforms.custom import custom_vjp_jvp
 from morphax._src.transforms.staging import (

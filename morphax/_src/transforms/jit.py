@@ -106,7 +106,7 @@ def _pjit_transpose(cts, *args, jaxpr, name):
 def batch_jaxpr(closed: ClosedJaxpr, axis_data, dims):
     """A jaxpr computing `closed` on batched inputs (batched along `dims`, None: unbatched).
     Batched outputs come out at axis 0; returns (jaxpr, out_dims) with None for unbatched outputs."""
-    from morphax._src.prims._batching import moveaxis
+    from morphax._src.core.batch_axes import moveaxis
     from morphax._src.transforms.batching import BatchTrace, BatchTracer
 
     key = ("batch", tuple(dims), axis_data.size, axis_data.name)

@@ -9,8 +9,8 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import _lax
 from morphax._src.prims._spec import Case, TestSpec
+from morphax._src.prims.arithmetic import mul
 from morphax._src.prims.linalg.matrix_ops import (
     _F32_TOL,
     _check_operand,
@@ -27,6 +27,7 @@ from morphax._src.prims.linalg.matrix_ops import (
     symmetrize,
 )
 from morphax._src.prims.linalg.triangular_solve import _trisolve
+from morphax._src.prims.selection import select_n
 
 __all__ = ["cholesky_p", "cholesky"]
 
@@ -92,11 +93,10 @@ def _cholesky_jvp(primals, tangents):
     lc = cholesky_p.bind(x)
     if is_zero(t):
         return lc, Zero(tangent_aval(get_aval(lc)))
-    L = _lax()
     sigma = _herm_from_triangle(t, lower=True)
     tmp = _trisolve(lc, sigma, left_side=False, lower=True, transpose_a=True, conjugate_a=True)
     inner = _trisolve(lc, tmp, left_side=True, lower=True)
-    phi = L.select_n(_eye_mask(_shape(inner)), _tril(inner, -1), L.mul(inner, _scalar(0.5, _dtype(inner))))
+    phi = select_n(_eye_mask(_shape(inner)), _tril(inner, -1), mul(inner, _scalar(0.5, _dtype(inner))))
     return lc, _mm(lc, phi)
 
 

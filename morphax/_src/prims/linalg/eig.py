@@ -13,8 +13,12 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import is_zero
 from morphax._src.core.avals import ShapedArray
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import _lax
+from morphax._src.prims import arithmetic, complex_parts
 from morphax._src.prims._spec import Case, TestSpec
+from morphax._src.prims.arithmetic import add, div, mul, sub
+from morphax._src.prims.compare import eq
+from morphax._src.prims.complex_parts import conj, imag, real
+from morphax._src.prims.conversion import broadcasted_iota, convert_element_type
 from morphax._src.prims.linalg.lu import solve
 from morphax._src.prims.linalg.matrix_ops import (
     _F32_TOL,
@@ -35,6 +39,9 @@ from morphax._src.prims.linalg.matrix_ops import (
     _unary_batcher,
     _zero_tangents,
 )
+from morphax._src.prims.reductions import argmax, reduce_sum
+from morphax._src.prims.shape import broadcast_in_dim
+from morphax._src.prims.unary import neg
 
 __all__ = ["EigImplementation", "eig_p", "eig"]
 
@@ -142,29 +149,24 @@ def eig(
 
 
 def _eig_vec_jvp(w, v, da):
-    L = _lax()
     n = _shape(w)[-1]
     nd = len(_shape(v))
     cdt = _dtype(v)
     eye = _eye(_shape(w) + (n,), cdt)
-    fmat = L.sub(L.div(_scalar(1, cdt), L.add(eye, L.sub(_as_rows(w, n), _as_cols(w, n)))), eye)
+    fmat = sub(div(_scalar(1, cdt), add(eye, sub(_as_rows(w, n), _as_cols(w, n)))), eye)
     p = _mm(solve(v, da), v)
     dw = _diag_part(p)
-    u = _mm(v, L.mul(fmat, p))
+    u = _mm(v, mul(fmat, p))
     # dv_j = u_j + c_j v_j; the two real normalization constraints fix c_j.
-    k = L.argmax(L.abs(v), nd - 2, np.int32)
-    rows = L.broadcasted_iota(np.int32, _shape(v), nd - 2)
-    mask = L.convert_element_type(
-        L.eq(rows, L.broadcast_in_dim(k, _shape(v), tuple(i for i in range(nd) if i != nd - 2))), cdt
+    k = argmax(arithmetic.abs(v), nd - 2, np.int32)
+    rows = broadcasted_iota(np.int32, _shape(v), nd - 2)
+    mask = convert_element_type(
+        eq(rows, broadcast_in_dim(k, _shape(v), tuple(i for i in range(nd) if i != nd - 2))), cdt
     )
-    re = L.neg(L.real(L.reduce_sum(L.mul(L.conj(v), u), (nd - 2,))))
-    im = L.neg(
-        L.div(
-            L.imag(L.reduce_sum(L.mul(mask, u), (nd - 2,))), L.real(L.reduce_sum(L.mul(mask, v), (nd - 2,)))
-        )
-    )
-    c = L.complex(re, im)
-    dv = L.add(u, L.mul(v, L.broadcast_in_dim(c, _shape(v), tuple(i for i in range(nd) if i != nd - 2))))
+    re = neg(real(reduce_sum(mul(conj(v), u), (nd - 2,))))
+    im = neg(div(imag(reduce_sum(mul(mask, u), (nd - 2,))), real(reduce_sum(mul(mask, v), (nd - 2,)))))
+    c = complex_parts.complex(re, im)
+    dv = add(u, mul(v, broadcast_in_dim(c, _shape(v), tuple(i for i in range(nd) if i != nd - 2))))
     return dw, dv
 
 
@@ -206,12 +208,12 @@ def _eig_jvp(
     da = _to_dtype(da, _dtype(vr))
     if not (compute_left_eigenvectors or compute_right_eigenvectors):
         nd = len(_shape(vr))
-        dw = _lax().reduce_sum(_lax().mul(solve(vr, da), _T(vr)), (nd - 1,))
+        dw = reduce_sum(mul(solve(vr, da), _T(vr)), (nd - 1,))
         return outs, [dw]
     dw, dvr = _eig_vec_jvp(w, vr, da)
     tangents_out = [dw]
     if compute_left_eigenvectors:
-        _, dvl = _eig_vec_jvp(_lax().conj(w), full[1], _H(da))
+        _, dvl = _eig_vec_jvp(conj(w), full[1], _H(da))
         tangents_out.append(dvl)
     if compute_right_eigenvectors:
         tangents_out.append(dvr)

@@ -10,8 +10,9 @@ import numpy as np
 from morphax._src.core.ad_util import is_zero
 from morphax._src.core.avals import ShapedArray
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import _lax
 from morphax._src.prims._spec import Case, TestSpec
+from morphax._src.prims.arithmetic import add, integer_pow, mul, sub
+from morphax._src.prims.complex_parts import real
 from morphax._src.prims.linalg.matrix_ops import (
     _F32_TOL,
     _H,
@@ -131,12 +132,11 @@ def eigh(
 
 def _inverse_gaps(w, dtype):
     """F_ij = 1/(w_j - w_i) for i != j and 0 on the diagonal, as `dtype`."""
-    L = _lax()
     n = _shape(w)[-1]
     rdt = _dtype(w)
     eye = _eye(_shape(w) + (n,), rdt)
-    gaps = L.sub(_as_rows(w, n), _as_cols(w, n))
-    f = L.sub(L.integer_pow(L.add(eye, gaps), -1), eye)
+    gaps = sub(_as_rows(w, n), _as_cols(w, n))
+    f = sub(integer_pow(add(eye, gaps), -1), eye)
     return _to_dtype(f, dtype)
 
 
@@ -154,12 +154,11 @@ def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues, subset_by_index, al
         return outs, _zero_tangents(outs)
     if subset_by_index is not None and tuple(subset_by_index) != (0, n):
         raise NotImplementedError("Derivatives not defined for partial eigen decomposition.")
-    L = _lax()
     v, w = outs
     a_dot = _herm_from_triangle(t, lower)
     vhav = _mm(_mm(_H(v), a_dot), v)
-    dv = _mm(v, L.mul(_inverse_gaps(w, _dtype(a)), vhav))
-    dw = _diag_part(L.real(vhav) if _is_complex(vhav) else vhav)
+    dv = _mm(v, mul(_inverse_gaps(w, _dtype(a)), vhav))
+    dw = _diag_part(real(vhav) if _is_complex(vhav) else vhav)
     return outs, [dv, dw]
 
 

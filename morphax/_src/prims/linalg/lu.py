@@ -8,10 +8,14 @@ import scipy.linalg
 
 from morphax._src.core.ad_util import is_zero
 from morphax._src.core.avals import ShapedArray
+from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import _lax, defjvp_zero
-from morphax._src.prims._batching import moveaxis
+from morphax._src.prims._ad import defjvp_zero
 from morphax._src.prims._spec import Case, TestSpec
+from morphax._src.prims.arithmetic import add
+from morphax._src.prims.bitwise import bitwise_and
+from morphax._src.prims.compare import eq, ge
+from morphax._src.prims.conversion import convert_element_type
 from morphax._src.prims.linalg.matrix_ops import (
     _F32_TOL,
     _check_operand,
@@ -32,6 +36,7 @@ from morphax._src.prims.linalg.matrix_ops import (
     _zero_tangents,
 )
 from morphax._src.prims.linalg.triangular_solve import _trisolve
+from morphax._src.prims.slicing import pad
 
 __all__ = ["lu_solve", "solve", "lu_p", "lu_pivots_to_permutation_p", "lu", "lu_pivots_to_permutation"]
 
@@ -171,7 +176,6 @@ def _lu_jvp(primals, tangents):
     zeros = _zero_tangents(outs)
     if is_zero(t):
         return outs, zeros
-    L = _lax()
     s = _shape(a)
     nb = len(s) - 2
     m, n = s[-2:]
@@ -180,20 +184,20 @@ def _lu_jvp(primals, tangents):
     zero = _scalar(0, dt)
     l_part = _tril(_slice_last2(lu, cols=(0, k)), -1)
     if m > k:
-        l_part = L.pad(l_part, zero, [(0, 0, 0)] * (nb + 1) + [(0, m - k, 0)])
-    l_full = L.add(l_part, _eye(s[:-2] + (m, m), dt))
+        l_part = pad(l_part, zero, [(0, 0, 0)] * (nb + 1) + [(0, m - k, 0)])
+    l_full = add(l_part, _eye(s[:-2] + (m, m), dt))
     u_part = _triu(_slice_last2(lu, rows=(0, k)))
     if n > k:
-        u_part = L.pad(u_part, zero, [(0, 0, 0)] * nb + [(0, n - k, 0), (0, 0, 0)])
+        u_part = pad(u_part, zero, [(0, 0, 0)] * nb + [(0, n - k, 0), (0, 0, 0)])
         # The trailing block gets a unit diagonal so the solve below stays defined.
         i, j = _iotas(s[:-2] + (n, n))
-        trail = L.convert_element_type(L.bitwise_and(L.eq(i, j), L.ge(i, _scalar(k, np.int32))), dt)
-        u_part = L.add(u_part, trail)
+        trail = convert_element_type(bitwise_and(eq(i, j), ge(i, _scalar(k, np.int32))), dt)
+        u_part = add(u_part, trail)
     la = _trisolve(l_full, _permute_rows(t, perm), left_side=True, lower=True, unit_diagonal=True)
     lau = _trisolve(u_part, la, left_side=False, lower=False)
     l_dot = _mm(l_full, _tril(lau, -1))
     u_dot = _mm(_triu(lau), u_part)
-    return outs, [L.add(l_dot, u_dot), zeros[1], zeros[2]]
+    return outs, [add(l_dot, u_dot), zeros[1], zeros[2]]
 
 
 lu_p.jvp = _lu_jvp

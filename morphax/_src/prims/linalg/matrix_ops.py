@@ -11,9 +11,20 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import Zero, tangent_aval
 from morphax._src.core.avals import get_aval
+from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.values import make_array
-from morphax._src.prims._ad import _lax
-from morphax._src.prims._batching import moveaxis
+from morphax._src.prims import slicing
+from morphax._src.prims.arithmetic import add, mul, sub
+from morphax._src.prims.compare import eq, ge, le
+from morphax._src.prims.complex_parts import conj
+from morphax._src.prims.conversion import broadcasted_iota, convert_element_type, full
+from morphax._src.prims.dot import Precision, dot_general
+from morphax._src.prims.gather_scatter_add import gather
+from morphax._src.prims.gather_scatter_dims import GatherDimensionNumbers, GatherScatterMode
+from morphax._src.prims.reductions import reduce_sum
+from morphax._src.prims.selection import select_n
+from morphax._src.prims.shape import broadcast_in_dim, expand_dims, transpose
+from morphax._src.prims.sorting import sort_key_val
 
 __all__ = ["symmetrize"]
 
@@ -117,66 +128,62 @@ def _scalar(value, dtype):
 
 def _T(x):
     nd = len(_shape(x))
-    return _lax().transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+    return transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
 
 
 def _H(x):
     xt = _T(x)
-    return _lax().conj(xt) if _is_complex(x) else xt
+    return conj(xt) if _is_complex(x) else xt
 
 
 def _mm(a, b):
     """Batched matmul of (..., m, k) and (..., k, n) with equal batch dims."""
-    L = _lax()
     nd = len(_shape(a))
     batch = tuple(range(nd - 2))
-    return L.dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)), precision=L.Precision.HIGHEST)
+    return dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)), precision=Precision.HIGHEST)
 
 
 def _iotas(shape):
-    L = _lax()
     nd = len(shape)
-    return L.broadcasted_iota(np.int32, shape, nd - 2), L.broadcasted_iota(np.int32, shape, nd - 1)
+    return broadcasted_iota(np.int32, shape, nd - 2), broadcasted_iota(np.int32, shape, nd - 1)
 
 
 def _band_mask(shape, k, lower):
     """True on and below diagonal k (lower) or on and above it (upper)."""
-    L = _lax()
     i, j = _iotas(shape)
-    d = L.sub(j, i)
+    d = sub(j, i)
     k = _scalar(k, np.int32)
-    return L.le(d, k) if lower else L.ge(d, k)
+    return le(d, k) if lower else ge(d, k)
 
 
 def _eye_mask(shape):
     i, j = _iotas(shape)
-    return _lax().eq(i, j)
+    return eq(i, j)
 
 
 def _zeros(shape, dtype):
-    return _lax().full(tuple(shape), 0, dtype)
+    return full(tuple(shape), 0, dtype)
 
 
 def _tril(x, k=0):
-    return _lax().select_n(_band_mask(_shape(x), k, True), _zeros(_shape(x), _dtype(x)), x)
+    return select_n(_band_mask(_shape(x), k, True), _zeros(_shape(x), _dtype(x)), x)
 
 
 def _triu(x, k=0):
-    return _lax().select_n(_band_mask(_shape(x), k, False), _zeros(_shape(x), _dtype(x)), x)
+    return select_n(_band_mask(_shape(x), k, False), _zeros(_shape(x), _dtype(x)), x)
 
 
 def _eye(shape, dtype):
-    return _lax().convert_element_type(_eye_mask(shape), dtype)
+    return convert_element_type(_eye_mask(shape), dtype)
 
 
 def _diag_part(x):
     """(..., m, n) -> (..., min(m, n)) diagonal."""
-    L = _lax()
     s = _shape(x)
     m, n = s[-2:]
-    d = L.reduce_sum(L.select_n(_eye_mask(s), _zeros(s, _dtype(x)), x), (len(s) - 1,))
+    d = reduce_sum(select_n(_eye_mask(s), _zeros(s, _dtype(x)), x), (len(s) - 1,))
     if m > n:
-        d = L.slice(d, (0,) * (len(s) - 1), s[:-2] + (n,))
+        d = slicing.slice(d, (0,) * (len(s) - 1), s[:-2] + (n,))
     return d
 
 
@@ -184,14 +191,14 @@ def _as_rows(v, n):
     """(..., k) -> (..., n, k): out[..., i, j] = v[..., j]."""
     s = _shape(v)
     r = len(s)
-    return _lax().broadcast_in_dim(v, s[:-1] + (n, s[-1]), tuple(range(r - 1)) + (r,))
+    return broadcast_in_dim(v, s[:-1] + (n, s[-1]), tuple(range(r - 1)) + (r,))
 
 
 def _as_cols(v, n):
     """(..., k) -> (..., k, n): out[..., i, j] = v[..., i]."""
     s = _shape(v)
     r = len(s)
-    return _lax().broadcast_in_dim(v, s[:-1] + (s[-1], n), tuple(range(r)))
+    return broadcast_in_dim(v, s[:-1] + (s[-1], n), tuple(range(r)))
 
 
 def _slice_last2(x, rows=None, cols=None):
@@ -199,55 +206,51 @@ def _slice_last2(x, rows=None, cols=None):
     r0, r1 = rows if rows is not None else (0, s[-2])
     c0, c1 = cols if cols is not None else (0, s[-1])
     nb = len(s) - 2
-    return _lax().slice(x, (0,) * nb + (r0, c0), s[:-2] + (r1, c1))
+    return slicing.slice(x, (0,) * nb + (r0, c0), s[:-2] + (r1, c1))
 
 
 def _to_dtype(x, dtype):
-    return x if _dtype(x) == dtype else _lax().convert_element_type(x, dtype)
+    return x if _dtype(x) == dtype else convert_element_type(x, dtype)
 
 
 def symmetrize(x):
     """(x + x^H) / 2."""
-    L = _lax()
-    return L.mul(L.add(x, _H(x)), _scalar(0.5, _dtype(x)))
+    return mul(add(x, _H(x)), _scalar(0.5, _dtype(x)))
 
 
 def _herm_from_triangle(t, lower):
     """The Hermitian matrix a routine reading one triangle (and the real part of the diagonal)
     sees in place of `t`."""
-    L = _lax()
     s, dt = _shape(t), _dtype(t)
-    half = L.mul(t, _scalar(0.5, dt))
+    half = mul(t, _scalar(0.5, dt))
     strict = _tril(t, -1) if lower else _triu(t, 1)
-    part = L.select_n(_eye_mask(s), strict, half)
-    return L.add(part, _H(part))
+    part = select_n(_eye_mask(s), strict, half)
+    return add(part, _H(part))
 
 
 def _permute_rows(x, perm):
     """x[..., perm, :] for a batch of permutations (a gather with batching dims)."""
-    L = _lax()
     s = _shape(x)
     if s[-2] == 0:
         # No rows to permute (a 0x0 system: JAX's inv/solve return an empty array); a gather of
         # one-row slices from an empty axis would be out of range, so there is nothing to do.
         return x
     nb = len(s) - 2
-    idx = L.expand_dims(perm, (nb + 1,))
-    dn = L.GatherDimensionNumbers(
+    idx = expand_dims(perm, (nb + 1,))
+    dn = GatherDimensionNumbers(
         offset_dims=(nb + 1,),
         collapsed_slice_dims=(nb,),
         start_index_map=(nb,),
         operand_batching_dims=tuple(range(nb)),
         start_indices_batching_dims=tuple(range(nb)),
     )
-    return L.gather(x, idx, dn, (1,) * (nb + 1) + (s[-1],), mode=L.GatherScatterMode.PROMISE_IN_BOUNDS)
+    return gather(x, idx, dn, (1,) * (nb + 1) + (s[-1],), mode=GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 def _inverse_permutation(perm):
-    L = _lax()
     s = _shape(perm)
-    iota = L.broadcasted_iota(np.int32, s, len(s) - 1)
-    return L.sort_key_val(perm, iota, dimension=len(s) - 1)[1]
+    iota = broadcasted_iota(np.int32, s, len(s) - 1)
+    return sort_key_val(perm, iota, dimension=len(s) - 1)[1]
 
 
 def _zero_tangents(outs):

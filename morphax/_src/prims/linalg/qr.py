@@ -9,8 +9,10 @@ import scipy.linalg
 from morphax._src.core.ad_util import is_zero
 from morphax._src.core.avals import ShapedArray
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import _lax
 from morphax._src.prims._spec import Case, TestSpec
+from morphax._src.prims.arithmetic import add, sub
+from morphax._src.prims.complex_parts import real
+from morphax._src.prims.concatenate import concatenate
 from morphax._src.prims.linalg.lu import lu_p, lu_solve
 from morphax._src.prims.linalg.matrix_ops import (
     _F32_TOL,
@@ -34,6 +36,7 @@ from morphax._src.prims.linalg.matrix_ops import (
     _zeros,
 )
 from morphax._src.prims.linalg.triangular_solve import _trisolve
+from morphax._src.prims.selection import select_n
 
 __all__ = ["qr_p", "qr"]
 
@@ -117,17 +120,16 @@ def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None)
 
 def _thin_qr_jvp(q, r, dx):
     """(dq, dr) for x = q r with q (..., m, n), r (..., n, n), m >= n."""
-    L = _lax()
     dx_rinv = _trisolve(r, dx)  # dx r^{-1}
     qt_dx_rinv = _mm(_H(q), dx_rinv)
     lower = _tril(qt_dx_rinv, -1)
-    do = L.sub(lower, _H(lower))  # skew-Hermitian
+    do = sub(lower, _H(lower))  # skew-Hermitian
     if _is_complex(q):
         # R's diagonal stays real: the imaginary diagonal of q^H dx r^{-1} goes into dq.
-        imag_part = L.sub(qt_dx_rinv, _to_dtype(L.real(qt_dx_rinv), _dtype(q)))
-        do = L.add(do, L.select_n(_eye_mask(_shape(do)), _zeros(_shape(do), _dtype(do)), imag_part))
-    dq = L.add(_mm(q, L.sub(do, qt_dx_rinv)), dx_rinv)
-    dr = _mm(L.sub(qt_dx_rinv, do), r)
+        imag_part = sub(qt_dx_rinv, _to_dtype(real(qt_dx_rinv), _dtype(q)))
+        do = add(do, select_n(_eye_mask(_shape(do)), _zeros(_shape(do), _dtype(do)), imag_part))
+    dq = add(_mm(q, sub(do, qt_dx_rinv)), dx_rinv)
+    dr = _mm(sub(qt_dx_rinv, do), r)
     return dq, dr
 
 
@@ -137,7 +139,6 @@ def _qr_jvp(primals, tangents, *, pivoting, full_matrices, use_magma):
     zeros = _zero_tangents(outs)
     if is_zero(dx):
         return outs, zeros
-    L = _lax()
     q, r = outs[0], outs[1]
     m, n = _shape(x)[-2:]
     if pivoting:
@@ -153,8 +154,8 @@ def _qr_jvp(primals, tangents, *, pivoting, full_matrices, use_magma):
         dx2 = _slice_last2(dx, cols=(m, n))
         r1 = _slice_last2(r, cols=(0, m))
         dq, dr1 = _thin_qr_jvp(q, r1, dx1)
-        dr2 = L.add(_mm(_H(dq), x2), _mm(_H(q), dx2))
-        dr = L.concatenate([dr1, dr2], nd - 1)
+        dr2 = add(_mm(_H(dq), x2), _mm(_H(q), dx2))
+        dr = concatenate([dr1, dr2], nd - 1)
         return outs, [dq, dr] + zeros[2:]
     q_mn = _slice_last2(q, cols=(0, n)) if full_matrices else q
     r_nn = _slice_last2(r, rows=(0, n)) if full_matrices else r
@@ -168,15 +169,15 @@ def _qr_jvp(primals, tangents, *, pivoting, full_matrices, use_magma):
     dq_nn = _slice_last2(dq_mn, rows=(0, n))
     dq_pn = _slice_last2(dq_mn, rows=(n, m))
     eye_n = _eye(_shape(q_nn), _dtype(q))
-    lu_f, _, perm = lu_p.bind(L.sub(q_nn, eye_n))
+    lu_f, _, perm = lu_p.bind(sub(q_nn, eye_n))
     z_pn_h = lu_solve(lu_f, perm, _H(q_pn), trans=2)
     z_pn = _H(z_pn_h)
-    dq_mp = L.sub(
+    dq_mp = sub(
         _mm(dq_mn, z_pn_h),
-        _mm(L.add(q_mn, _mm(q_mp, z_pn)), _H(L.sub(dq_pn, _mm(z_pn, dq_nn)))),
+        _mm(add(q_mn, _mm(q_mp, z_pn)), _H(sub(dq_pn, _mm(z_pn, dq_nn)))),
     )
-    dq = L.concatenate([dq_mn, dq_mp], nd - 1)
-    dr = L.concatenate([dr_nn, _zeros(_shape(dr_nn)[:-2] + (m - n, n), _dtype(dr_nn))], nd - 2)
+    dq = concatenate([dq_mn, dq_mp], nd - 1)
+    dr = concatenate([dr_nn, _zeros(_shape(dr_nn)[:-2] + (m - n, n), _dtype(dr_nn))], nd - 2)
     return outs, [dq, dr] + zeros[2:]
 
 

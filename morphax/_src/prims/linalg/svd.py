@@ -10,8 +10,11 @@ import numpy as np
 from morphax._src.core.ad_util import is_zero
 from morphax._src.core.avals import ShapedArray
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import _lax
 from morphax._src.prims._spec import Case, TestSpec
+from morphax._src.prims.arithmetic import add, div, mul, sub
+from morphax._src.prims.compare import eq
+from morphax._src.prims.complex_parts import real
+from morphax._src.prims.conversion import convert_element_type
 from morphax._src.prims.linalg.matrix_ops import (
     _F32_TOL,
     _H,
@@ -34,6 +37,7 @@ from morphax._src.prims.linalg.matrix_ops import (
     _zero_tangents,
     _zeros,
 )
+from morphax._src.prims.selection import select_n
 
 __all__ = ["SvdAlgorithm", "svd_p", "svd"]
 
@@ -146,7 +150,7 @@ def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorit
 
 def _diag_matrix(v):
     s = _shape(v)
-    return _lax().select_n(_eye_mask(s + (s[-1],)), _zeros(s + (s[-1],), _dtype(v)), _as_cols(v, s[-1]))
+    return select_n(_eye_mask(s + (s[-1],)), _zeros(s + (s[-1],), _dtype(v)), _as_cols(v, s[-1]))
 
 
 def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, subset_by_index, algorithm):
@@ -163,14 +167,13 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, subset_by_index, a
         return outs, _zero_tangents(outs)
     if compute_uv and full_matrices and m != n:
         raise NotImplementedError("Singular value decomposition JVP not implemented for full matrices")
-    L = _lax()
     dt = _dtype(a)
     s, u, vt = svd_p.bind(
         a, full_matrices=False, compute_uv=True, subset_by_index=subset_by_index, algorithm=algorithm
     )
     ut, v = _H(u), _H(vt)
     ds_mat = _mm(_mm(ut, da), v)
-    ds = _diag_part(L.real(ds_mat) if _is_complex(ds_mat) else ds_mat)
+    ds = _diag_part(real(ds_mat) if _is_complex(ds_mat) else ds_mat)
     if not compute_uv:
         return outs, [ds]
     k = _shape(s)[-1]
@@ -178,22 +181,22 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, subset_by_index, a
     s_row = _as_rows(s, k)  # [i, j] = s_j
     s_col = _as_cols(s, k)  # [i, j] = s_i
     eye = _eye(_shape(s_row), rdt)
-    diffs = L.mul(L.add(s_row, s_col), L.sub(s_row, s_col))
-    f = _to_dtype(L.sub(L.div(_scalar(1, rdt), L.add(diffs, eye)), eye), dt)
+    diffs = mul(add(s_row, s_col), sub(s_row, s_col))
+    f = _to_dtype(sub(div(_scalar(1, rdt), add(diffs, eye)), eye), dt)
     s_row_c, s_col_c = _to_dtype(s_row, dt), _to_dtype(s_col, dt)
-    dss = L.mul(s_row_c, ds_mat)
-    sds = L.mul(s_col_c, ds_mat)
-    s_zero = L.convert_element_type(L.eq(s, _scalar(0, rdt)), rdt)
-    s_inv = L.sub(L.div(_scalar(1, rdt), L.add(s, s_zero)), s_zero)
-    du_dv_diag = L.mul(L.mul(L.sub(ds_mat, _H(ds_mat)), _scalar(0.5, dt)), _to_dtype(_diag_matrix(s_inv), dt))
-    du = _mm(u, L.add(L.mul(f, L.add(dss, _H(dss))), du_dv_diag))
-    dv = _mm(v, L.mul(f, L.add(sds, _H(sds))))
+    dss = mul(s_row_c, ds_mat)
+    sds = mul(s_col_c, ds_mat)
+    s_zero = convert_element_type(eq(s, _scalar(0, rdt)), rdt)
+    s_inv = sub(div(_scalar(1, rdt), add(s, s_zero)), s_zero)
+    du_dv_diag = mul(mul(sub(ds_mat, _H(ds_mat)), _scalar(0.5, dt)), _to_dtype(_diag_matrix(s_inv), dt))
+    du = _mm(u, add(mul(f, add(dss, _H(dss))), du_dv_diag))
+    dv = _mm(v, mul(f, add(sds, _H(sds))))
     if m > n:
         dav = _mm(da, v)
-        du = L.add(du, L.div(L.sub(dav, _mm(u, _mm(ut, dav))), _to_dtype(_as_rows(s, m), dt)))
+        du = add(du, div(sub(dav, _mm(u, _mm(ut, dav))), _to_dtype(_as_rows(s, m), dt)))
     if n > m:
         dahu = _mm(_H(da), u)
-        dv = L.add(dv, L.div(L.sub(dahu, _mm(v, _mm(vt, dahu))), _to_dtype(_as_rows(s, n), dt)))
+        dv = add(dv, div(sub(dahu, _mm(v, _mm(vt, dahu))), _to_dtype(_as_rows(s, n), dt)))
     return outs, [ds, du, _H(dv)]
 
 

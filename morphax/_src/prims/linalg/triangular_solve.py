@@ -7,12 +7,12 @@ import numpy as np
 import scipy.linalg
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero, tangent_aval
+from morphax._src.core.ad_util import Zero, add_tangents, is_undefined_primal, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import bdim_to_front, moveaxis
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import _lax, add_tangents
-from morphax._src.prims._batching import bdim_to_front, moveaxis
 from morphax._src.prims._spec import Case, TestSpec
+from morphax._src.prims.complex_parts import conj
 from morphax._src.prims.linalg.matrix_ops import (
     _F32_TOL,
     _T,
@@ -24,6 +24,8 @@ from morphax._src.prims.linalg.matrix_ops import (
     _tril,
     _triu,
 )
+from morphax._src.prims.shape import expand_dims, reshape, squeeze
+from morphax._src.prims.unary import neg
 
 __all__ = ["triangular_solve_p", "triangular_solve"]
 
@@ -87,7 +89,6 @@ def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a, 
 def _triangular_solve_batch(vals, dims, *, axis_data, left_side, **params):
     a, b = vals
     da, db = dims
-    L = _lax()
     if da is None:
         # a shared by every example: fold the batch into b's free axis and solve once.
         bs = get_aval(b).shape
@@ -96,11 +97,11 @@ def _triangular_solve_batch(vals, dims, *, axis_data, left_side, **params):
             b = moveaxis(b, db, nd - 1)
             s = get_aval(b).shape
             out = triangular_solve_p.bind(a, _fold(b, left_side=True), left_side=True, **params)
-            return L.reshape(out, s), nd - 1
+            return reshape(out, s), nd - 1
         b = moveaxis(b, db, nd - 3)
         s = get_aval(b).shape
         out = triangular_solve_p.bind(a, _fold(b, left_side=False), left_side=False, **params)
-        return L.reshape(out, s), nd - 3
+        return reshape(out, s), nd - 3
     a = moveaxis(a, da, 0)
     b = bdim_to_front(b, db, axis_data.size)
     return triangular_solve_p.bind(a, b, left_side=left_side, **params), 0
@@ -110,8 +111,8 @@ def _fold(b, *, left_side):
     """(..., m, n, B) -> (..., m, n*B) for a left solve; (..., B, n, m) -> (..., B*n, m) for a right one."""
     s = get_aval(b).shape
     if left_side:
-        return _lax().reshape(b, s[:-2] + (s[-2] * s[-1],))
-    return _lax().reshape(b, s[:-3] + (s[-3] * s[-2], s[-1]))
+        return reshape(b, s[:-2] + (s[-2] * s[-1],))
+    return reshape(b, s[:-3] + (s[-3] * s[-2], s[-1]))
 
 
 def _triangular_solve_cases(rng):
@@ -161,10 +162,9 @@ def triangular_solve(
     A `b` with one dimension fewer than `a` is a (batch of) vectors."""
     a_aval, b_aval = get_aval(a), get_aval(b)
     conjugate_a = bool(conjugate_a) and _dtypes.is_complex(a_aval.dtype)
-    L = _lax()
     singleton = b_aval.ndim == a_aval.ndim - 1
     if singleton:
-        b = L.expand_dims(b, (b_aval.ndim if left_side else b_aval.ndim - 1,))
+        b = expand_dims(b, (b_aval.ndim if left_side else b_aval.ndim - 1,))
     out = triangular_solve_p.bind(
         a,
         b,
@@ -176,20 +176,19 @@ def triangular_solve(
     )
     if singleton:
         nd = len(get_aval(out).shape)
-        out = L.squeeze(out, (nd - 1 if left_side else nd - 2,))
+        out = squeeze(out, (nd - 1 if left_side else nd - 2,))
     return out
 
 
 def _triangular_solve_jvp_a(g_a, ans, a, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
-    L = _lax()
     m, n = _shape(ans)[-2:]
     k = 1 if unit_diagonal else 0
     g_a = _tril(g_a, -k) if lower else _triu(g_a, k)
-    g_a = L.neg(g_a)
+    g_a = neg(g_a)
     if transpose_a:
         g_a = _T(g_a)
     if conjugate_a and _is_complex(g_a):
-        g_a = L.conj(g_a)
+        g_a = conj(g_a)
     params = dict(
         left_side=left_side,
         lower=lower,

@@ -94,7 +94,7 @@ class CBackend:
         return build.probe()[1]
 
     def opaque(self, eqn):
-        """Gather and the scatter family as C loops (indexing.py); None: the reference runs."""
+        """Gather and the scatter family as C loops (gather_scatter_add.py); None: the reference runs."""
         from morphax._src.compiler.backends.c import indexing
 
         return indexing.opaque(eqn)

@@ -325,7 +325,8 @@ def _as_pointer(a: np.ndarray) -> int:
 
 
 def _gather(eqn):
-    from morphax._src.prims.indexing import GatherScatterMode, _default_fill, gather_p
+    from morphax._src.prims.gather_scatter_add import _default_fill, gather_p
+    from morphax._src.prims.gather_scatter_dims import GatherScatterMode
 
     if eqn.primitive is not gather_p:
         return None
@@ -416,7 +417,7 @@ def _scatter(eqn):
     comb = _combine(op, dtype)
     if comb is None:
         return None
-    from morphax._src.prims.indexing import GatherScatterMode
+    from morphax._src.prims.gather_scatter_dims import GatherScatterMode
 
     ctype_, body, prelude = comb
     dn = p["dimension_numbers"]

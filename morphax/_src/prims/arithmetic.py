@@ -14,94 +14,94 @@ other lax functions are looked up when a rule runs.
 
 from __future__ import annotations
 
+import builtins
+import operator
+
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
-from morphax._src.core.values import make_array
-from morphax._src.prims._ad import (
-    Zero,
-    _lax,
-    aval_of,
-    defjvp,
-    defjvp_zero,
-    deflinear,
-    is_undefined_primal,
-    is_zero,
-    unbroadcast,
-)
+from morphax._src.core import structural
+from morphax._src.core.ad_util import Zero, aval_of, is_undefined_primal, is_zero, tangent_aval
+from morphax._src.prims._ad import defjvp, defjvp_zero, linear_operand_ct
 from morphax._src.prims._operands import lax_binary_operands
-from morphax._src.prims._spec import BINARY_SHAPES, Case, TestSpec, binary_cases, random_array
+from morphax._src.prims._spec import (
+    Case,
+    TestSpec,
+    binary_cases,
+    unary_cases,
+)
 from morphax._src.prims.builders import (
     as_arrays,
     binary_elementwise,
-    broadcasting_shape,
-    check_class,
     concat_cases,
-    elementwise_batcher,
-    mark_elementwise,
-    same_dtypes,
+    elementwise_unop,
 )
+from morphax._src.prims.compare import eq, ge
+from morphax._src.prims.complex_parts import _complex_special_cases, conj, real
+from morphax._src.prims.complex_parts import complex as complex_
+from morphax._src.prims.conversion import convert_element_type, full_like
+from morphax._src.prims.selection import select
+from morphax._src.prims.unary import _int_edge_cases, floor, neg, sign
 
 __all__ = [
-    "add",
     "add_p",
-    "atan2",
-    "atan2_p",
-    "complex",
-    "complex_p",
-    "div",
-    "div_p",
-    "max",
-    "max_p",
-    "min",
-    "min_p",
-    "mul",
-    "mul_p",
-    "mulhi",
-    "mulhi_p",
-    "nextafter",
-    "nextafter_p",
-    "pow",
-    "pow_p",
-    "rem",
-    "rem_p",
-    "sub",
     "sub_p",
+    "mul_p",
+    "add",
+    "sub",
+    "mul",
+    "div_p",
+    "rem_p",
+    "div",
+    "rem",
+    "max_p",
+    "min_p",
+    "max",
+    "min",
+    "atan2_p",
+    "nextafter_p",
+    "atan2",
+    "nextafter",
+    "mulhi_p",
+    "mulhi",
+    "abs_p",
+    "abs",
+    "integer_pow_p",
+    "integer_pow",
+    "reciprocal",
+    "square_p",
+    "square",
 ]
 
-# ---------------------------------------------------------------------------------------------
-# Wrapping arithmetic: NumPy arrays wrap silently (0-d included, as ufunc calls).
 
-add_p = binary_elementwise("add", np.add, dtypes="numeric")
+add_p = binary_elementwise("add", np.add, dtypes="numeric", declared=structural.add_p)
+
+
 sub_p = binary_elementwise("sub", np.subtract, dtypes="numeric")
+
+
 mul_p = binary_elementwise("mul", np.multiply, dtypes="numeric")
 
 
-def _linear_ct(operand, ct):
-    """The cotangent of one operand of a linear binary op: None for a known (non-linear) operand,
-    else `ct` summed down to the operand's shape (a symbolic Zero stays one)."""
-    if not is_undefined_primal(operand):
-        return None
-    if is_zero(ct):
-        return Zero(operand.aval)
-    return unbroadcast(operand.aval, ct)
-
-
 def _add_transpose(ct, x, y):
-    return [_linear_ct(x, ct), _linear_ct(y, ct)]
+    return [linear_operand_ct(x, ct), linear_operand_ct(y, ct)]
 
 
 def _sub_transpose(ct, x, y):
-    neg_ct = ct if is_zero(ct) or not is_undefined_primal(y) else _lax().neg(ct)
-    return [_linear_ct(x, ct), _linear_ct(y, neg_ct)]
+    neg_ct = ct if is_zero(ct) or not is_undefined_primal(y) else neg(ct)
+    return [linear_operand_ct(x, ct), linear_operand_ct(y, neg_ct)]
 
 
 # Each partial's contribution is broadcast to the output shape by `defjvp`; a Zero tangent is skipped.
 defjvp(add_p, lambda g, ans, x, y: g, lambda g, ans, x, y: g)
+
+
 add_p.transpose = _add_transpose
-defjvp(sub_p, lambda g, ans, x, y: g, lambda g, ans, x, y: _lax().neg(g))
+
+
+defjvp(sub_p, lambda g, ans, x, y: g, lambda g, ans, x, y: neg(g))
+
+
 sub_p.transpose = _sub_transpose
 
 
@@ -110,11 +110,13 @@ def _mul_transpose(ct, x, y):
     if is_undefined_primal(x) and is_undefined_primal(y):
         raise ValueError("mul: transposing with both operands linear (the product is not linear in them).")
     if is_undefined_primal(x):
-        return [_linear_ct(x, ct if is_zero(ct) else mul(ct, y)), None]
-    return [None, _linear_ct(y, ct if is_zero(ct) else mul(x, ct))]
+        return [linear_operand_ct(x, ct if is_zero(ct) else mul(ct, y)), None]
+    return [None, linear_operand_ct(y, ct if is_zero(ct) else mul(x, ct))]
 
 
 defjvp(mul_p, lambda g, ans, x, y: mul(g, y), lambda g, ans, x, y: mul(x, g))
+
+
 mul_p.transpose = _mul_transpose
 
 
@@ -131,10 +133,6 @@ def sub(x, y):
 def mul(x, y):
     """Elementwise ``x * y``."""
     return mul_p.bind(*lax_binary_operands("mul", x, y))
-
-
-# ---------------------------------------------------------------------------------------------
-# Division and remainder.
 
 
 def _safe_divisor(x, y):
@@ -177,6 +175,8 @@ def _rem_impl(x, y):
 
 
 div_p = binary_elementwise("div", _div_impl, dtypes="numeric")
+
+
 rem_p = binary_elementwise("rem", _rem_impl, dtypes="real_numeric")
 
 
@@ -184,22 +184,25 @@ def _div_transpose(ct, x, y):
     # Linear in the numerator only.
     if is_undefined_primal(y):
         raise ValueError("div: transposing with respect to the divisor (x / y is not linear in y).")
-    return [_linear_ct(x, ct if is_zero(ct) else div(ct, y)), None]
+    return [linear_operand_ct(x, ct if is_zero(ct) else div(ct, y)), None]
 
 
 def _rem_y_partial(g, ans, x, y):
     # rem(x, y) = x - y * trunc(x / y), and trunc(x / y) is locally constant.
-    L = _lax()
     q = div(x, y)
-    return mul(L.neg(g), mul(L.sign(q), L.floor(L.abs(q))))
+    return mul(neg(g), mul(sign(q), floor(abs(q))))
 
 
 defjvp(
     div_p,
     lambda g, ans, x, y: div(g, y),
-    lambda g, ans, x, y: mul(mul(_lax().neg(g), x), _lax().integer_pow(y, -2)),
+    lambda g, ans, x, y: mul(mul(neg(g), x), integer_pow(y, -2)),
 )
+
+
 div_p.transpose = _div_transpose
+
+
 defjvp(rem_p, lambda g, ans, x, y: g, _rem_y_partial)
 
 
@@ -211,103 +214,6 @@ def div(x, y):
 def rem(x, y):
     """Elementwise remainder with the sign of ``x`` (C fmod); ``x % 0`` gives x for integers."""
     return rem_p.bind(*lax_binary_operands("rem", x, y))
-
-
-# ---------------------------------------------------------------------------------------------
-# Powers.
-
-
-def _pow_abstract_eval(x, y):
-    check_class("pow", x.dtype, "inexact", "x (the base)")
-    check_class("pow", y.dtype, "numeric", "y (the exponent)")
-    if not (_dtypes.is_integer(y.dtype) or y.dtype == x.dtype):
-        raise TypeError(
-            "the first argument to pow must have an inexact dtype (float or complex), and the second "
-            "argument must have an inexact or integer dtype, and two inexact dtypes must match, but got "
-            f"{x.dtype.name} and {y.dtype.name} respectively."
-        )
-    return ShapedArray(broadcasting_shape("pow", x, y), x.dtype, x.weak_type and y.weak_type)
-
-
-def _pow_impl(x, y):
-    x, y = as_arrays(x, y)
-    # XLA converts an integer exponent to the base's dtype, then takes pow in that dtype.
-    return np.power(x, y.astype(x.dtype))
-
-
-def _pow_int_exponent_cases(rng):
-    out = []
-    for dt in ("float32", "bfloat16", "complex64"):
-        for sx, sy in BINARY_SHAPES:
-            x = random_array(rng, sx, dt)
-            y = random_array(rng, sy, "int32", (-4, 4))
-            out.append(Case((x, y), {}, f"{dt}{list(sx)}-int32{list(sy)}"))
-    return out
-
-
-pow_p = Primitive("pow")
-pow_p.impl = _pow_impl
-pow_p.abstract_eval = _pow_abstract_eval
-mark_elementwise(pow_p)
-elementwise_batcher(pow_p)
-pow_p.test_spec = TestSpec(
-    cases=concat_cases(
-        binary_cases("inexact", domain=(0.1, 3.0), rhs_domain=(-3.0, 3.0)),
-        binary_cases("inexact", shapes=(((3,), (3,)),)),
-        _pow_int_exponent_cases,
-    )
-)
-
-
-def _pow_x_partial(g, ans, x, y):
-    L = _lax()
-    y_dtype = aval_of(y).dtype
-    if _dtypes.is_integer(y_dtype):
-        # y * x**(y - 1), exactly 0 where y == 0 (JAX selects 0 there). The exponent becomes 0
-        # there instead of -1, so the unused value is never inf and cannot leak nan into
-        # higher derivatives.
-        y_is_0 = L.convert_element_type(L.eq(y, 0), y_dtype)
-        x_pow = pow(x, add(sub(y, 1), y_is_0))
-        return mul(g, mul(L.convert_element_type(y, aval_of(x).dtype), x_pow))
-    return mul(g, mul(y, pow(x, sub(y, 1))))
-
-
-def _pow_y_partial(g, ans, x, y):
-    # log(x) * x**y, taking log(1) = 0 where x == 0 (JAX's choice: 0 ** y has no y-derivative there).
-    L = _lax()
-    x_safe = L.select(L.eq(x, 0), L.full_like(x, 1), x)
-    return mul(g, mul(L.log(x_safe), ans))
-
-
-# An integer exponent has a float0 (symbolic Zero) tangent, so its partial is never called.
-defjvp(pow_p, _pow_x_partial, _pow_y_partial)
-
-
-def _pow_operands(x, y):
-    # A Python int exponent stays an integer (JAX keeps pow(x, 2) an int exponent); other Python
-    # scalars take the array operand's dtype, and a Python base of an integer exponent array
-    # becomes the default inexact dtype of its kind.
-    x_scalar, y_scalar = _dtypes.is_python_scalar(x), _dtypes.is_python_scalar(y)
-    if y_scalar and not x_scalar:
-        if type(y) is not int:
-            y = make_array(y, get_aval(x).dtype, weak_type=True)
-    elif x_scalar and not y_scalar:
-        y_dtype = get_aval(y).dtype
-        if _dtypes.is_inexact(y_dtype):
-            x = make_array(x, y_dtype, weak_type=True)
-        else:
-            kind = _dtypes.default_complex_dtype() if type(x) is complex else _dtypes.default_float_dtype()
-            x = make_array(x, kind, weak_type=True)
-    return x, y
-
-
-def pow(x, y):  # noqa: A001 - JAX's name
-    """Elementwise ``x ** y`` for inexact ``x``; ``y`` has x's dtype or any integer dtype."""
-    return pow_p.bind(*_pow_operands(x, y))
-
-
-# ---------------------------------------------------------------------------------------------
-# max and min.
 
 
 def _minmax(x, y, np_fn, pick_x):
@@ -343,12 +249,16 @@ def _complex_minmax_cases(rng):
 
 
 _ANY_DTYPES = ("float32", "float16", "bfloat16", "int32", "uint8", "int8", "bool", "complex64")
+
+
 max_p = binary_elementwise(
     "max",
     _max_impl,
     dtypes="any",
     spec=TestSpec(cases=concat_cases(binary_cases(dtype_list=_ANY_DTYPES), _complex_minmax_cases)),
 )
+
+
 min_p = binary_elementwise(
     "min",
     _min_impl,
@@ -360,10 +270,9 @@ min_p = binary_elementwise(
 def _balanced_share(x, ans, other):
     """1 where `x` is the result, halved where `other` ties with it: max/min split the tangent
     evenly between equal operands, as JAX does."""
-    L = _lax()
     dt = aval_of(ans).dtype
-    picked = L.convert_element_type(L.eq(x, ans), dt)
-    tied = L.convert_element_type(L.eq(other, ans), dt)
+    picked = convert_element_type(eq(x, ans), dt)
+    tied = convert_element_type(eq(other, ans), dt)
     return div(picked, add(tied, 1))
 
 
@@ -385,10 +294,6 @@ def min(x, y):  # noqa: A001 - JAX's name
     return min_p.bind(*lax_binary_operands("min", x, y))
 
 
-# ---------------------------------------------------------------------------------------------
-# atan2, nextafter, complex.
-
-
 def _atan2_impl(x, y):
     x, y = as_arrays(x, y)
     if not _dtypes.is_complex(x.dtype):
@@ -401,21 +306,28 @@ def _atan2_impl(x, y):
 
 
 atan2_p = binary_elementwise("atan2", _atan2_impl, dtypes="inexact")
+
+
 nextafter_p = binary_elementwise("nextafter", np.nextafter, dtypes="float")
+
+
 nextafter_p.test_spec.differentiable = False  # piecewise constant in x1 and x2
+
+
 nextafter_p.test_spec.grad_order = 0
+
+
 defjvp_zero(nextafter_p)
 
 
 def _atan2_denominator(x, y):
-    L = _lax()
-    return add(L.square(x), L.square(y))
+    return add(square(x), square(y))
 
 
 defjvp(
     atan2_p,
     lambda g, ans, x, y: mul(g, div(y, _atan2_denominator(x, y))),
-    lambda g, ans, x, y: mul(g, div(_lax().neg(x), _atan2_denominator(x, y))),
+    lambda g, ans, x, y: mul(g, div(neg(x), _atan2_denominator(x, y))),
 )
 
 
@@ -428,55 +340,6 @@ def nextafter(x1, x2):
     """The next representable value after ``x1`` in the direction of ``x2``."""
     return nextafter_p.bind(*lax_binary_operands("nextafter", x1, x2))
 
-
-# JAX builds complex numbers from float32 or float64 parts only.
-_COMPLEX_PARTS = (lambda d: np.dtype(d) in (_dtypes.float32, _dtypes.float64), "float32 or float64")
-
-
-def _complex_abstract_eval(x, y):
-    check_class("complex", x.dtype, _COMPLEX_PARTS, "x")
-    check_class("complex", y.dtype, _COMPLEX_PARTS, "y")
-    dt = same_dtypes("complex", (x, y))
-    shape = broadcasting_shape("complex", x, y)
-    return ShapedArray(shape, _dtypes.to_complex_dtype(dt), x.weak_type and y.weak_type)
-
-
-def _complex_impl(x, y):
-    x, y = as_arrays(x, y)
-    # Assign the parts: x + 1j * y would turn an infinite y into nan + inf j.
-    out = np.empty(np.broadcast_shapes(x.shape, y.shape), _dtypes.to_complex_dtype(x.dtype))
-    out.real, out.imag = x, y
-    return out
-
-
-complex_p = Primitive("complex")
-complex_p.impl = _complex_impl
-complex_p.abstract_eval = _complex_abstract_eval
-mark_elementwise(complex_p)
-elementwise_batcher(complex_p)
-complex_p.test_spec = TestSpec(cases=binary_cases(dtype_list=("float32",)))
-
-
-def _complex_transpose(ct, x, y):
-    # <ct, tx + i ty> = real(ct) tx - imag(ct) ty under the plain (non-conjugating) pairing.
-    L = _lax()
-    dense = not is_zero(ct)
-    return [
-        _linear_ct(x, L.real(ct) if dense else ct),
-        _linear_ct(y, L.neg(L.imag(ct)) if dense else ct),
-    ]
-
-
-deflinear(complex_p, _complex_transpose)
-
-
-def complex(x, y):  # noqa: A001 - JAX's name
-    """Elementwise ``x + i y`` from float32 (float64) parts, giving complex64 (complex128)."""
-    return complex_p.bind(*lax_binary_operands("complex", x, y))
-
-
-# ------------------------------------------------------------------------------------------------
-# mulhi: the high half of the double-width integer product.
 
 _LO32 = np.uint64(0xFFFFFFFF)
 
@@ -511,6 +374,8 @@ def _mulhi_impl(x, y):
 mulhi_p = binary_elementwise(
     "mulhi", _mulhi_impl, dtypes="integer", spec=TestSpec(cases=binary_cases("integer"), differentiable=False)
 )
+
+
 defjvp_zero(mulhi_p)
 
 
@@ -519,3 +384,149 @@ def mulhi(x, y, /):
     from morphax._src.prims._operands import lax_binary_operands
 
     return mulhi_p.bind(*lax_binary_operands("mulhi", x, y))
+
+
+def _abs_impl(x):
+    # On arrays NumPy wraps abs(INT_MIN) to INT_MIN, as XLA does.
+    return np.abs(x)
+
+
+abs_p = elementwise_unop(
+    "abs",
+    _abs_impl,
+    "signed",
+    out_dtype=_dtypes.real_dtype,
+    spec=TestSpec(
+        cases=unary_cases(
+            "signed", dtype_list=("float32", "float16", "bfloat16", "int32", "int8", "complex64")
+        )
+    ),
+)
+
+
+def _abs_partial(g, ans, x):
+    if not _dtypes.is_complex(aval_of(x).dtype):
+        # Slope +1 at 0 (and -0.0), as JAX: select(x >= 0, g, -g).
+        return select(ge(x, 0), g, neg(g))
+    # d|x| = real(conj(x) dx) / |x|; at x == 0 the divisor becomes 1 (conj(x) is 0 there), giving 0.
+    safe = select(eq(ans, 0), full_like(ans, 1), ans)
+    return real(mul(g, div(conj(x), complex_(safe, 0.0))))
+
+
+defjvp(abs_p, _abs_partial)  # integer abs has float0 tangents: no partial needed
+
+
+def abs(x):  # noqa: A001 - JAX's name
+    """Elementwise ``|x|``; complex inputs give the real magnitude, ``abs(INT_MIN)`` wraps."""
+    return abs_p.bind(x)
+
+
+def _integer_pow_check(x, *, y):
+    if not isinstance(y, int) or isinstance(y, bool):
+        raise TypeError(
+            f"integer_pow: the exponent y must be a Python int, got {y!r} of type {type(y).__name__}."
+        )
+    if y < 0 and _dtypes.is_integer(x.dtype):
+        raise TypeError(
+            f"Integers cannot be raised to negative powers, got integer_pow({x.str_short()}, {y}). "
+            "Convert x to a floating dtype first."
+        )
+
+
+def _integer_pow_impl(x, *, y):
+    (x,) = as_arrays(x)
+    if y == 0:
+        return np.ones_like(x)
+    # Square-and-multiply in the operand's own dtype, as XLA lowers it: integers wrap, and
+    # bfloat16/float16 round after every product.
+    n = builtins.abs(y)
+    acc = None
+    base = x
+    while n:
+        if n & 1:
+            acc = base if acc is None else np.multiply(acc, base)
+        n >>= 1
+        if n:
+            base = np.multiply(base, base)
+    acc = np.asarray(acc, x.dtype)
+    return np.divide(np.ones_like(acc), acc) if y < 0 else acc
+
+
+integer_pow_p = elementwise_unop(
+    "integer_pow",
+    _integer_pow_impl,
+    "numeric",
+    check=_integer_pow_check,
+    spec=TestSpec(
+        cases=concat_cases(
+            unary_cases(
+                dtype_list=("float32", "float16", "bfloat16", "complex64"),
+                params=[{"y": y} for y in (0, 1, 2, 3, -2)],
+            ),
+            unary_cases(dtype_list=("int32", "uint8", "int8"), params=[{"y": y} for y in (0, 1, 2, 3)]),
+            unary_cases(dtype_list=("float32",), params=[{"y": 7}, {"y": -5}]),
+        )
+    ),
+)
+
+
+def _integer_pow_partial(g, ans, x, *, y):
+    if y == 0:
+        return Zero(tangent_aval(aval_of(ans)))
+    return mul(g, mul(y, integer_pow(x, y - 1)))
+
+
+defjvp(integer_pow_p, _integer_pow_partial)
+
+
+def integer_pow(x, y):
+    """Elementwise ``x ** y`` for a static Python int ``y`` (negative only for inexact ``x``)."""
+    try:
+        y = operator.index(y)
+    except TypeError:
+        raise TypeError(
+            f"integer_pow: the exponent y must be an int, got {y!r} of type {type(y).__name__}."
+        ) from None
+    return integer_pow_p.bind(x, y=y)
+
+
+def reciprocal(x):
+    """Elementwise ``1 / x``; like JAX, this is ``integer_pow(x, -1)``."""
+    return integer_pow(x, -1)
+
+
+def _square_impl(x):
+    (x,) = as_arrays(x)
+    if not _dtypes.is_complex(x.dtype):
+        return np.multiply(x, x)
+    # JAX's complex square: (a - b)(a + b) avoids overflowing a*a - b*b for large parts, and the
+    # real part is exactly 0 when |a| == |b| (where (a-b)(a+b) could give inf * 0 = nan).
+    a, b = x.real, x.imag
+    zero_re = np.isfinite(a) & ((a == b) | (a == -b))
+    re = np.where(zero_re, 0, np.multiply(np.subtract(a, b), np.add(a, b)))
+    im = np.multiply(np.multiply(a, b), 2)
+    out = np.empty(x.shape, x.dtype)
+    out.real, out.imag = re, im
+    return out
+
+
+square_p = elementwise_unop(
+    "square",
+    _square_impl,
+    "numeric",
+    spec=TestSpec(
+        cases=concat_cases(
+            unary_cases(dtype_list=("float32", "bfloat16", "int32", "uint8", "int8", "complex64")),
+            _complex_special_cases,
+            _int_edge_cases(("int32", "int8", "uint8"), "edges"),
+        )
+    ),
+)
+
+
+def square(x):
+    """Elementwise ``x * x``."""
+    return square_p.bind(x)
+
+
+defjvp(square_p, lambda g, ans, x: mul(g, mul(2, x)))

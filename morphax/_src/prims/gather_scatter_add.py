@@ -1,5 +1,7 @@
-"""XLA's general gather: dimension numbers and out-of-bounds modes shared with the scatter family
-(`scatter.py`), the shape checks both use, and the `gather` primitive with its derivative rules.
+"""XLA's general gather and its transpose, scatter-add (each one's derivative rules bind the
+other, so they live together), with `_inverse_gather`: the gather that reads back, for every
+update of a scatter, the operand element it went to. Dimension numbers, modes and shape checks are
+in `gather_scatter_dims.py`, the builder of the scatter primitives in `scatter_builder.py`.
 
 The index vector is always the last axis of the indices (JAX's convention). The reference builds
 the full grid of operand positions with NumPy fancy indexing.
@@ -7,200 +9,53 @@ the full grid of operand positions with NumPy fancy indexing.
 
 from __future__ import annotations
 
-import enum
-from typing import NamedTuple
-
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.ad_util import tangent_aval
+from morphax._src.core.ad_util import (
+    Zero,
+    aval_of,
+    instantiate,
+    is_undefined_primal,
+    is_zero,
+    tangent_aval,
+    zeros_like_aval,
+)
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.prims._ad import Zero, _lax, is_undefined_primal, is_zero, zeros_like_aval
-from morphax._src.prims._batching import moveaxis
 from morphax._src.prims._spec import Case, TestSpec, random_array
+from morphax._src.prims.gather_scatter_dims import (
+    GatherDimensionNumbers,
+    GatherScatterMode,
+    ScatterDimensionNumbers,
+    _check_batching,
+    _check_dims,
+    _check_disjoint,
+    _check_index_map,
+    _check_indices,
+    _grid,
+    _insert_paired,
+    _int_tuple,
+    _normalize_gather_dnums,
+    _oob_indices,
+    _shift,
+    _starts,
+)
+from morphax._src.prims.scatter_builder import (
+    _ARITH,
+    _linear_avals,
+    _scatter_primitive,
+    _scatter_wrapper,
+    _zero_tangent,
+)
 
-__all__ = [
-    "GatherDimensionNumbers",
-    "GatherScatterMode",
-    "ScatterDimensionNumbers",
-    "gather",
-    "gather_p",
-]
+__all__ = ["gather_p", "gather", "scatter_add_p", "scatter_add"]
 
-
-class GatherDimensionNumbers(NamedTuple):
-    """How a gather maps index vectors to operand slices (XLA's GatherDimensionNumbers).
-
-    offset_dims: output axes that hold the (non-collapsed) slice axes, in operand order.
-    collapsed_slice_dims: operand axes whose slice size is 1 and that are dropped from the output.
-    start_index_map: for each entry of an index vector, the operand axis it starts.
-    operand_batching_dims / start_indices_batching_dims: paired axes that index in lockstep.
-    """
-
-    offset_dims: tuple
-    collapsed_slice_dims: tuple
-    start_index_map: tuple
-    operand_batching_dims: tuple = ()
-    start_indices_batching_dims: tuple = ()
-
-
-class ScatterDimensionNumbers(NamedTuple):
-    """How a scatter maps update windows into the operand (XLA's ScatterDimensionNumbers).
-
-    update_window_dims: axes of `updates` that are window axes (the others match the index batch).
-    inserted_window_dims: operand axes of window size 1 that `updates` does not carry.
-    scatter_dims_to_operand_dims: for each entry of an index vector, the operand axis it starts.
-    operand_batching_dims / scatter_indices_batching_dims: paired axes that index in lockstep.
-    """
-
-    update_window_dims: tuple
-    inserted_window_dims: tuple
-    scatter_dims_to_operand_dims: tuple
-    operand_batching_dims: tuple = ()
-    scatter_indices_batching_dims: tuple = ()
-
-
-class GatherScatterMode(enum.Enum):
-    """Out-of-bounds handling. CLIP clamps each start so the whole slice/window is in bounds;
-    FILL_OR_DROP returns `fill_value` for gathers whose slice is not fully in bounds and drops
-    such scatter updates; PROMISE_IN_BOUNDS leaves it to the backend (XLA clamps gathers and drops
-    scatter updates, and so do the references here)."""
-
-    CLIP = enum.auto()
-    FILL_OR_DROP = enum.auto()
-    PROMISE_IN_BOUNDS = enum.auto()
-
-    @staticmethod
-    def from_any(s):
-        """Like JAX: a mode, 'clip', 'fill' / 'drop' / None (-> FILL_OR_DROP), 'promise_in_bounds'."""
-        if isinstance(s, GatherScatterMode):
-            return s
-        if s == "clip":
-            return GatherScatterMode.CLIP
-        if s is None or s == "fill" or s == "drop":
-            return GatherScatterMode.FILL_OR_DROP
-        if s == "promise_in_bounds":
-            return GatherScatterMode.PROMISE_IN_BOUNDS
-        raise ValueError(f'Unknown gather mode "{s}"; use "clip", "fill", "drop" or "promise_in_bounds".')
-
-
-def _int_tuple(x, what):
-    try:
-        return tuple(int(d) for d in x)
-    except TypeError:
-        raise TypeError(f"{what} must be a sequence of ints, got {x!r}") from None
-
-
-def _normalize_gather_dnums(dn) -> GatherDimensionNumbers:
-    if not isinstance(dn, tuple) or not 3 <= len(dn) <= 5:
-        raise TypeError(f"gather: dimension_numbers must be a lax.GatherDimensionNumbers, got {dn!r}")
-    return GatherDimensionNumbers(*(_int_tuple(f, "gather dimension_numbers fields") for f in dn))
-
-
-def _normalize_scatter_dnums(name, dn) -> ScatterDimensionNumbers:
-    if not isinstance(dn, tuple) or not 3 <= len(dn) <= 5:
-        raise TypeError(f"{name}: dimension_numbers must be a lax.ScatterDimensionNumbers, got {dn!r}")
-    return ScatterDimensionNumbers(*(_int_tuple(f, f"{name} dimension_numbers fields") for f in dn))
-
-
-# ------------------------------------------------------------------------------------------------
-# Validation helpers shared by gather and scatter (XLA's shape inference checks).
-
-
-def _check_dims(name, dims, rank, what, ctx, sorted_=True):
-    if sorted_ and tuple(sorted(dims)) != tuple(dims):
-        raise TypeError(f"{name}: {what} in dimension_numbers must be sorted, got {dims} ({ctx}).")
-    if len(set(dims)) != len(dims):
-        raise TypeError(f"{name}: {what} in dimension_numbers must not repeat, got {dims} ({ctx}).")
-    for d in dims:
-        if not 0 <= d < rank:
-            raise TypeError(f"{name}: {what} {dims} must lie in [0, {rank}) ({ctx}).")
-
-
-def _check_disjoint(name, a, b, what_a, what_b, ctx):
-    common = sorted(set(a) & set(b))
-    if common:
-        raise TypeError(
-            f"{name}: {what_a} {a} and {what_b} {b} must be disjoint, both contain {common} ({ctx})."
-        )
-
-
-def _check_indices(name, indices: ShapedArray, ctx):
-    if not _dtypes.is_integer(indices.dtype):
-        raise TypeError(f"{name}: indices must have an integer dtype, got {indices.dtype.name} ({ctx}).")
-    if indices.ndim < 1:
-        raise TypeError(
-            f"{name}: indices must have at least 1 dimension (the last one holds the index vectors), "
-            f"got {indices.str_short()} ({ctx}). Reshape a scalar index to shape (1,)."
-        )
-
-
-def _check_index_map(name, index_map, batching, indices, operand, what, ctx):
-    _check_dims(name, index_map, operand.ndim, what, ctx, sorted_=False)
-    if len(index_map) != indices.shape[-1]:
-        raise TypeError(
-            f"{name}: {what} has {len(index_map)} entries but the index vectors (last axis of the indices) "
-            f"have {indices.shape[-1]} ({ctx})."
-        )
-    _check_disjoint(name, index_map, batching, what, "operand_batching_dims", ctx)
-
-
-def _check_batching(name, operand, indices, op_bdims, idx_bdims, idx_what, ctx):
-    _check_dims(name, op_bdims, operand.ndim, "operand_batching_dims", ctx)
-    _check_dims(name, idx_bdims, indices.ndim - 1, idx_what, ctx, sorted_=False)
-    if len(op_bdims) != len(idx_bdims):
-        raise TypeError(
-            f"{name}: operand_batching_dims {op_bdims} and {idx_what} {idx_bdims} must have the same length ({ctx})."
-        )
-    for od, idim in zip(op_bdims, idx_bdims):
-        if operand.shape[od] != indices.shape[idim]:
-            raise TypeError(
-                f"{name}: operand batching axis {od} (size {operand.shape[od]}) and indices batching axis "
-                f"{idim} (size {indices.shape[idim]}) must have the same size ({ctx})."
-            )
-
-
-def _starts(indices, operand_shape, index_map, op_bdims, idx_bdims, window, clamp):
-    """Per batch position, the full start vector (one int64 array of the batch shape per operand
-    axis) and a mask of positions whose whole slice/window lies in bounds."""
-    batch = indices.shape[:-1]
-    idx = indices.astype(np.int64)
-    if indices.dtype == np.uint64:  # values past int64's range are out of bounds, not negative
-        idx = np.where(indices > np.uint64(np.iinfo(np.int64).max), np.iinfo(np.int64).max, idx)
-    starts = [np.zeros(batch, np.int64) for _ in operand_shape]
-    valid = np.ones(batch, bool)
-    for k, d in enumerate(index_map):
-        s = idx[..., k]
-        upper = operand_shape[d] - window[d]
-        valid &= (s >= 0) & (s <= upper)
-        starts[d] = np.clip(s, 0, max(upper, 0)) if clamp else s
-    for od, idim in zip(op_bdims, idx_bdims):
-        shape = [1] * len(batch)
-        shape[idim] = batch[idim]
-        starts[od] = np.broadcast_to(np.arange(batch[idim], dtype=np.int64).reshape(shape), batch)
-    return starts, valid
-
-
-def _grid(starts, window_axes, window_shape, nbatch):
-    """Operand positions of shape batch + window for each operand axis."""
-    nw = len(window_shape)
-    out = []
-    for d, s in enumerate(starts):
-        g = s.reshape(s.shape + (1,) * nw)
-        if d in window_axes:
-            j = window_axes.index(d)
-            shape = [1] * (nbatch + nw)
-            shape[nbatch + j] = window_shape[j]
-            g = g + np.arange(window_shape[j], dtype=np.int64).reshape(shape)
-        out.append(g)
-    return np.broadcast_arrays(*out) if out else out
-
-
-# ------------------------------------------------------------------------------------------------
-# gather
 
 gather_p = Primitive("gather")
+
+
 gather_p.kind = Kind.GATHER
 
 
@@ -321,16 +176,13 @@ def _gather_impl(
 
 
 gather_p.impl = _gather_impl
+
+
 gather_p.abstract_eval = _gather_abstract_eval
 
 
 def _gdn(offset, collapsed, start_map, obatch=(), ibatch=()):
     return GatherDimensionNumbers(offset, collapsed, start_map, obatch, ibatch)
-
-
-def _oob_indices(rng, shape, size, dtype="int32", oob=True):
-    lo, hi = (-2, size + 1) if oob else (0, max(size - 1, 0))
-    return rng.integers(lo, hi + 1, size=shape).astype(dtype)
 
 
 def _gather_cases(rng):
@@ -450,7 +302,7 @@ def _gather_transpose(
         scatter_indices_batching_dims=dn.start_indices_batching_dims,
     )
     zeros = zeros_like_aval(ShapedArray(aval.shape, get_aval(ct).dtype, False))
-    out = _lax().scatter_add_p.bind(
+    out = scatter_add_p.bind(
         zeros,
         indices,
         ct,
@@ -465,37 +317,9 @@ def _gather_transpose(
 
 
 gather_p.jvp = _gather_jvp
+
+
 gather_p.transpose = _gather_transpose
-
-
-# Batching helpers shared with the scatter family.
-
-
-def _shift(dims, at):
-    """Axis numbers after inserting a new axis at `at`."""
-    return tuple(d + (d >= at) for d in dims)
-
-
-def _broadcast_at(x, pos, size):
-    """Unbatched `x` with a new axis of `size` inserted at `pos`."""
-    shape = tuple(get_aval(x).shape)
-    rank = len(shape) + 1
-    dims = tuple(i for i in range(rank) if i != pos)
-    return _lax().broadcast_in_dim(x, shape[:pos] + (size,) + shape[pos:], dims)
-
-
-def _insertion_window(window, k, rank):
-    """Range [lo, hi] of positions where a new axis can be inserted into an array of `rank`
-    whose sorted axis list `window` then has the new axis as its k-th member."""
-    lo = window[k - 1] + 1 if k > 0 else 0
-    hi = window[k] if k < len(window) else rank
-    return lo, hi
-
-
-def _insert_paired(obd, ibd, od, idim):
-    """Add the pair (od, idim) to the paired batching dims, keeping the operand side sorted."""
-    pairs = sorted(zip(obd + (od,), ibd + (idim,)))
-    return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 
 
 def _gather_batch(vals, dims, *, axis_data, dimension_numbers, slice_sizes, **params):
@@ -584,3 +408,73 @@ def gather(
         mode=parsed,
         fill_value=fill_value,
     )
+
+
+def _inverse_gather(x, indices, updates_shape, params, fill_value=0):
+    """Gather from operand-shaped `x`, for every element of the updates, the element it is
+    scattered to: the gather with the "same" dimension numbers and mode. Under FILL_OR_DROP the
+    updates the scatter drops read `fill_value`."""
+    dn = params["dimension_numbers"]
+    gdn = GatherDimensionNumbers(
+        offset_dims=dn.update_window_dims,
+        collapsed_slice_dims=dn.inserted_window_dims,
+        start_index_map=dn.scatter_dims_to_operand_dims,
+        operand_batching_dims=dn.operand_batching_dims,
+        start_indices_batching_dims=dn.scatter_indices_batching_dims,
+    )
+    window = iter(updates_shape[d] for d in dn.update_window_dims)
+    slice_sizes = tuple(
+        1 if d in dn.inserted_window_dims or d in dn.operand_batching_dims else next(window)
+        for d in range(len(aval_of(x).shape))
+    )
+    mode = params["mode"]
+    return gather_p.bind(
+        x,
+        indices,
+        dimension_numbers=gdn,
+        slice_sizes=slice_sizes,
+        indices_are_sorted=params["indices_are_sorted"],
+        unique_indices=params["unique_indices"],
+        mode=mode,
+        fill_value=fill_value if mode == GatherScatterMode.FILL_OR_DROP else None,
+    )
+
+
+scatter_add_p = _scatter_primitive("scatter-add", np.add, _ARITH)
+
+
+scatter_add = _scatter_wrapper(
+    scatter_add_p,
+    """Add `updates` into `operand` at the selected windows; duplicates accumulate.""",
+)
+
+
+def _scatter_add_jvp(primals, tangents, **params):
+    operand, indices, updates = primals
+    ans = scatter_add_p.bind(operand, indices, updates, **params)
+    t_op, _, t_up = tangents
+    zero = _zero_tangent(ans, t_op, t_up)
+    if zero is not None:
+        return ans, zero
+    if is_zero(t_up):
+        return ans, t_op
+    return ans, scatter_add_p.bind(instantiate(t_op), indices, t_up, **params)
+
+
+def _scatter_add_transpose(ct, operand, indices, updates, **params):
+    # Linear in both: the operand passes the cotangent through; each update reads it back from
+    # where it was added (a dropped update reads 0: it never reached the output).
+    if is_undefined_primal(indices):
+        raise ValueError("scatter-add: cannot transpose with respect to the (integer) indices")
+    undef_op, undef_up = is_undefined_primal(operand), is_undefined_primal(updates)
+    op_aval, up_aval = _linear_avals(operand, updates)
+    if is_zero(ct):
+        return [Zero(op_aval) if undef_op else None, None, Zero(up_aval) if undef_up else None]
+    up_ct = _inverse_gather(ct, indices, up_aval.shape, params) if undef_up else None
+    return [ct if undef_op else None, None, up_ct]
+
+
+scatter_add_p.jvp = _scatter_add_jvp
+
+
+scatter_add_p.transpose = _scatter_add_transpose
