@@ -33,13 +33,13 @@ from morphax._src.api.jit import (
 from morphax._src.api.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr
 from morphax._src.api.vmap import vmap
 from morphax._src.config import config, enable_x64
-from morphax._src.control_flow.remat import checkpoint, checkpoint_policies, remat
+from morphax._src.higher_order import pjit as _jit_rules  # noqa: F401  (registers pjit)
+from morphax._src.higher_order.remat import checkpoint, checkpoint_policies, remat
 from morphax._src.runtime import eager as _eager  # noqa: F401  (installs the eager trace)
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.devices import device_count, devices, local_devices
 from morphax._src.traceback_util import api_boundary as _boundary
 from morphax._src.traceback_util import transformation_boundary as _tboundary
-from morphax._src.transforms import jit as _jit_rules  # noqa: F401  (registers pjit)
 from morphax._src.transforms.custom import custom_jvp, custom_vjp
 
 # Entry points users call hide morphax's frames from tracebacks (jit and make_jaxpr do it themselves).

@@ -1,7 +1,7 @@
 """`morphax.ad_checkpoint`: rematerialization (`checkpoint` / `remat`), its policies, `checkpoint_name`
-and `print_saved_residuals` (thin re-export of `morphax._src.control_flow.remat`)."""
+and `print_saved_residuals` (thin re-export of `morphax._src.higher_order.remat`)."""
 
-from morphax._src.control_flow.remat import (
+from morphax._src.higher_order.remat import (
     checkpoint,
     checkpoint_name,
     checkpoint_policies,

@@ -1,7 +1,9 @@
-"""Imports flow one way: config/errors -> core -> prims -> transforms/passes -> compiler -> runtime
--> numpy -> the transformation APIs -> nn/random/scipy -> test_util -> public modules. This test
-parses every module (imports inside functions, relative imports and importlib.import_module
-included), enforces that order, finds import cycles, and checks that the package never imports
+"""Imports flow one way: config/errors -> core -> prims -> transforms/passes -> higher_order ->
+compiler -> runtime -> numpy -> the transformation APIs -> nn/random/scipy -> test_util -> public
+modules, and `transforms` and `passes` import nothing of `prims` (nor each other): they see
+primitives only through the slots of `core.primitive.Primitive`. This test parses every module
+(imports inside functions, relative imports and importlib.import_module included), enforces that
+order, finds import cycles anywhere in the package, and checks that the package never imports
 jax."""
 
 from __future__ import annotations
@@ -19,17 +21,19 @@ LAYERS = {
     "prims": 2,
     "transforms": 3,
     "passes": 3,
-    "control_flow": 3,
-    "compiler": 4,
-    "runtime": 5,
-    "numpy": 6,
-    "api": 7,
-    "nn": 8,
-    "random": 8,
-    "scipy": 8,
-    "test_util": 9,
+    "higher_order": 4,
+    "compiler": 5,
+    "runtime": 6,
+    "numpy": 7,
+    "api": 8,
+    "nn": 9,
+    "random": 9,
+    "scipy": 9,
+    "test_util": 10,
 }
-PUBLIC = 10
+PUBLIC = 11
+# Packages that must not import a lower (or same-layer) package the order alone would allow.
+FORBIDDEN = {"transforms": {"prims", "passes"}, "passes": {"prims", "transforms"}}
 
 
 def _layer_of_module(parts: list[str]) -> int:
@@ -38,7 +42,7 @@ def _layer_of_module(parts: list[str]) -> int:
         return PUBLIC
     if len(parts) == 1:
         return PUBLIC
-    return LAYERS.get(parts[1], 9)
+    return LAYERS.get(parts[1], 10)
 
 
 def _package_of(path: pathlib.Path) -> str:
@@ -96,6 +100,10 @@ def test_imports_point_downward():
                 continue  # a name imported from morphax._src itself (e.g. `from morphax._src import config`)
             if _layer_of_module(target) > own:
                 violations.append(f"{rel} (layer {own}) imports {name} (layer {_layer_of_module(target)})")
+            if len(parts) > 1 and len(target) > 1 and target[1] in FORBIDDEN.get(parts[1], ()):
+                violations.append(
+                    f"{rel} imports {name}: {parts[1]}/ may import only core/ (and config, errors)"
+                )
     assert not violations, "\n".join(violations)
 
 
@@ -158,15 +166,28 @@ def _cycles(graph) -> list:
     return found
 
 
-def test_no_import_cycles_outside_the_primitive_catalogue():
-    """No two modules import each other, directly or through others. The one cycle left is inside
-    prims/: derivative and batching rules reach the lax functions through the lazy `_lax()`
-    loaders of prims/_ad.py and prims/_batching.py (issue 15, item 1); it may not grow out of
-    prims/."""
+def test_no_import_cycles():
+    """No two modules of the package import each other, directly or through others (the primitive
+    catalogue included: rules import the lax functions they use from their families, and the
+    structural primitives every rule helper binds are declared in core/structural.py)."""
     import sys
 
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
-    bad = [
-        sorted(c) for c in _cycles(_module_graph()) if not all(m.startswith("morphax._src.prims.") for m in c)
-    ]
-    assert not bad, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in bad)
+    cycles = [sorted(c) for c in _cycles(_module_graph())]
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_only_the_runtime_reads_an_arrays_buffer():
+    """`Array._buf` (a NumPy array or a pending buffer) is the runtime's own business: other layers
+    use the Array's public properties or the runtime's helpers (`type_key`, `computed_pair_dtype`),
+    and recognise one with `core.values.is_concrete_array`."""
+    offenders = []
+    for path in ROOT.rglob("*.py"):
+        if "runtime" in path.relative_to(ROOT).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            reads = isinstance(node, ast.Attribute) and node.attr == "_buf"
+            probes = isinstance(node, ast.Constant) and node.value == "_buf"  # hasattr(x, "_buf")
+            if reads or probes:
+                offenders.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}")
+    assert not offenders, "reads Array._buf outside runtime/:\n" + "\n".join(offenders)

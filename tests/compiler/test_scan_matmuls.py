@@ -11,7 +11,7 @@ import morphax.numpy as jnp
 from morphax import lax
 from morphax._src.compiler import compile as compile_mod
 from morphax._src.compiler.scan_matmuls import hoist_scan_matmuls
-from morphax._src.control_flow.scan import scan_p
+from morphax._src.higher_order.scan import scan_p
 from morphax._src.prims.dot import dot_general_p
 
 RNG = np.random.default_rng(29)

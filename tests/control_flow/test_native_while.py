@@ -12,8 +12,8 @@ import morphax
 import morphax.numpy as jnp
 from morphax import lax
 from morphax._src.compiler.backends import default_backend_name, get_backend
-from morphax._src.control_flow.host_eval import host_rules
-from morphax._src.control_flow.while_loop import while_p
+from morphax._src.higher_order.host_eval import host_rules
+from morphax._src.higher_order.while_loop import while_p
 
 pytestmark = pytest.mark.skipif(not get_backend("c").available(), reason="no working C compiler")
 

@@ -15,7 +15,7 @@ import pytest
 import morphax
 import morphax.numpy as jnp
 from morphax import lax
-from morphax._src.control_flow.scan import scan_p
+from morphax._src.higher_order.scan import scan_p
 from morphax._src.passes.dce import run_dce
 from morphax.test_util import check_grads
 

@@ -13,7 +13,7 @@ import pytest
 import morphax
 import morphax.numpy as jnp
 from morphax import lax
-from morphax._src.control_flow.solvers import custom_linear_solve_p, custom_root_p
+from morphax._src.higher_order.solvers import custom_linear_solve_p, custom_root_p
 from morphax.test_util import check_grads
 
 RNG = np.random.default_rng(0)

@@ -9,7 +9,7 @@ import numpy as np
 import morphax
 import morphax.numpy as jnp
 from morphax import lax
-from morphax._src.control_flow import trace_cache
+from morphax._src.higher_order import trace_cache
 
 
 def _traces():

@@ -14,7 +14,7 @@ import pytest
 import morphax
 import morphax.numpy as jnp
 from morphax import lax
-from morphax._src.control_flow.while_loop import REVERSE_MODE_ERROR, while_p
+from morphax._src.higher_order.while_loop import REVERSE_MODE_ERROR, while_p
 from morphax.test_util import check_grads
 
 RTOL = 1e-5

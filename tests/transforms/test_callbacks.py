@@ -9,7 +9,7 @@ import pytest
 
 import morphax as mx
 import morphax.numpy as jnp
-from morphax._src.transforms.callbacks import debug_callback_p, pure_callback_p
+from morphax._src.higher_order.callbacks import debug_callback_p, pure_callback_p
 
 F32 = np.float32
 

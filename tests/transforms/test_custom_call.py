@@ -166,13 +166,13 @@ def test_nn_functions_keep_their_rules_under_jit():
 
 
 def test_jit_compiles_the_call_jaxpr_instead_of_interpreting_it(monkeypatch):
-    from morphax._src.transforms import custom_call
+    from morphax._src.higher_order import custom_calls
 
     def interpreted(*args, **params):
         raise AssertionError("the compiled function fell back to evaluating the custom call")
 
-    monkeypatch.setattr(custom_call.custom_jvp_call_p, "impl", interpreted)
-    monkeypatch.setattr(custom_call.custom_vjp_call_p, "impl", interpreted)
+    monkeypatch.setattr(custom_calls.custom_jvp_call_p, "impl", interpreted)
+    monkeypatch.setattr(custom_calls.custom_vjp_call_p, "impl", interpreted)
     x = jnp.array([-1.0, 2.0])
     f = morphax.jit(lambda v: double_jvp(v) + double_vjp(v) + morphax.nn.relu(v))
     np.testing.assert_array_equal(f(x), [-4.0, 10.0])
@@ -181,11 +181,11 @@ def test_jit_compiles_the_call_jaxpr_instead_of_interpreting_it(monkeypatch):
 
 def test_custom_calls_inside_compiled_loops_run_inline(monkeypatch):
     """A scan body (run on the host inside a compiled function) evaluates custom calls inline."""
-    from morphax._src.transforms import custom_call
+    from morphax._src.higher_order import custom_calls
 
     def interpreted(*args, **params):
         raise AssertionError("the loop body fell back to evaluating the custom call")
 
-    monkeypatch.setattr(custom_call.custom_jvp_call_p, "impl", interpreted)
+    monkeypatch.setattr(custom_calls.custom_jvp_call_p, "impl", interpreted)
     f = morphax.jit(lambda xs: lax.scan(lambda c, x: (c + double_jvp(x), None), 0.0, xs)[0])
     assert float(f(jnp.arange(4.0))) == 12.0

@@ -1,6 +1,6 @@
 """User-facing debugging and host-callback functions: `debug_print`, `debug_callback`,
 `pure_callback`, `named_call` and `named_scope`. They flatten pytree arguments and bind the
-callback primitives of `transforms/callbacks.py`, so they work under jit, vmap and grad.
+callback primitives of `higher_order/callbacks.py`, so they work under jit, vmap and grad.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import functools
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core.avals import ShapedArray, get_aval, is_valid_value
-from morphax._src.transforms.callbacks import (
+from morphax._src.higher_order.callbacks import (
     VMAP_METHODS,
     HostCallback,
     debug_callback_p,

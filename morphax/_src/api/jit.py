@@ -28,11 +28,11 @@ from morphax._src.config import config
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.errors import JaxRuntimeError
+from morphax._src.higher_order.pjit import pjit_p
 from morphax._src.runtime import call_fast
-from morphax._src.runtime.array import Array
+from morphax._src.runtime.array import Array, type_key
 from morphax._src.runtime.eager import call_compiled
 from morphax._src.traceback_util import api_boundary, filter_leaving_boundary, register_boundary
-from morphax._src.transforms.jit import pjit_p
 from morphax._src.transforms.staging import closure_convert_tracers, make_debug_info, trace_to_jaxpr
 
 logger = logging.getLogger("morphax")
@@ -85,8 +85,7 @@ def _leaf_key(x):
     """A cheap hashable stand-in for a leaf's aval."""
     t = type(x)
     if t is Array:
-        b = x._buf
-        return (b.shape, b.dtype, x.weak_type)
+        return type_key(x)
     if t in (float, int, complex, bool):
         return t
     return _abstractify(x)
@@ -290,7 +289,7 @@ class JitWrapped:
             # The common call: positional arrays only. Its key needs no pytree flattening.
             key = (
                 len(args),
-                tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args]),
+                tuple([type_key(a) for a in args]),
                 (),
                 config.trace_context(),
             )

@@ -11,8 +11,8 @@ import numpy as np
 from morphax._src.api.tracing import ShapeDtypeStruct, _abstractify
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
+from morphax._src.higher_order.pjit import pjit_p
 from morphax._src.runtime.eager import call_compiled
-from morphax._src.transforms.jit import pjit_p
 
 
 def _short(aval) -> str:

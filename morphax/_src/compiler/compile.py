@@ -18,10 +18,10 @@ from morphax._src.compiler.backends import default_backend_name, get_backend
 from morphax._src.compiler.fusion import lower
 from morphax._src.compiler.kernel_ir import Kernel, Segment
 from morphax._src.config import config
-from morphax._src.control_flow import host_eval
 from morphax._src.core.jaxpr import ClosedJaxpr, any_eqn
 from morphax._src.core.memo import MISSING, memo_get, memo_put
 from morphax._src.core.primitive import Kind
+from morphax._src.higher_order import host_eval
 from morphax._src.passes import inline, pipeline  # at import: the first jitted call's latency counts
 
 logger = logging.getLogger("morphax")
@@ -139,7 +139,7 @@ def _body_lowering(caps, native_scratch):
 
 
 def _body_executable(closed: ClosedJaxpr):
-    """A loop or branch body (control_flow/host_eval.py): compiled once per jaxpr for the
+    """A loop or branch body (higher_order/host_eval.py): compiled once per jaxpr for the
     backend of the program it runs in, and run on the calling thread."""
     return compile_jaxpr(closed, "body", executor.body_backend.name)
 

@@ -19,8 +19,8 @@ import warnings
 
 import numpy as np
 
-from morphax._src.control_flow.host_eval import host_rules
 from morphax._src.core.jaxpr import ClosedJaxpr, Literal, any_eqn
+from morphax._src.higher_order.host_eval import host_rules
 
 _MODULE = "morphax._src.compiler.generated"
 # NumPy's float warnings (log(-1), inf - inf) are attributed to the generated module: silence them
@@ -119,7 +119,7 @@ body_backend = _BodyBackend()
 
 
 def _host_rule_call(rule, params, backend, out_dtypes):
-    """A loop or branch equation: its host rule (control_flow/host_eval.py) on NumPy values,
+    """A loop or branch equation: its host rule (higher_order/host_eval.py) on NumPy values,
     its bodies compiled for `backend` and run by this executor."""
 
     def call(*args):

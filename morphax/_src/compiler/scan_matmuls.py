@@ -17,9 +17,9 @@ after the rewrite (compile.py).
 
 from __future__ import annotations
 
-from morphax._src.control_flow.scan import scan_p
 from morphax._src.core.avals import ShapedArray
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from morphax._src.higher_order.scan import scan_p
 from morphax._src.passes._util import subst_all, use_counts, with_invars
 from morphax._src.prims.arithmetic import add_p
 from morphax._src.prims.dot import dot_general_p

@@ -1,7 +1,8 @@
 """Making concrete array values from layers below the runtime.
 
-The runtime registers its `Array` constructor here at import, so primitives and numpy code can
-create constants (e.g. a weakly typed Python scalar converted to float32) without importing it.
+The runtime registers its `Array` class here at import, so primitives and numpy code can create
+constants (e.g. a weakly typed Python scalar converted to float32) and recognise concrete arrays
+without importing it.
 """
 
 from __future__ import annotations
@@ -9,10 +10,18 @@ from __future__ import annotations
 import numpy as np
 
 _factory = [None]
+_array_type: list = [()]
 
 
-def register_array_factory(fn) -> None:
-    _factory[0] = fn
+def register_array_type(cls, factory) -> None:
+    """The runtime's concrete array class and its constructor ``factory(ndarray, weak_type)``."""
+    _array_type[0] = cls
+    _factory[0] = factory
+
+
+def is_concrete_array(x) -> bool:
+    """Whether `x` is a runtime Array (a concrete value, ready or pending; not a tracer)."""
+    return isinstance(x, _array_type[0])
 
 
 def make_array(value, dtype=None, weak_type: bool = False):

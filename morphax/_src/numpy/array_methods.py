@@ -13,7 +13,7 @@ import numpy as np
 from morphax._src.core.trace import Tracer
 from morphax._src.numpy import ufuncs
 from morphax._src.prims import lax_api as L
-from morphax._src.runtime.array import Array
+from morphax._src.runtime.array import Array, computed_pair_dtype
 
 _namespace: list = []  # the public morphax.numpy module, once it calls install_all
 
@@ -28,15 +28,8 @@ def _binop(fn, fast_prim=None, fast_kinds="fiuc"):
 
     def op(self, other):
         if fast_prim is not None and type(other) is Array and type(self) is Array:
-            a, b = self._buf, other._buf
-            if (
-                type(a) is np.ndarray
-                and type(b) is np.ndarray
-                and a.dtype is b.dtype
-                and a.dtype.kind in fast_kinds
-                and a.shape == b.shape
-                and self.weak_type == other.weak_type
-            ):
+            dtype = computed_pair_dtype(self, other)
+            if dtype is not None and dtype.kind in fast_kinds:
                 return fast_prim.bind(self, other)
         if not _is_operand(other):
             return NotImplemented

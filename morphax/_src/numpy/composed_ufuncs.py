@@ -145,7 +145,7 @@ def _int_args(name, x1, x2):
 
 
 def gcd(x1, x2, /):
-    from morphax._src.control_flow.while_loop import while_loop  # noqa: PLC0415
+    from morphax._src.higher_order.while_loop import while_loop  # noqa: PLC0415
 
     x1, x2 = _int_args("gcd", x1, x2)
     a, b = ufuncs.abs(x1), ufuncs.abs(x2)

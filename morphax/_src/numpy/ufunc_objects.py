@@ -7,11 +7,11 @@ import math
 
 import numpy as np
 
-from morphax._src.control_flow.loops import fori_loop
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.trace import Tracer
+from morphax._src.higher_order.loops import fori_loop
 from morphax._src.numpy import creation, indexing, manipulation, reductions, searching, ufuncs, util
 from morphax._src.numpy.vectorize import vectorize
 from morphax._src.prims import lax_api as L

@@ -50,7 +50,7 @@ def _unary_inexact(name, prim_name):
     prim = getattr(L, f"{prim_name}_p")
 
     def fn(x, /):
-        if type(x) is not Array or x._buf.dtype.kind not in _INEXACT_KINDS:
+        if type(x) is not Array or x.dtype.kind not in _INEXACT_KINDS:
             util.check_arraylike(name, x)
             (x,) = util.promote_dtypes_inexact(x)
         return prim.bind(x)

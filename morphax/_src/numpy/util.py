@@ -13,7 +13,7 @@ from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.prims import conversion as _conversion
 from morphax._src.prims import shape as _shape
-from morphax._src.runtime.array import Array
+from morphax._src.runtime.array import Array, type_key
 
 _SCALAR_TYPES = (bool, int, float, complex)
 
@@ -168,10 +168,8 @@ def promote_args(fun_name: str, *args):
     if len(args) == 2:
         # Hot path of every eager binary op: two arrays of one type need no promotion.
         a, b = args
-        if type(a) is Array and type(b) is Array:
-            ba, bb = a._buf, b._buf
-            if ba.dtype == bb.dtype and ba.shape == bb.shape and a.weak_type == b.weak_type:
-                return args
+        if type(a) is Array and type(b) is Array and type_key(a) == type_key(b):
+            return args
     check_arraylike(fun_name, *args)
     return promote_shapes(fun_name, *promote_dtypes(*args))
 

@@ -11,7 +11,7 @@ from morphax._src.core.ad_util import aval_of, zeros_like_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.structural import reduce_sum
 from morphax._src.core.trace import Tracer
-from morphax._src.core.values import make_array
+from morphax._src.core.values import is_concrete_array, make_array
 from morphax._src.prims._spec import Case
 
 # Dtypes every structural primitive is exercised with (they accept any dtype).
@@ -20,7 +20,7 @@ SHAPE_DTYPES = ("float32", "int32", "bool", "complex64", "bfloat16")
 
 def is_array(x) -> bool:
     """A morphax Array or tracer (duck-typed: prims may not import the runtime)."""
-    return isinstance(x, Tracer) or hasattr(x, "_buf")
+    return isinstance(x, Tracer) or is_concrete_array(x)
 
 
 def fresh(a) -> np.ndarray:

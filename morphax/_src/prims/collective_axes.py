@@ -9,7 +9,7 @@ import numpy as np
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.avals import get_aval
-from morphax._src.core.values import make_array
+from morphax._src.core.values import is_concrete_array, make_array
 from morphax._src.prims._spec import TestSpec
 
 __all__ = ["axis_size"]
@@ -101,7 +101,7 @@ def _spec():
 
 def _as_array(x):
     """Arrays and tracers pass through; NumPy values and Python scalars (weakly typed) become arrays."""
-    if isinstance(x, _trace.Tracer) or hasattr(x, "_buf"):
+    if isinstance(x, _trace.Tracer) or is_concrete_array(x):
         return x
     aval = get_aval(x)
     return make_array(np.asarray(x, dtype=aval.dtype), aval.dtype, weak_type=aval.weak_type)

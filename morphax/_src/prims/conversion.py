@@ -18,7 +18,7 @@ from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
-from morphax._src.core.values import make_array
+from morphax._src.core.values import is_concrete_array, make_array
 from morphax._src.prims._ad import defjvp_zero, deflinear
 from morphax._src.prims._batching import vectorized_batcher
 from morphax._src.prims._spec import DTYPES_FOR_CLASS, Case, TestSpec, random_array
@@ -45,7 +45,7 @@ __all__ = [
 
 def _is_array(x) -> bool:
     """A morphax Array or tracer (duck-typed: prims may not import the runtime)."""
-    return isinstance(x, Tracer) or hasattr(x, "_buf")
+    return isinstance(x, Tracer) or is_concrete_array(x)
 
 
 def _is_weak(x) -> bool:

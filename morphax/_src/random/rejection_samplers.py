@@ -10,10 +10,10 @@ import math
 import numpy as np
 
 from morphax._src.api.vmap import vmap
-from morphax._src.control_flow.while_loop import while_loop
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.core.values import make_array
+from morphax._src.higher_order.while_loop import while_loop
 from morphax._src.numpy import creation as _creation
 from morphax._src.numpy import manipulation as _manip
 from morphax._src.numpy import reductions as _red

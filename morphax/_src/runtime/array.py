@@ -197,6 +197,23 @@ class Array:
         return devices.default_device()
 
 
+def type_key(x: Array) -> tuple:
+    """(shape, dtype, weak_type) of an Array, read without waiting for its value: the cheap
+    hashable stand-in for its aval on the dispatch paths (jit's cache key, eager promotion)."""
+    buf = x._buf
+    return (buf.shape, buf.dtype, x.weak_type)
+
+
+def computed_pair_dtype(a: Array, b: Array):
+    """The dtype of two Arrays whose values are computed NumPy arrays of one shape, dtype and weak
+    type, else None: the condition of the eager binary operators' fast path."""
+    ba, bb = a._buf, b._buf
+    if type(ba) is np.ndarray and type(bb) is np.ndarray and ba.dtype is bb.dtype and ba.shape == bb.shape:
+        if a.weak_type == b.weak_type:
+            return ba.dtype
+    return None
+
+
 def _rebuild(value, weak_type):
     return Array(value, weak_type)
 
@@ -219,7 +236,7 @@ def from_numpy(value, weak_type: bool = False) -> Array:
 def _register():
     from morphax._src.core import values
 
-    values.register_array_factory(lambda value, weak_type: Array(value, weak_type))
+    values.register_array_type(Array, lambda value, weak_type: Array(value, weak_type))
 
 
 _register()

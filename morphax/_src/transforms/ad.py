@@ -21,10 +21,11 @@ from morphax._src.core.ad_util import (
 from morphax._src.core.avals import get_aval
 from morphax._src.core.dtypes import float0, is_python_scalar, python_scalar_dtype
 from morphax._src.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
+from morphax._src.core.memo import memoized
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.transforms.custom import jvp_of_custom_vjp
-from morphax._src.transforms.staging import StagingTrace, StagingTracer
+from morphax._src.transforms.staging import StagingTrace, StagingTracer, trace_to_jaxpr
 
 
 class MissingRuleError(NotImplementedError):
@@ -203,6 +204,35 @@ def linearize_flat(flat_fun, primals):
 
 
 # ------------------------------------------------------------------------------------- transposition
+
+
+def jvp_jaxpr(closed: ClosedJaxpr, nonzeros, instantiate=False):
+    """The JVP of `closed` as a jaxpr: (primals, tangents of the inputs marked in `nonzeros`) ->
+    (primal outputs, tangents of the outputs marked in `out_nonzero`).
+
+    Returns (jaxpr, out_nonzero). An output marked in `instantiate` (a bool per output, or one for
+    all) gets a dense tangent even where it is symbolically zero, so that several bodies (the
+    branches of a cond, a loop's carry) agree on one layout. Every higher-order primitive
+    differentiates its bodies with this; memoized on `closed`."""
+    n_out = len(closed.out_avals)
+    force = (bool(instantiate),) * n_out if isinstance(instantiate, bool) else tuple(map(bool, instantiate))
+    nonzeros = tuple(map(bool, nonzeros))
+    return memoized(closed, ("jvp", nonzeros, force), lambda: _jvp_closed(closed, nonzeros, force))
+
+
+def _jvp_closed(closed, nonzeros, force):
+    avals, n = closed.in_avals, len(closed.in_avals)
+    box = {}
+
+    def fun(*args):
+        nz_tangents = iter(args[n:])
+        tangents = [next(nz_tangents) if nz else Zero(tangent_aval(a)) for a, nz in zip(avals, nonzeros)]
+        out_p, out_t = jvp_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), args[:n], tangents)
+        box["out_nonzero"] = [not is_zero(t) or f for t, f in zip(out_t, force)]
+        return list(out_p) + [instantiate(t) for t, nz in zip(out_t, box["out_nonzero"]) if nz]
+
+    tangent_avals = [tangent_aval(a) for a, nz in zip(avals, nonzeros) if nz]
+    return trace_to_jaxpr(fun, list(avals) + tangent_avals), box["out_nonzero"]
 
 
 def backward_pass(closed: ClosedJaxpr, cts_out):

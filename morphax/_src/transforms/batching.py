@@ -11,7 +11,10 @@ from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import is_zero
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import AxisData, bdim_to_front, moveaxis
+from morphax._src.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from morphax._src.core.memo import memoized
 from morphax._src.core.trace import Tracer
+from morphax._src.transforms.staging import trace_to_jaxpr
 
 
 class MissingBatchRuleError(NotImplementedError):
@@ -188,6 +191,39 @@ def batch_flat_fun(flat_fun, axis_data: AxisData, in_dims, out_dim=0):
     return batched
 
 
+def batch_jaxpr(closed: ClosedJaxpr, axis_data: AxisData, in_dims, instantiate=False):
+    """`closed` as a jaxpr on inputs batched along `in_dims` (an axis each, None: unbatched).
+
+    Returns (jaxpr, out_batched). Batched outputs come out at axis 0; an output marked in
+    `instantiate` (a bool per output, or one for all) is batched, broadcast along the new axis,
+    even where the computation leaves it unbatched. Every higher-order primitive batches its bodies
+    with this; memoized on `closed` (core/memo.py), so a body batched again is the same jaxpr and
+    keeps its compiled executables."""
+    n_out = len(closed.out_avals)
+    force = (bool(instantiate),) * n_out if isinstance(instantiate, bool) else tuple(map(bool, instantiate))
+    in_dims = tuple(in_dims)
+    key = ("batch", in_dims, force, axis_data.size, axis_data.name, axis_data.spmd_name)
+    return memoized(closed, key, lambda: _batch_closed(closed, axis_data, in_dims, force))
+
+
+def _batch_closed(closed, axis_data, in_dims, force):
+    size = axis_data.size
+    box = {}
+
+    def fun(*vals):
+        with _trace.new_trace(BatchTrace(axis_data)) as trace:
+            ins = [v if d is None else BatchTracer(trace, v, d) for v, d in zip(vals, in_dims)]
+            lifted = [trace.lift(o) for o in eval_jaxpr(closed.jaxpr, closed.consts, *ins)]
+        box["out_batched"] = [d is not None or f for (_, d), f in zip(lifted, force)]
+        return [bdim_to_front(v, d, size) if b else v for (v, d), b in zip(lifted, box["out_batched"])]
+
+    in_avals = [
+        a if d is None else a.update(shape=a.shape[:d] + (size,) + a.shape[d:])
+        for a, d in zip(closed.in_avals, in_dims)
+    ]
+    return trace_to_jaxpr(fun, in_avals), box["out_batched"]
+
+
 def _move_out(v, d, out_dim, size):
     if out_dim is None:
         return v
@@ -197,6 +233,7 @@ def _move_out(v, d, out_dim, size):
 
 __all__ = [
     "BatchTrace",
+    "batch_jaxpr",
     "BatchTracer",
     "MissingBatchRuleError",
     "batch_custom_jvp_call",

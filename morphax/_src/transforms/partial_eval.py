@@ -1,8 +1,8 @@
 """Partial evaluation of a whole jaxpr: split it into the part computable from the known inputs
 and the part that needs the unknown ones, connected by residuals.
 
-Used by higher-order primitives (`pjit` now; control flow later) when linearization reaches them
-with some inputs known and some not. Generic: no primitive is named here.
+Used by every higher-order primitive when linearization reaches it with some inputs known and
+some not. Generic: no primitive is named here.
 """
 
 from __future__ import annotations
@@ -14,20 +14,24 @@ from morphax._src.transforms.ad import PartialEvalTrace
 from morphax._src.transforms.staging import trace_to_jaxpr
 
 
-def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns):
+def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate=False):
     """Returns (known_jaxpr, unknown_jaxpr, out_unknowns, num_res).
 
     known_jaxpr:   known inputs -> known outputs + residuals
     unknown_jaxpr: residuals + unknown inputs -> unknown outputs
 
-    Memoized on `closed` (core/memo.py): linearizing the same jitted function again (eager `grad`
+    An output marked in `instantiate` (a bool per output, or one for all) is unknown even when
+    the known inputs determine it (its value then travels as a residual), so that several bodies
+    (the branches of a cond, a loop's carry) split their outputs the same way. Memoized on `closed` (core/memo.py): linearizing the same jitted function again (eager `grad`
     in a training loop) reuses the split jaxprs, and with them their compiled executables.
     """
-    key = ("partial_eval", tuple(bool(u) for u in unknowns))
-    return memoized(closed, key, lambda: _split(closed, unknowns))
+    n_out = len(closed.out_avals)
+    force = (bool(instantiate),) * n_out if isinstance(instantiate, bool) else tuple(map(bool, instantiate))
+    key = ("partial_eval", tuple(bool(u) for u in unknowns), force)
+    return memoized(closed, key, lambda: _split(closed, unknowns, force))
 
 
-def _split(closed: ClosedJaxpr, unknowns):
+def _split(closed: ClosedJaxpr, unknowns, force):
     in_avals = closed.in_avals
     known_avals = [a for a, u in zip(in_avals, unknowns) if not u]
     box: dict = {}
@@ -37,7 +41,7 @@ def _split(closed: ClosedJaxpr, unknowns):
         with _trace.new_trace(PartialEvalTrace()) as pe:
             args = [pe.new_arg(a) if u else next(it) for a, u in zip(in_avals, unknowns)]
             outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-            out_unknowns = [pe._owns(o) for o in outs]
+            out_unknowns = [pe._owns(o) or f for o, f in zip(outs, force)]
             unknown_closed = pe.to_closed_jaxpr([o for o, u in zip(outs, out_unknowns) if u])
         box["unknown"] = unknown_closed
         box["out_unknowns"] = out_unknowns

@@ -23,7 +23,7 @@ from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr
 from morphax._src.core.trace import Tracer
-from morphax._src.core.values import make_array
+from morphax._src.core.values import is_concrete_array, make_array
 
 
 class StagingTracer(Tracer):
@@ -348,7 +348,7 @@ def eval_call_jaxpr(closed: ClosedJaxpr, args) -> list:
     outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
     return [
         o
-        if hasattr(o, "_buf") or isinstance(o, Tracer)
+        if is_concrete_array(o) or isinstance(o, Tracer)
         else make_array(o, dtype=a.dtype, weak_type=a.weak_type)
         for o, a in zip(outs, closed.out_avals)
     ]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.compiler import kernel_ops
-from morphax._src.control_flow.host_eval import host_rules
 from morphax._src.core.index_expr import IndexExpr
+from morphax._src.higher_order.host_eval import host_rules
 
 
 class _Caps:

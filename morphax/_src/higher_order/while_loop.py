@@ -10,8 +10,6 @@ from __future__ import annotations
 import inspect
 
 from morphax._src.config import config
-from morphax._src.control_flow.host_eval import body_runner, host_rules, run_as_program
-from morphax._src.control_flow.trace_cache import cached_trace
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
@@ -24,11 +22,13 @@ from morphax._src.core.memo import memoized
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
 from morphax._src.errors import ConcretizationTypeError
+from morphax._src.higher_order.host_eval import body_runner, host_rules, run_as_program
+from morphax._src.higher_order.trace_cache import cached_trace
 from morphax._src.passes._util import eqn_has_effects
 from morphax._src.passes.dce import dce_closed_jaxpr
 from morphax._src.prims import lax_api as lax
 from morphax._src.transforms import ad
-from morphax._src.transforms.batching import BatchTrace, BatchTracer
+from morphax._src.transforms.batching import BatchTrace, BatchTracer, batch_jaxpr
 from morphax._src.transforms.partial_eval import partial_eval_jaxpr
 from morphax._src.transforms.staging import StagingTrace, trace_to_jaxpr
 
@@ -515,24 +515,6 @@ while_p.transpose = _while_transpose
 # -------------------------------------------------------------------------------------- batching
 
 
-def _batch_closed(closed: ClosedJaxpr, axis_data, in_batched, force):
-    """`closed` on inputs batched at axis 0 where `in_batched`; outputs batched at axis 0 where they
-    are batched or `force`d (broadcast). Returns (jaxpr, which outputs were batched unforced)."""
-    size = axis_data.size
-    box = {}
-
-    def fun(*vals):
-        with _trace.new_trace(BatchTrace(axis_data)) as t:
-            ins = [BatchTracer(t, v, 0) if b else v for v, b in zip(vals, in_batched)]
-            lifted = [t.lift(o) for o in eval_jaxpr(closed.jaxpr, closed.consts, *ins)]
-        box["batched"] = [d is not None for _, d in lifted]
-        return [bdim_to_front(v, d, size) if d is not None or f else v for (v, d), f in zip(lifted, force)]
-
-    avals = [a.update(shape=(size,) + a.shape) if b else a for a, b in zip(closed.in_avals, in_batched)]
-    out = trace_to_jaxpr(fun, avals)
-    return out, box["batched"]
-
-
 def _frozen_lanes_jaxprs(cond_jaxpr, body_jaxpr, axis_data, nc, nb, cc_b, bc_b):
     """For a batched predicate: a cond that is true while any lane is, and a body (taking the cond
     consts too) that steps only the lanes whose own predicate is true. Every carry is batched."""
@@ -581,12 +563,12 @@ def _while_batch(vals, dims, *, axis_data, cond_jaxpr, body_jaxpr, cond_nconsts,
     cc_b, bc_b, carry_b = split_list([d is not None for d in dims], nc, nb)
     # Fixed point: a carry the body makes batched is batched from the start.
     while True:
-        body, out_b = _batch_closed(body_jaxpr, axis_data, bc_b + carry_b, carry_b)
+        body, out_b = batch_jaxpr(body_jaxpr, axis_data, [0 if b else None for b in bc_b + carry_b], carry_b)
         grown = [a or b for a, b in zip(carry_b, out_b)]
         if grown == carry_b:
             break
         carry_b = grown
-    cond, (pred_b,) = _batch_closed(cond_jaxpr, axis_data, cc_b + carry_b, [False])
+    cond, (pred_b,) = batch_jaxpr(cond_jaxpr, axis_data, [0 if b else None for b in cc_b + carry_b])
     if not pred_b:
         carry = [
             bdim_to_front(v, None, size) if b and d is None else v

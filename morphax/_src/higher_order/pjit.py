@@ -9,13 +9,13 @@ compiled instead (`eager_compiled`: runtime/eager.py compiles the jaxpr and runs
 from __future__ import annotations
 
 from morphax._src.core import trace as _trace
-from morphax._src.core.ad_util import UndefinedPrimal, Zero, is_undefined_primal, is_zero
-from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
-from morphax._src.core.memo import MISSING, memo_get, memo_put
+from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.transforms import ad
+from morphax._src.transforms.batching import batch_jaxpr
 from morphax._src.transforms.partial_eval import partial_eval_jaxpr
-from morphax._src.transforms.staging import StagingTrace, call_out_avals, eval_call_jaxpr, trace_to_jaxpr
+from morphax._src.transforms.staging import StagingTrace, call_out_avals, eval_call_jaxpr
 
 pjit_p = Primitive("pjit", multiple_results=True)
 pjit_p.kind = Kind.CALL
@@ -32,33 +32,9 @@ def _pjit_abstract_eval(*in_avals, jaxpr, name):
     return call_out_avals(f"pjit {name}", in_avals, jaxpr)
 
 
-def jvp_jaxpr(closed: ClosedJaxpr, nonzeros):
-    """A jaxpr taking (primals, nonzero tangents) to (primals out, nonzero tangents out)."""
-    key = ("jvp", tuple(nonzeros))
-    hit = memo_get(closed, key)
-    if hit is not MISSING:
-        return hit
-    avals = closed.in_avals
-    n = len(avals)
-    box = {}
-
-    def fun(*args):
-        primals, nz_tangents = args[:n], iter(args[n:])
-        tangents = [next(nz_tangents) if nz else Zero(ad.tangent_aval(a)) for a, nz in zip(avals, nonzeros)]
-        out_p, out_t = ad.jvp_flat(
-            lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), primals, tangents
-        )
-        box["out_nonzero"] = [not is_zero(t) for t in out_t]
-        return list(out_p) + [t for t in out_t if not is_zero(t)]
-
-    tangent_avals = [ad.tangent_aval(a) for a, nz in zip(avals, nonzeros) if nz]
-    out = trace_to_jaxpr(fun, list(avals) + tangent_avals)
-    return memo_put(closed, key, (out, box["out_nonzero"]))
-
-
 def _pjit_jvp(primals, tangents, *, jaxpr, name):
     nonzeros = [not is_zero(t) for t in tangents]
-    jvp_closed, out_nonzero = jvp_jaxpr(jaxpr, nonzeros)
+    jvp_closed, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzeros)
     outs = pjit_p.bind(
         *primals, *[t for t in tangents if not is_zero(t)], jaxpr=jvp_closed, name=f"jvp({name})"
     )
@@ -103,40 +79,9 @@ def _pjit_transpose(cts, *args, jaxpr, name):
     return out
 
 
-def batch_jaxpr(closed: ClosedJaxpr, axis_data, dims):
-    """A jaxpr computing `closed` on batched inputs (batched along `dims`, None: unbatched).
-    Batched outputs come out at axis 0; returns (jaxpr, out_dims) with None for unbatched outputs."""
-    from morphax._src.core.batch_axes import moveaxis
-    from morphax._src.transforms.batching import BatchTrace, BatchTracer
-
-    key = ("batch", tuple(dims), axis_data.size, axis_data.name)
-    hit = memo_get(closed, key)
-    if hit is not MISSING:
-        return hit
-    box = {}
-
-    def fun(*vals):
-        with _trace.new_trace(BatchTrace(axis_data)) as trace:
-            ins = [BatchTracer(trace, v, d) if d is not None else v for v, d in zip(vals, dims)]
-            outs = eval_jaxpr(closed.jaxpr, closed.consts, *ins)
-            lifted = [trace.lift(o) for o in outs]
-        box["out_dims"] = [None if d is None else 0 for _, d in lifted]
-        return [v if d is None else moveaxis(v, d, 0) for v, d in lifted]
-
-    in_avals = []
-    for a, d in zip(closed.in_avals, dims):
-        if d is None:
-            in_avals.append(a)
-        else:
-            shape = a.shape[:d] + (axis_data.size,) + a.shape[d:]
-            in_avals.append(a.update(shape=shape))
-    out = trace_to_jaxpr(fun, in_avals)
-    return memo_put(closed, key, (out, box["out_dims"]))
-
-
 def _pjit_batch(vals, dims, *, axis_data, jaxpr, name):
-    batched, out_dims = batch_jaxpr(jaxpr, axis_data, dims)
-    return pjit_p.bind(*vals, jaxpr=batched, name=name), out_dims
+    batched, out_batched = batch_jaxpr(jaxpr, axis_data, dims)
+    return pjit_p.bind(*vals, jaxpr=batched, name=name), [0 if b else None for b in out_batched]
 
 
 pjit_p.impl = _pjit_impl
@@ -147,4 +92,4 @@ pjit_p.partial_eval = _pjit_partial_eval
 pjit_p.transpose = _pjit_transpose
 pjit_p.test_spec = None
 
-__all__ = ["pjit_p", "jvp_jaxpr", "UndefinedPrimal"]
+__all__ = ["pjit_p"]

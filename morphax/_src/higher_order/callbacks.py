@@ -11,7 +11,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.core.batch_axes import bdim_to_front, moveaxis
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.core.values import make_array
+from morphax._src.core.values import is_concrete_array, make_array
 from morphax._src.errors import JaxRuntimeError
 from morphax._src.prims import lax_api as L
 
@@ -64,7 +64,7 @@ class HostCallback:
 
 def _as_array(x):
     # Python scalars (jaxpr literals) and NumPy values become Arrays with their canonical type.
-    if hasattr(x, "_buf"):
+    if is_concrete_array(x):
         return x
     aval = get_aval(x)
     return make_array(x, aval.dtype, weak_type=aval.weak_type)

@@ -20,10 +20,10 @@ from morphax._src.core.avals import get_aval
 from morphax._src.core.batch_axes import bdim_to_front, moveaxis
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr, split_list
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.core.values import make_array
+from morphax._src.core.values import is_concrete_array, make_array
 from morphax._src.prims import lax_api as lax
 from morphax._src.transforms import ad
-from morphax._src.transforms.batching import BatchTrace, BatchTracer
+from morphax._src.transforms.batching import batch_jaxpr
 from morphax._src.transforms.staging import trace_to_jaxpr
 
 __all__ = ["custom_linear_solve", "custom_linear_solve_p", "custom_root", "custom_root_p"]
@@ -94,7 +94,7 @@ def _as_outputs(outs, avals):
     # Forwarded inputs and literals come back as arrays of the declared types.
     return [
         o
-        if hasattr(o, "_buf") and o.dtype == a.dtype
+        if is_concrete_array(o) and o.dtype == a.dtype
         else make_array(o, dtype=a.dtype, weak_type=a.weak_type)
         for o, a in zip(outs, avals)
     ]
@@ -110,16 +110,7 @@ def _zeros_for(avals):
 
 def _batch_jaxpr(closed: ClosedJaxpr, axis_data, in_batched):
     """`closed` on inputs batched at axis 0 where `in_batched`; every output batched at axis 0."""
-    size = axis_data.size
-
-    def fun(*vals):
-        with _trace.new_trace(BatchTrace(axis_data)) as t:
-            ins = [BatchTracer(t, v, 0) if b else v for v, b in zip(vals, in_batched)]
-            outs = [t.lift(o) for o in _run(closed, ins)]
-        return [bdim_to_front(v, d, size) for v, d in outs]
-
-    avals = [a.update(shape=(size,) + a.shape) if b else a for a, b in zip(closed.in_avals, in_batched)]
-    return trace_to_jaxpr(fun, avals)
+    return batch_jaxpr(closed, axis_data, [0 if b else None for b in in_batched], True)[0]
 
 
 def _batch_operands(vals, dims, n_consts, size):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from morphax._src.control_flow.host_eval import body_runner, host_rules, run_as_program
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import (
     Zero,
@@ -30,8 +29,10 @@ from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr, spl
 from morphax._src.core.loop_form import LoopForm
 from morphax._src.core.memo import memoized
 from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.higher_order.host_eval import body_runner, host_rules, run_as_program
 from morphax._src.transforms import ad
-from morphax._src.transforms.batching import BatchTrace, BatchTracer
+from morphax._src.transforms.batching import batch_jaxpr
+from morphax._src.transforms.partial_eval import partial_eval_jaxpr
 from morphax._src.transforms.staging import StagingTrace, trace_to_jaxpr
 
 __all__ = ["scan_p"]
@@ -141,40 +142,30 @@ def _nonzero(t) -> bool:
 
 
 def _jvp_body(closed: ClosedJaxpr, nonzeros, num_consts, num_carry, carry_nz):
-    """The body's JVP in scan layout: (consts, const tangents, carry, carry tangents, xs, x
-    tangents) -> (carry, carry tangents, ys, y tangents); tangents only where nonzero (carry
-    tangents where `carry_nz`, instantiated). Also returns which outputs had nonzero tangents."""
+    """The body's JVP (`ad.jvp_jaxpr`) in scan layout: (consts, const tangents, carry, carry
+    tangents, xs, x tangents) -> (carry, carry tangents, ys, y tangents); tangents only where
+    nonzero (carry tangents where `carry_nz`, instantiated). Also returns which outputs have
+    tangents."""
+    nc, nk = num_consts, num_carry
+    nz_in = list(nonzeros[:nc]) + list(carry_nz) + list(nonzeros[nc + nk :])
 
     def build():
-        avals = closed.in_avals
-        nc, nk = num_consts, num_carry
-        nz_in = list(nonzeros[:nc]) + list(carry_nz) + list(nonzeros[nc + nk :])
-        groups = [range(0, nc), range(nc, nc + nk), range(nc + nk, len(avals))]
-        box = {}
-
-        def fun(*args):
-            it = iter(args)
-            primals, tangents = [], []
-            for g in groups:
-                primals += [next(it) for _ in g]
-                tangents += [next(it) if nz_in[i] else Zero(tangent_aval(avals[i])) for i in g]
-            out_p, out_t = ad.jvp_flat(
-                lambda *a: eval_jaxpr(closed.jaxpr, closed.consts, *a), primals, tangents
-            )
-            box["raw"] = [_nonzero(t) for t in out_t]
-            carry_t = [
-                t if _nonzero(t) else instantiate(Zero(tangent_aval(aval_of(t))))
-                for t, nz in zip(out_t[:nk], carry_nz)
-                if nz
-            ]
-            ys_t = [t for t in out_t[nk:] if _nonzero(t)]
-            return [*out_p[:nk], *carry_t, *out_p[nk:], *ys_t]
-
-        in_avals = []
-        for g in groups:
-            in_avals += [avals[i] for i in g] + [tangent_aval(avals[i]) for i in g if nz_in[i]]
-        out = trace_to_jaxpr(fun, in_avals)
-        return out, box["raw"]
+        ny = len(closed.out_avals) - nk
+        jvp, out_nz = ad.jvp_jaxpr(closed, nz_in, list(carry_nz) + [False] * ny)
+        j, n, n_out = jvp.jaxpr, len(nz_in), nk + ny
+        t_in, t_out = iter(j.invars[n:]), iter(j.outvars[n_out:])
+        t_in = [next(t_in) if nz else None for nz in nz_in]
+        t_out = [next(t_out) if nz else None for nz in out_nz]
+        invars = []
+        for g in (range(0, nc), range(nc, nc + nk), range(nc + nk, n)):
+            invars += [j.invars[i] for i in g] + [t_in[i] for i in g if nz_in[i]]
+        outvars = [
+            *j.outvars[:nk],
+            *filter(None, t_out[:nk]),
+            *j.outvars[nk:n_out],
+            *filter(None, t_out[nk:]),
+        ]
+        return ClosedJaxpr(Jaxpr(j.constvars, invars, outvars, j.eqns), jvp.consts), out_nz
 
     return _cached("jvp", closed, (tuple(nonzeros), tuple(carry_nz), num_consts, num_carry), build)
 
@@ -220,33 +211,6 @@ scan_p.jvp = _scan_jvp
 # ------------------------------------------------------------------------------ partial evaluation
 
 
-def _partial_eval_body(closed: ClosedJaxpr, unknowns, instantiate_out):
-    """Like `partial_eval_jaxpr`, but outputs marked in `instantiate_out` are made unknown even
-    when computable from known inputs (they become residuals the unknown part returns).
-    Returns (known closed jaxpr, unknown open jaxpr whose constvars are the residuals,
-    outputs unknown by themselves, outputs unknown after instantiation)."""
-
-    def build():
-        in_avals = closed.in_avals
-        box = {}
-
-        def known_fun(*known_args):
-            it = iter(known_args)
-            with _trace.new_trace(ad.PartialEvalTrace()) as pe:
-                args = [pe.new_arg(a) if u else next(it) for a, u in zip(in_avals, unknowns)]
-                outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-                raw = [pe._owns(o) for o in outs]
-                out_uk = [r or i for r, i in zip(raw, instantiate_out)]
-                unknown = pe.to_closed_jaxpr([o for o, u in zip(outs, out_uk) if u])
-            box.update(unknown=unknown.jaxpr, raw=raw, out_uk=out_uk)
-            return [o for o, u in zip(outs, out_uk) if not u] + list(unknown.consts)
-
-        known = trace_to_jaxpr(known_fun, [a for a, u in zip(in_avals, unknowns) if not u])
-        return known, box["unknown"], box["raw"], box["out_uk"]
-
-    return _cached("pe", closed, (tuple(unknowns), tuple(instantiate_out)), build)
-
-
 def _varying(jaxpr: Jaxpr, loop_invars) -> set:
     """Ids of the variables that change from one iteration to the next (depend on `loop_invars`)."""
     varying = {id(v) for v in loop_invars}
@@ -275,10 +239,10 @@ def _scan_partial_eval(trace, args, params):
     const_uk, carry_uk, xs_uk = split_list(unknowns, nc, nk)
     # Fixed point: a carry is unknown if its initial value is or the body makes it so.
     for _ in range(nk + 1):
-        known, unknown, raw, out_uk = _partial_eval_body(
+        known, unknown, out_uk, num_res = partial_eval_jaxpr(
             jaxpr, const_uk + carry_uk + xs_uk, carry_uk + [False] * ny
         )
-        grown = [c or r for c, r in zip(carry_uk, raw[:nk])]
+        grown = [c or r for c, r in zip(carry_uk, out_uk[:nk])]
         if grown == carry_uk:
             break
         carry_uk = grown
@@ -288,9 +252,11 @@ def _scan_partial_eval(trace, args, params):
     known_xs = [x for x, u in zip(xs, xs_uk) if not u]
     nck, nkk = len(known_consts), len(known_init)
 
+    # The unknown part as an open jaxpr whose constvars are the residuals.
+    uj = unknown.jaxpr
+    unknown = Jaxpr(uj.invars[:num_res], uj.invars[num_res:], uj.outvars, uj.eqns)
     # Residuals: loop-invariant ones are computed once, known xs are forwarded, the rest stacked.
     kj = known.jaxpr
-    num_res = len(unknown.constvars)
     n_known_out = len(kj.outvars) - num_res
     res_out = kj.outvars[n_known_out:]
     varying = _varying(kj, kj.invars[nck:])
@@ -456,32 +422,6 @@ scan_p.transpose = _scan_transpose
 # ------------------------------------------------------------------------------------------ batching
 
 
-def _batch_body(closed: ClosedJaxpr, axis_data, batched, force_out):
-    """The body on inputs batched at axis 0 where `batched`; outputs batched at axis 0 where the
-    computation makes them so or `force_out` asks. Returns (jaxpr, outputs batched by themselves)."""
-
-    def build():
-        size = axis_data.size
-        box = {}
-
-        def fun(*vals):
-            with _trace.new_trace(BatchTrace(axis_data)) as trace:
-                ins = [BatchTracer(trace, v, 0) if b else v for v, b in zip(vals, batched)]
-                outs = eval_jaxpr(closed.jaxpr, closed.consts, *ins)
-                lifted = [trace.lift(o) for o in outs]
-            box["raw"] = [d is not None for _, d in lifted]
-            return [
-                v if d is None and not f else bdim_to_front(v, d, size)
-                for (v, d), f in zip(lifted, force_out)
-            ]
-
-        in_avals = [a.update(shape=(size, *a.shape)) if b else a for a, b in zip(closed.in_avals, batched)]
-        return trace_to_jaxpr(fun, in_avals), box["raw"]
-
-    key = (tuple(batched), tuple(force_out), axis_data.size, axis_data.name, axis_data.spmd_name)
-    return _cached("batch", closed, key, build)
-
-
 def _scan_batch(vals, dims, *, axis_data, jaxpr, length, reverse, num_consts, num_carry, unroll):
     nc, nk = num_consts, num_carry
     ny = len(jaxpr.out_avals) - nk
@@ -494,7 +434,8 @@ def _scan_batch(vals, dims, *, axis_data, jaxpr, length, reverse, num_consts, nu
     carry_b = [d is not None for d in kd]
     # Fixed point: a carry is batched if its initial value is or the body makes it so.
     for _ in range(nk + 1):
-        body, raw = _batch_body(jaxpr, axis_data, const_b + carry_b + xs_b, carry_b + [False] * ny)
+        in_dims = [0 if b else None for b in const_b + carry_b + xs_b]
+        body, raw = batch_jaxpr(jaxpr, axis_data, in_dims, carry_b + [False] * ny)
         grown = [c or r for c, r in zip(carry_b, raw[:nk])]
         if grown == carry_b:
             break

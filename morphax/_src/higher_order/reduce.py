@@ -10,8 +10,6 @@ import math
 
 import numpy as np
 
-from morphax._src.control_flow.host_eval import run_closed_jaxpr
-from morphax._src.control_flow.while_loop import while_loop
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core.avals import ShapedArray, get_aval
@@ -20,6 +18,8 @@ from morphax._src.core.jaxpr import ClosedJaxpr, jaxpr_as_fun
 from morphax._src.core.memo import memoized
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
+from morphax._src.higher_order.host_eval import run_closed_jaxpr
+from morphax._src.higher_order.while_loop import while_loop
 from morphax._src.prims import lax_api as lax
 from morphax._src.prims._shape_util import as_lax_array
 from morphax._src.prims._spec import Case, TestSpec, random_array

@@ -13,15 +13,15 @@ import numpy as np
 
 from morphax._src import errors
 from morphax._src.config import config
-from morphax._src.control_flow.scan import scan_p
-from morphax._src.control_flow.trace_cache import cached_trace
 from morphax._src.core import pytree
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import AxisData
 from morphax._src.core.dtypes import is_python_scalar, result_type
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr
 from morphax._src.core.trace import Tracer
-from morphax._src.core.values import make_array
+from morphax._src.core.values import is_concrete_array, make_array
+from morphax._src.higher_order.scan import scan_p
+from morphax._src.higher_order.trace_cache import cached_trace
 from morphax._src.prims import lax_api as lax
 from morphax._src.transforms.batching import batch_flat_fun
 from morphax._src.transforms.staging import trace_to_jaxpr
@@ -38,7 +38,7 @@ def _long_str(a: ShapedArray) -> str:
 
 
 def _as_operand(x):
-    if isinstance(x, Tracer) or hasattr(x, "_buf"):
+    if isinstance(x, Tracer) or is_concrete_array(x):
         return x
     aval = get_aval(x)  # raises a clear TypeError for non-array leaves
     if is_python_scalar(x) or isinstance(x, (np.ndarray, np.generic)):
@@ -434,7 +434,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     if unroll is not None and unroll is not False and unroll != 1:
         raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are statically known.")
     try:
-        from morphax._src.control_flow.while_loop import while_loop
+        from morphax._src.higher_order.while_loop import while_loop
     except ImportError as e:  # pragma: no cover - while_loop lands separately
         raise NotImplementedError(
             "fori_loop with traced bounds runs as a while_loop, which is not available in this build"

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from morphax._src.config import config
-from morphax._src.control_flow.host_eval import host_rules, run_as_program, run_closed_jaxpr
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
@@ -32,11 +31,13 @@ from morphax._src.core.memo import MISSING, memo_get, memo_put
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
+from morphax._src.higher_order.host_eval import host_rules, run_as_program, run_closed_jaxpr
 from morphax._src.passes._util import eqn_has_effects
 from morphax._src.passes.dce import dce_closed_jaxpr
 from morphax._src.prims import lax_api as L
 from morphax._src.transforms import ad
-from morphax._src.transforms.batching import BatchTrace, BatchTracer, batch_flat_fun
+from morphax._src.transforms.batching import batch_flat_fun, batch_jaxpr
+from morphax._src.transforms.partial_eval import partial_eval_jaxpr
 from morphax._src.transforms.staging import StagingTrace, fun_sourceinfo, trace_to_jaxpr
 
 __all__ = ["cond", "switch", "cond_p"]
@@ -340,36 +341,12 @@ def switch(index, branches, *operands, operand=_no_operand):
 # ---------------------------------------------------------------------------------------------- JVP
 
 
-def _jvp_branch(closed: ClosedJaxpr, nonzeros, instantiate_out):
-    """(primals, nonzero tangents) -> (primal outs, tangents of the outputs marked in
-    `instantiate_out`, dense even where this branch's tangent is zero); also this branch's own
-    nonzero output pattern."""
-
-    def build():
-        avals, n = closed.in_avals, len(closed.in_avals)
-        box = {}
-
-        def fun(*args):
-            it = iter(args[n:])
-            tangents = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(avals, nonzeros)]
-            out_p, out_t = ad.jvp_flat(jaxpr_as_fun(closed), args[:n], tangents)
-            box["nz"] = [not is_zero(t) for t in out_t]
-            keep = box["nz"] if instantiate_out is None else instantiate_out
-            return list(out_p) + [instantiate(t) for t, k in zip(out_t, keep) if k]
-
-        t_avals = [tangent_aval(a) for a, nz in zip(avals, nonzeros) if nz]
-        return trace_to_jaxpr(fun, list(avals) + t_avals), box["nz"]
-
-    key = (tuple(nonzeros), None if instantiate_out is None else tuple(instantiate_out))
-    return _cached("cond_jvp", (closed,), key, build)
-
-
 def _cond_jvp(primals, tangents, *, branches):
     index, ops = primals[0], primals[1:]
     nonzeros = [not is_zero(t) for t in tangents[1:]]
-    patterns = [_jvp_branch(b, nonzeros, None)[1] for b in branches]
+    patterns = [ad.jvp_jaxpr(b, nonzeros)[1] for b in branches]
     out_nz = [any(col) for col in zip(*patterns)]
-    jvp_branches = tuple(_jvp_branch(b, nonzeros, out_nz)[0] for b in branches)
+    jvp_branches = tuple(ad.jvp_jaxpr(b, nonzeros, out_nz)[0] for b in branches)
     nz_tangents = [t for t in tangents[1:] if not is_zero(t)]
     outs = cond_p.bind(index, *ops, *nz_tangents, branches=jvp_branches)
     n_out = len(branches[0].out_avals)
@@ -385,48 +362,18 @@ cond_p.jvp = _cond_jvp
 # ------------------------------------------------------------------------------- partial evaluation
 
 
-def _partial_eval_branch(closed: ClosedJaxpr, unknowns, instantiate_out):
-    """Like `partial_eval_jaxpr`, but the outputs marked in `instantiate_out` are unknown even when
-    this branch could compute them now (their values then travel as residuals), so that every
-    branch splits its outputs the same way. Returns (known_jaxpr, unknown_jaxpr, out_unknowns,
-    residual avals); unknown_jaxpr takes (residuals, unknown inputs)."""
-
-    def build():
-        in_avals = closed.in_avals
-        box = {}
-
-        def known_fun(*known_args):
-            it = iter(known_args)
-            with _trace.new_trace(ad.PartialEvalTrace()) as pe:
-                args = [pe.new_arg(a) if u else next(it) for a, u in zip(in_avals, unknowns)]
-                outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-                out_uk = [pe._owns(o) or bool(inst) for o, inst in zip(outs, instantiate_out)]
-                box["unknown"] = pe.to_closed_jaxpr([o for o, u in zip(outs, out_uk) if u])
-            box["out_uk"] = out_uk
-            return [o for o, u in zip(outs, out_uk) if not u] + list(box["unknown"].consts)
-
-        known = trace_to_jaxpr(known_fun, [a for a, u in zip(in_avals, unknowns) if not u])
-        uj = box["unknown"].jaxpr
-        unknown = ClosedJaxpr(Jaxpr([], uj.constvars + uj.invars, uj.outvars, uj.eqns), [])
-        return known, unknown, box["out_uk"], [v.aval for v in uj.constvars]
-
-    return _cached("cond_pe", (closed,), (tuple(unknowns), tuple(instantiate_out)), build)
-
-
 def _join_residuals(branches, unknowns):
     """Split every branch, then make all branches agree: the same unknown outputs, and one residual
     list (the concatenation of all branches' residuals; a branch fills the others' with zeros)."""
-    n_out = len(branches[0].out_avals)
-    splits = [_partial_eval_branch(b, unknowns, [False] * n_out) for b in branches]
+    splits = [partial_eval_jaxpr(b, unknowns) for b in branches]
     out_uk = [any(col) for col in zip(*[s[2] for s in splits])]
-    splits = [_partial_eval_branch(b, unknowns, out_uk) for b in branches]
-    res_avals = [s[3] for s in splits]
+    splits = [partial_eval_jaxpr(b, unknowns, out_uk) for b in branches]
+    res_avals = [unknown.in_avals[:n_res] for _, unknown, _, n_res in splits]
     all_res = [a for avals in res_avals for a in avals]
     offsets = np.cumsum([0] + [len(r) for r in res_avals]).tolist()
     known_branches, unknown_branches = [], []
-    for k, (known, unknown, _, own) in enumerate(splits):
+    for k, (known, unknown, _, n_own) in enumerate(splits):
         lo, hi = offsets[k], offsets[k + 1]
-        n_own = len(own)
 
         def known_k(*args, known=known, lo=lo, hi=hi, n_res=n_own):
             outs = eval_jaxpr(known.jaxpr, known.consts, *args)
@@ -517,38 +464,13 @@ cond_p.transpose = _cond_transpose
 # -------------------------------------------------------------------------------------------- batching
 
 
-def _batch_branch(closed: ClosedJaxpr, axis_data, dims, force_out):
-    """`closed` on operands batched along `dims` (None: unbatched); batched outputs at axis 0, and
-    the outputs marked in `force_out` batched (broadcast) even where this branch leaves them
-    unbatched. Returns (jaxpr, which outputs are batched)."""
-
-    def build():
-        box = {}
-
-        def fun(*vals):
-            with _trace.new_trace(BatchTrace(axis_data)) as trace:
-                ins = [BatchTracer(trace, v, d) if d is not None else v for v, d in zip(vals, dims)]
-                outs = [trace.lift(o) for o in eval_jaxpr(closed.jaxpr, closed.consts, *ins)]
-            box["batched"] = [d is not None for _, d in outs]
-            force = box["batched"] if force_out is None else force_out
-            return [bdim_to_front(v, d, axis_data.size) if f else v for (v, d), f in zip(outs, force)]
-
-        in_avals = []
-        for a, d in zip(closed.in_avals, dims):
-            in_avals.append(a if d is None else a.update(shape=a.shape[:d] + (axis_data.size,) + a.shape[d:]))
-        return trace_to_jaxpr(fun, in_avals), box["batched"]
-
-    key = (tuple(dims), axis_data.size, axis_data.name, None if force_out is None else tuple(force_out))
-    return _cached("cond_batch", (closed,), key, build)
-
-
 def _cond_batch(vals, dims, *, axis_data, branches):
     index, idim = vals[0], dims[0]
     ops, op_dims = vals[1:], dims[1:]
     if idim is None:
-        patterns = [_batch_branch(b, axis_data, op_dims, None)[1] for b in branches]
+        patterns = [batch_jaxpr(b, axis_data, op_dims)[1] for b in branches]
         out_b = [any(col) for col in zip(*patterns)]
-        batched = tuple(_batch_branch(b, axis_data, op_dims, out_b)[0] for b in branches)
+        batched = tuple(batch_jaxpr(b, axis_data, op_dims, out_b)[0] for b in branches)
         return cond_p.bind(index, *ops, branches=batched), [0 if b else None for b in out_b]
     # A batched index: each lane may take a different branch, so every branch runs on every lane
     # and select_n picks per lane. A branch sees its inexact operands through stop_gradient on the

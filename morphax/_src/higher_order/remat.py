@@ -26,7 +26,7 @@ from morphax._src.passes._util import cache_get, cache_put, eqn_has_effects
 from morphax._src.prims._spec import DTYPES_FOR_CLASS, Case, TestSpec, random_array
 from morphax._src.prims.dot import dot_general_p
 from morphax._src.transforms import ad
-from morphax._src.transforms.jit import batch_jaxpr, jvp_jaxpr
+from morphax._src.transforms.batching import batch_jaxpr
 from morphax._src.transforms.partial_eval import partial_eval_jaxpr
 from morphax._src.transforms.staging import (
     StagingTrace,
@@ -209,7 +209,7 @@ def _remat_abstract_eval(*in_avals, jaxpr, prevent_cse, differentiated, policy):
 
 def _remat_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy):
     nonzeros = [not is_zero(t) for t in tangents]
-    jvp_closed, out_nonzero = jvp_jaxpr(jaxpr, nonzeros)
+    jvp_closed, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzeros)
     outs = remat_p.bind(
         *primals,
         *[t for t in tangents if not is_zero(t)],
@@ -225,8 +225,8 @@ def _remat_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy)
 
 
 def _remat_batch(vals, dims, *, axis_data, jaxpr, **params):
-    batched, out_dims = batch_jaxpr(jaxpr, axis_data, dims)
-    return remat_p.bind(*vals, jaxpr=batched, **params), out_dims
+    batched, out_batched = batch_jaxpr(jaxpr, axis_data, dims)
+    return remat_p.bind(*vals, jaxpr=batched, **params), [0 if b else None for b in out_batched]
 
 
 # --------------------------------------------------------------------------- partial evaluation
