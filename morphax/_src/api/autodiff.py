@@ -290,23 +290,29 @@ def _partial_with(fun, args, kwargs, argnums):
     return f_partial, dyn
 
 
+def _vjp_of_argnums(name, fun, args, kwargs, argnums, holomorphic, allow_int, has_aux):
+    """vjp of `fun` with respect to the positional arguments `argnums` selects, after checking
+    their dtypes. Returns (single, those arguments, primal output, pullback, aux or None)."""
+    single, nums = _normalize_argnums(argnums, len(args), name)
+    f_partial, dyn = _partial_with(fun, args, kwargs, nums)
+    for i, a in zip(nums, dyn):
+        for path, leaf in pytree.tree_flatten_with_path(a)[0]:
+            _check_input_dtype(name, holomorphic, allow_int, i, path, leaf)
+    if has_aux:
+        return (single, dyn, *vjp(f_partial, *dyn, has_aux=True))
+    return (single, dyn, *vjp(f_partial, *dyn), None)
+
+
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
     """Returns a function computing both `fun` and its gradient with respect to `argnums`."""
     if not callable(fun):
         raise TypeError(f"value_and_grad: expected a callable, got {fun!r}")
-    fname = "value_and_grad"
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
-        single, nums = _normalize_argnums(argnums, len(args), fname if fname != "grad" else "grad")
-        f_partial, dyn = _partial_with(fun, args, kwargs, nums)
-        for i, a in zip(nums, dyn):
-            for path, leaf in pytree.tree_flatten_with_path(a)[0]:
-                _check_input_dtype("grad", holomorphic, allow_int, i, path, leaf)
-        if has_aux:
-            ans, vjp_fun, aux = vjp(f_partial, *dyn, has_aux=True)
-        else:
-            ans, vjp_fun = vjp(f_partial, *dyn)
+        single, _, ans, vjp_fun, aux = _vjp_of_argnums(
+            "grad", fun, args, kwargs, argnums, holomorphic, allow_int, has_aux
+        )
         _check_scalar_output("grad", ans, holomorphic)
         ct = make_array(1, dtype=get_aval(ans).dtype)
         g = vjp_fun(ct)
@@ -419,15 +425,9 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     from morphax._src.api.vmap import vmap
 
     def jacfun(*args, **kwargs):
-        single, nums = _normalize_argnums(argnums, len(args), "jacrev")
-        f_partial, dyn = _partial_with(fun, args, kwargs, nums)
-        for i, a in zip(nums, dyn):
-            for path, leaf in pytree.tree_flatten_with_path(a)[0]:
-                _check_input_dtype("jacrev", holomorphic, allow_int, i, path, leaf)
-        if has_aux:
-            y, pullback, aux = vjp(f_partial, *dyn, has_aux=True)
-        else:
-            y, pullback = vjp(f_partial, *dyn)
+        single, dyn, y, pullback, aux = _vjp_of_argnums(
+            "jacrev", fun, args, kwargs, argnums, holomorphic, allow_int, has_aux
+        )
         out_leaves, out_tree = pytree.tree_flatten(y)
         in_leaves, in_tree = pytree.tree_flatten(dyn)
         basis, sizes, total = _basis_for(out_leaves)

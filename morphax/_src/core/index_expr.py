@@ -51,48 +51,46 @@ class _Var(_Atom):
         return self.name
 
 
-class _FloorDiv(_Atom):
+class _ByConstant(_Atom):
+    """`expr // k` or `expr % k` for a positive constant k; the C operator agrees with Python's
+    only on non-negative operands, which `to_c` checks."""
+
     __slots__ = ("expr", "k")
+    op = ""
 
     def __init__(self, expr: IndexExpr, k: int):
         self.expr, self.k = expr, k
         self._key = (expr, k)
+
+    def evaluate(self, env):
+        value = self.expr.evaluate(env)
+        return value // self.k if self.op == "//" else value % self.k
+
+    def to_c(self, names):
+        _check_non_negative(self.expr, self.op, self.k)
+        c_op = "/" if self.op == "//" else "%"
+        return f"{self.expr._to_c(names, paren=True)} {c_op} {self.k}"
+
+    def __repr__(self):
+        return f"{self.expr._repr(paren=True)} {self.op} {self.k}"
+
+
+class _FloorDiv(_ByConstant):
+    __slots__ = ()
+    op = "//"
 
     def range(self):
         lo, hi = self.expr.range()
         return _floordiv_bound(lo, self.k), _floordiv_bound(hi, self.k)
 
-    def evaluate(self, env):
-        return self.expr.evaluate(env) // self.k
 
-    def to_c(self, names):
-        _check_non_negative(self.expr, "//", self.k)
-        return f"{self.expr._to_c(names, paren=True)} / {self.k}"
-
-    def __repr__(self):
-        return f"{self.expr._repr(paren=True)} // {self.k}"
-
-
-class _Mod(_Atom):
-    __slots__ = ("expr", "k")
-
-    def __init__(self, expr: IndexExpr, k: int):
-        self.expr, self.k = expr, k
-        self._key = (expr, k)
+class _Mod(_ByConstant):
+    __slots__ = ()
+    op = "%"
 
     def range(self):
         lo, hi = self.expr.range()
         return 0, (min(self.k - 1, hi) if lo >= 0 else self.k - 1)
-
-    def evaluate(self, env):
-        return self.expr.evaluate(env) % self.k
-
-    def to_c(self, names):
-        _check_non_negative(self.expr, "%", self.k)
-        return f"{self.expr._to_c(names, paren=True)} % {self.k}"
-
-    def __repr__(self):
-        return f"{self.expr._repr(paren=True)} % {self.k}"
 
 
 class _Mul(_Atom):

@@ -257,6 +257,18 @@ def _is_concrete(x) -> bool:
     return not isinstance(x, Tracer)
 
 
+def _with_operand_keyword(operands, operand):
+    """The positional operands, or the one passed as JAX's deprecated `operand=` keyword."""
+    if operand is _no_operand:
+        return operands
+    if operands:
+        raise TypeError(
+            "if 'operand' keyword is passed then no positional operands can be passed, got "
+            f"operand={operand!r} and positional operands {operands!r}"
+        )
+    return (operand,)
+
+
 def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
     """``true_fun(*operands) if pred else false_fun(*operands)``, with one branch run.
 
@@ -271,13 +283,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
             x_true, f_true, x_false, f_false = true_fun, false_fun, *operands
             return cond(pred, lambda x, _: f_true(x), lambda _, x: f_false(x), x_true, x_false)
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
-    if operand is not _no_operand:
-        if operands:
-            raise TypeError(
-                "if 'operand' keyword is passed then no positional operands can be passed, got "
-                f"operand={operand!r} and positional operands {operands!r}"
-            )
-        operands = (operand,)
+    operands = _with_operand_keyword(operands, operand)
     if pred is None:
         raise TypeError("cond predicate is None")
     if isinstance(pred, Sequence) or np.ndim(pred) != 0:
@@ -311,13 +317,7 @@ def switch(index, branches, *operands, operand=_no_operand):
     branches = tuple(branches)
     if not all(callable(b) for b in branches):
         raise TypeError("lax.switch: branches argument should be a sequence of callables.")
-    if operand is not _no_operand:
-        if operands:
-            raise TypeError(
-                "if 'operand' keyword is passed then no positional operands can be passed, got "
-                f"operand={operand!r} and positional operands {operands!r}"
-            )
-        operands = (operand,)
+    operands = _with_operand_keyword(operands, operand)
     if len(np.shape(index)) != 0:
         raise TypeError(f"Branch index must be scalar, got {index} of shape {np.shape(index)}.")
     try:

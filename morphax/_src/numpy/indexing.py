@@ -313,22 +313,18 @@ class _IndexUpdateRef:
         """`x[idx] /= values`, as JAX computes it: `x / ones_like(x).at[idx].mul(values)`, so the
         result has `true_divide`'s dtype (integers give floats) and repeated indices compound."""
         x = util.asarray_like(self.array)
-        scale = _scatter_update(
-            _ones_like(x),
-            self.index,
-            values,
-            "mul",
-            mode=mode,
-            unique_indices=unique_indices,
-            indices_are_sorted=indices_are_sorted,
-            fun="x.at[idx].divide",
-        )
+        scale = self._ones_times(x, values, indices_are_sorted, unique_indices, mode, "divide")
         return ufuncs.true_divide(x, scale)
 
     def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
         """`x[idx] **= values`, as JAX computes it: `x ** ones_like(x).at[idx].mul(values)`."""
         x = util.asarray_like(self.array)
-        exponent = _scatter_update(
+        exponent = self._ones_times(x, values, indices_are_sorted, unique_indices, mode, "power")
+        return ufuncs.power(x, exponent)
+
+    def _ones_times(self, x, values, indices_are_sorted, unique_indices, mode, method):
+        """ones_like(x).at[idx].mul(values): the per-element divisor or exponent of divide/power."""
+        return _scatter_update(
             _ones_like(x),
             self.index,
             values,
@@ -336,9 +332,8 @@ class _IndexUpdateRef:
             mode=mode,
             unique_indices=unique_indices,
             indices_are_sorted=indices_are_sorted,
-            fun="x.at[idx].power",
+            fun=f"x.at[idx].{method}",
         )
-        return ufuncs.power(x, exponent)
 
     def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None):
         """`func` applied to the indexed elements. Unlike `ufunc.at`, a location named several

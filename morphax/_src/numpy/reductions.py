@@ -196,34 +196,27 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     )
 
 
-def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    """Maximum over `axis`; empty reductions and masks need `initial`."""
-    return _reduction(
-        "max",
-        a,
-        "max",
-        axis=axis,
-        out=out,
-        keepdims=keepdims,
-        initial=initial,
-        where=where,
-        has_identity=False,
-    )
+def _extremum(name: str, what: str):
+    def extremum(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+        return _reduction(
+            name,
+            a,
+            name,
+            axis=axis,
+            out=out,
+            keepdims=keepdims,
+            initial=initial,
+            where=where,
+            has_identity=False,
+        )
+
+    extremum.__name__ = extremum.__qualname__ = name
+    extremum.__doc__ = f"{what} over `axis`; empty reductions and masks need `initial`."
+    return extremum
 
 
-def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    """Minimum over `axis`; empty reductions and masks need `initial`."""
-    return _reduction(
-        "min",
-        a,
-        "min",
-        axis=axis,
-        out=out,
-        keepdims=keepdims,
-        initial=initial,
-        where=where,
-        has_identity=False,
-    )
+max = _extremum("max", "Maximum")  # noqa: A001
+min = _extremum("min", "Minimum")  # noqa: A001
 
 
 amax = max

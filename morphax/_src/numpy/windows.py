@@ -20,14 +20,22 @@ def _float():
     return _dtypes.canonicalize_dtype(np.float64)
 
 
-def _cos_window(M, coefs):
+def _window_grid(M):
+    """(M, dtype, the sample points 1-M, 3-M, ..., M-1), or the whole window when M < 2 (empty,
+    or the single sample 1), as NumPy's window functions define them."""
     M = int(M)
     dt = _float()
     if M < 1:
-        return creation.zeros((0,), dtype=dt)
+        return M, dt, creation.zeros((0,), dtype=dt)
     if M == 1:
-        return creation.ones((1,), dtype=dt)
-    n = creation.arange(1 - M, M, 2, dtype=dt)
+        return M, dt, creation.ones((1,), dtype=dt)
+    return M, dt, creation.arange(1 - M, M, 2, dtype=dt)
+
+
+def _cos_window(M, coefs):
+    M, dt, n = _window_grid(M)
+    if M < 2:
+        return n
     out = creation.full((M,), coefs[0], dtype=dt)
     for j, c in enumerate(coefs[1:], start=1):
         out = ufuncs.add(out, ufuncs.multiply(c, ufuncs.cos(ufuncs.multiply(n, j * math.pi / (M - 1)))))
@@ -36,13 +44,9 @@ def _cos_window(M, coefs):
 
 def bartlett(M: int):
     """The Bartlett (triangular) window."""
-    M = int(M)
-    dt = _float()
-    if M < 1:
-        return creation.zeros((0,), dtype=dt)
-    if M == 1:
-        return creation.ones((1,), dtype=dt)
-    n = creation.arange(1 - M, M, 2, dtype=dt)
+    M, dt, n = _window_grid(M)
+    if M < 2:
+        return n
     return ufuncs.subtract(1.0, ufuncs.absolute(ufuncs.divide(n, M - 1)))
 
 
@@ -73,13 +77,10 @@ def _i0_series(x, terms=60):
 
 def kaiser(M: int, beta):
     """The Kaiser window with shape parameter ``beta``."""
-    M = int(M)
-    dt = _float()
-    if M < 1:
-        return creation.zeros((0,), dtype=dt)
-    if M == 1:
-        return creation.ones((1,), dtype=dt)
+    M, dt, n = _window_grid(M)
+    if M < 2:
+        return n
     beta = util.convert_element_type(beta, dt)
-    n = ufuncs.subtract(creation.arange(0, M, dtype=dt), (M - 1) / 2.0)
-    arg = ufuncs.sqrt(ufuncs.subtract(1.0, ufuncs.square(ufuncs.divide(n, (M - 1) / 2.0))))
+    # n / (M - 1) is (k - (M-1)/2) / ((M-1)/2): the same exact halves, so the same quotients.
+    arg = ufuncs.sqrt(ufuncs.subtract(1.0, ufuncs.square(ufuncs.divide(n, M - 1))))
     return ufuncs.divide(_i0_series(ufuncs.multiply(beta, arg)), _i0_series(beta))

@@ -55,6 +55,19 @@ def canonical_axis(axis, ndim: int, name: str) -> int:
     return axis + ndim if axis < 0 else axis
 
 
+def axis_of_shape(name: str, axis, shape) -> int:
+    """Wrapper-side normalization of one axis of an operand of `shape`: negative axes count from
+    the end (JAX's lax wants them non-negative; accepting them here is a convenience, the bound
+    param is always >= 0)."""
+    ndim = len(shape)
+    axis = int(axis)
+    if -ndim <= axis < 0:
+        axis += ndim
+    if not 0 <= axis < ndim:
+        raise ValueError(f"{name}: axis {axis} is out of bounds for an operand of shape {tuple(shape)}")
+    return axis
+
+
 def as_lax_array(x):
     """`lax.asarray`: arrays and tracers pass through; NumPy values and Python scalars become constants
     (Python int/float/complex weakly typed)."""

@@ -75,11 +75,7 @@ __all__ = [
 
 
 add_p = binary_elementwise("add", np.add, dtypes="numeric", declared=structural.add_p)
-
-
 sub_p = binary_elementwise("sub", np.subtract, dtypes="numeric")
-
-
 mul_p = binary_elementwise("mul", np.multiply, dtypes="numeric")
 
 
@@ -94,14 +90,8 @@ def _sub_transpose(ct, x, y):
 
 # Each partial's contribution is broadcast to the output shape by `defjvp`; a Zero tangent is skipped.
 defjvp(add_p, lambda g, ans, x, y: g, lambda g, ans, x, y: g)
-
-
 add_p.transpose = _add_transpose
-
-
 defjvp(sub_p, lambda g, ans, x, y: g, lambda g, ans, x, y: neg(g))
-
-
 sub_p.transpose = _sub_transpose
 
 
@@ -115,8 +105,6 @@ def _mul_transpose(ct, x, y):
 
 
 defjvp(mul_p, lambda g, ans, x, y: mul(g, y), lambda g, ans, x, y: mul(x, g))
-
-
 mul_p.transpose = _mul_transpose
 
 
@@ -175,8 +163,6 @@ def _rem_impl(x, y):
 
 
 div_p = binary_elementwise("div", _div_impl, dtypes="numeric")
-
-
 rem_p = binary_elementwise("rem", _rem_impl, dtypes="real_numeric")
 
 
@@ -201,8 +187,6 @@ defjvp(
 
 
 div_p.transpose = _div_transpose
-
-
 defjvp(rem_p, lambda g, ans, x, y: g, _rem_y_partial)
 
 
@@ -249,8 +233,6 @@ def _complex_minmax_cases(rng):
 
 
 _ANY_DTYPES = ("float32", "float16", "bfloat16", "int32", "uint8", "int8", "bool", "complex64")
-
-
 max_p = binary_elementwise(
     "max",
     _max_impl,
@@ -306,17 +288,9 @@ def _atan2_impl(x, y):
 
 
 atan2_p = binary_elementwise("atan2", _atan2_impl, dtypes="inexact")
-
-
 nextafter_p = binary_elementwise("nextafter", np.nextafter, dtypes="float")
-
-
 nextafter_p.test_spec.differentiable = False  # piecewise constant in x1 and x2
-
-
 nextafter_p.test_spec.grad_order = 0
-
-
 defjvp_zero(nextafter_p)
 
 

@@ -55,20 +55,10 @@ def _complex_impl(x, y):
 
 
 complex_p = Primitive("complex")
-
-
 complex_p.impl = _complex_impl
-
-
 complex_p.abstract_eval = _complex_abstract_eval
-
-
 mark_elementwise(complex_p)
-
-
 elementwise_batcher(complex_p)
-
-
 complex_p.test_spec = TestSpec(cases=binary_cases(dtype_list=("float32",)))
 
 
@@ -118,8 +108,6 @@ imag_p = elementwise_unop(
 # Linear; transposes use the plain (non-conjugating) pairing, JAX's convention for complex values:
 # real(t) pairs with ct as complex(ct, 0) does with t, imag(t) as complex(0, -ct) does.
 deflinear(real_p, lambda ct, x: [ct if is_zero(ct) else complex(ct, 0.0)])
-
-
 deflinear(imag_p, lambda ct, x: [ct if is_zero(ct) else complex(0.0, neg(ct))])
 
 

@@ -165,21 +165,13 @@ def _dynamic_slice_index_map(x, *indices, slice_sizes):
 
 
 dynamic_slice_p = Primitive("dynamic_slice")
-
-
 dynamic_slice_p.impl = _dynamic_slice_impl
-
-
 dynamic_slice_p.abstract_eval = _dynamic_slice_abstract_eval
 
 
 # A window of the operand at an offset read from the scalar start operands (clamped in bounds).
 dynamic_slice_p.kind = Kind.LAYOUT
-
-
 dynamic_slice_p.dynamic_index_map = _dynamic_slice_index_map
-
-
 _DYNAMIC_SLICE_CONFIGS = (
     ((), (), ()),
     ((5,), (1,), (3,)),
@@ -360,18 +352,12 @@ def _dynamic_update_slice_impl(x, update, *indices):
 
 
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
-
-
 dynamic_update_slice_p.impl = _dynamic_update_slice_impl
-
-
 dynamic_update_slice_p.abstract_eval = _dynamic_update_slice_abstract_eval
 
 
 # Writes the update into a copy of the operand at a runtime offset.
 dynamic_update_slice_p.kind = Kind.SCATTER
-
-
 _DUS_CONFIGS = (
     ((), (), ()),
     ((5,), (2,), (1,)),
@@ -425,8 +411,6 @@ def _dus_transpose(ct, operand, update, *indices):
 
 
 dynamic_update_slice_p.jvp = _dus_jvp
-
-
 dynamic_update_slice_p.transpose = _dus_transpose
 
 

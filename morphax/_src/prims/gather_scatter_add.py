@@ -26,13 +26,10 @@ from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.prims._spec import Case, TestSpec, random_array
 from morphax._src.prims.gather_scatter_dims import (
+    GATHER_FIELDS,
     GatherDimensionNumbers,
     GatherScatterMode,
     ScatterDimensionNumbers,
-    _check_batching,
-    _check_dims,
-    _check_disjoint,
-    _check_index_map,
     _check_indices,
     _grid,
     _insert_paired,
@@ -41,21 +38,20 @@ from morphax._src.prims.gather_scatter_dims import (
     _oob_indices,
     _shift,
     _starts,
+    check_dimension_numbers,
 )
 from morphax._src.prims.scatter_builder import (
     _ARITH,
-    _linear_avals,
     _scatter_primitive,
     _scatter_wrapper,
-    _zero_tangent,
+    def_scatter_jvp,
+    def_scatter_transpose,
 )
 
 __all__ = ["gather_p", "gather", "scatter_add_p", "scatter_add"]
 
 
 gather_p = Primitive("gather")
-
-
 gather_p.kind = Kind.GATHER
 
 
@@ -72,28 +68,7 @@ def _gather_abstract_eval(
     _check_indices(name, indices, ctx)
     batch_rank = indices.ndim - 1
     out_rank = len(dn.offset_dims) + batch_rank
-    _check_dims(name, dn.offset_dims, out_rank, "offset_dims", ctx)
-    _check_dims(name, dn.collapsed_slice_dims, operand.ndim, "collapsed_slice_dims", ctx)
-    _check_disjoint(
-        name,
-        dn.collapsed_slice_dims,
-        dn.operand_batching_dims,
-        "collapsed_slice_dims",
-        "operand_batching_dims",
-        ctx,
-    )
-    _check_batching(
-        name,
-        operand,
-        indices,
-        dn.operand_batching_dims,
-        dn.start_indices_batching_dims,
-        "start_indices_batching_dims",
-        ctx,
-    )
-    _check_index_map(
-        name, dn.start_index_map, dn.operand_batching_dims, indices, operand, "start_index_map", ctx
-    )
+    check_dimension_numbers(name, operand, indices, dn, GATHER_FIELDS, out_rank, ctx)
     if len(slice_sizes) != operand.ndim:
         raise TypeError(
             f"gather: slice_sizes must have one entry per operand axis ({operand.ndim}), got {ctx}."
@@ -176,8 +151,6 @@ def _gather_impl(
 
 
 gather_p.impl = _gather_impl
-
-
 gather_p.abstract_eval = _gather_abstract_eval
 
 
@@ -233,27 +206,22 @@ def _gather_cases(rng):
             )
             out.append(Case((x, idx), params, f"{dt}-{name}-PROMISE"))
     x = random_array(rng, (5, 3), "float32")
-    params = dict(
-        dimension_numbers=_gdn((1,), (0,), (0,)),
-        slice_sizes=(1, 3),
-        indices_are_sorted=False,
-        unique_indices=False,
-        mode=GatherScatterMode.FILL_OR_DROP,
-        fill_value=None,
-    )
-    idx = np.array([[1], [-1], [4], [5]], np.int32)
-    out.append(Case((x, idx), params, "float32-default-nan-fill-special"))
-    for idt in ("uint8", "int8", "int16"):
-        idx = _oob_indices(rng, (4, 1), 5, idt)
-        params = dict(
+
+    def rows_filled_with(fill_value):
+        return dict(
             dimension_numbers=_gdn((1,), (0,), (0,)),
             slice_sizes=(1, 3),
             indices_are_sorted=False,
             unique_indices=False,
             mode=GatherScatterMode.FILL_OR_DROP,
-            fill_value=-7.5,
+            fill_value=fill_value,
         )
-        out.append(Case((x, idx), params, f"float32-{idt}-indices-fill"))
+
+    idx = np.array([[1], [-1], [4], [5]], np.int32)
+    out.append(Case((x, idx), rows_filled_with(None), "float32-default-nan-fill-special"))
+    for idt in ("uint8", "int8", "int16"):
+        idx = _oob_indices(rng, (4, 1), 5, idt)
+        out.append(Case((x, idx), rows_filled_with(-7.5), f"float32-{idt}-indices-fill"))
     return out
 
 
@@ -317,8 +285,6 @@ def _gather_transpose(
 
 
 gather_p.jvp = _gather_jvp
-
-
 gather_p.transpose = _gather_transpose
 
 
@@ -441,40 +407,24 @@ def _inverse_gather(x, indices, updates_shape, params, fill_value=0):
 
 
 scatter_add_p = _scatter_primitive("scatter-add", np.add, _ARITH)
-
-
 scatter_add = _scatter_wrapper(
     scatter_add_p,
     """Add `updates` into `operand` at the selected windows; duplicates accumulate.""",
 )
 
 
-def _scatter_add_jvp(primals, tangents, **params):
-    operand, indices, updates = primals
-    ans = scatter_add_p.bind(operand, indices, updates, **params)
-    t_op, _, t_up = tangents
-    zero = _zero_tangent(ans, t_op, t_up)
-    if zero is not None:
-        return ans, zero
+def _scatter_add_tangent(ans, primals, t_op, t_up, params):
     if is_zero(t_up):
-        return ans, t_op
-    return ans, scatter_add_p.bind(instantiate(t_op), indices, t_up, **params)
+        return t_op
+    return scatter_add_p.bind(instantiate(t_op), primals[1], t_up, **params)
 
 
-def _scatter_add_transpose(ct, operand, indices, updates, **params):
+def _scatter_add_cotangents(ct, indices, op_aval, up_aval, linear_op, linear_up, params):
     # Linear in both: the operand passes the cotangent through; each update reads it back from
     # where it was added (a dropped update reads 0: it never reached the output).
-    if is_undefined_primal(indices):
-        raise ValueError("scatter-add: cannot transpose with respect to the (integer) indices")
-    undef_op, undef_up = is_undefined_primal(operand), is_undefined_primal(updates)
-    op_aval, up_aval = _linear_avals(operand, updates)
-    if is_zero(ct):
-        return [Zero(op_aval) if undef_op else None, None, Zero(up_aval) if undef_up else None]
-    up_ct = _inverse_gather(ct, indices, up_aval.shape, params) if undef_up else None
-    return [ct if undef_op else None, None, up_ct]
+    up_ct = _inverse_gather(ct, indices, up_aval.shape, params) if linear_up else None
+    return (ct if linear_op else None), up_ct
 
 
-scatter_add_p.jvp = _scatter_add_jvp
-
-
-scatter_add_p.transpose = _scatter_add_transpose
+def_scatter_jvp(scatter_add_p, _scatter_add_tangent)
+def_scatter_transpose(scatter_add_p, _scatter_add_cotangents)

@@ -145,6 +145,32 @@ def _check_batching(name, operand, indices, op_bdims, idx_bdims, idx_what, ctx):
             )
 
 
+# The dimension-number fields gather and scatter check alike: (window dims of the result/updates,
+# operand dims the index selects and drops, index batching dims, the index-to-operand map).
+GATHER_FIELDS = ("offset_dims", "collapsed_slice_dims", "start_indices_batching_dims", "start_index_map")
+SCATTER_FIELDS = (
+    "update_window_dims",
+    "inserted_window_dims",
+    "scatter_indices_batching_dims",
+    "scatter_dims_to_operand_dims",
+)
+
+
+def check_dimension_numbers(name, operand, indices, dn, fields, window_rank, ctx):
+    """The checks gather's and every scatter's dimension numbers share, naming `fields` (one of
+    GATHER_FIELDS / SCATTER_FIELDS) in their messages; `window_rank` is the rank the window dims
+    index (the gather's output, the scatter's updates)."""
+    window, dropped, index_batching, index_map = fields
+    _check_dims(name, getattr(dn, window), window_rank, window, ctx)
+    _check_dims(name, getattr(dn, dropped), operand.ndim, dropped, ctx)
+    _check_disjoint(
+        name, getattr(dn, dropped), dn.operand_batching_dims, dropped, "operand_batching_dims", ctx
+    )
+    batching = getattr(dn, index_batching)
+    _check_batching(name, operand, indices, dn.operand_batching_dims, batching, index_batching, ctx)
+    _check_index_map(name, getattr(dn, index_map), dn.operand_batching_dims, indices, operand, index_map, ctx)
+
+
 def _starts(indices, operand_shape, index_map, op_bdims, idx_bdims, window, clamp):
     """Per batch position, the full start vector (one int64 array of the batch shape per operand
     axis) and a mask of positions whose whole slice/window lies in bounds."""

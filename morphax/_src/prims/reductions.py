@@ -17,6 +17,7 @@ from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.structural import broadcast_in_dim, reshape, transpose
 from morphax._src.prims import arithmetic
 from morphax._src.prims._ad import defjvp, defjvp_zero, deflinear
+from morphax._src.prims._shape_util import axis_of_shape
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, random_array
 from morphax._src.prims.arithmetic import add, div, mul, sub
 from morphax._src.prims.builders import check_dtype
@@ -67,22 +68,11 @@ def _compute_dtype(dt: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dt in _NARROW_FLOATS else dt
 
 
-def _canon_axis(name: str, axis, ndim: int, shape) -> int:
-    """Wrapper-side normalization: negative axes count from the end (JAX's lax wants them
-    non-negative; accepting them here is a convenience, the bound param is always >= 0)."""
-    axis = int(axis)
-    if -ndim <= axis < 0:
-        axis += ndim
-    if not 0 <= axis < ndim:
-        raise ValueError(f"{name}: axis {axis} is out of bounds for an operand of shape {tuple(shape)}")
-    return axis
-
-
 def _canon_axes(name: str, operand, axes) -> tuple:
     shape = get_aval(operand).shape
     if isinstance(axes, (int, np.integer)):
         axes = (axes,)
-    return tuple(_canon_axis(name, a, len(shape), shape) for a in axes)
+    return tuple(axis_of_shape(name, a, shape) for a in axes)
 
 
 def _check_axes(name: str, x: ShapedArray, axes) -> None:

@@ -24,10 +24,10 @@ from morphax._src.prims.scatter_builder import (
     _ARITH,
     _ORDERED,
     _filled,
-    _linear_avals,
     _scatter_primitive,
     _scatter_wrapper,
-    _zero_tangent,
+    def_scatter_jvp,
+    def_scatter_transpose,
 )
 from morphax._src.prims.selection import select_n
 from morphax._src.prims.shape import broadcast_in_dim, reshape
@@ -59,8 +59,6 @@ def _winning_updates(indices, updates_shape, operand_shape, params):
 
 
 scatter_p = _scatter_primitive("scatter", None, _ANY)
-
-
 scatter = _scatter_wrapper(
     scatter_p,
     """Write `updates` into `operand` at the windows `scatter_indices` select. Out-of-bounds
@@ -69,25 +67,13 @@ scatter = _scatter_wrapper(
 )
 
 
-def _scatter_jvp(primals, tangents, **params):
-    operand, indices, updates = primals
-    ans = scatter_p.bind(operand, indices, updates, **params)
-    t_op, _, t_up = tangents
-    zero = _zero_tangent(ans, t_op, t_up)
-    if zero is not None:
-        return ans, zero
+def _scatter_tangent(ans, primals, t_op, t_up, params):
     # Linear in (operand, updates) jointly: the same update wins each position for the tangent
     # as for the value, and untouched positions keep the operand's tangent.
-    return ans, scatter_p.bind(instantiate(t_op), indices, instantiate(t_up), **params)
+    return scatter_p.bind(instantiate(t_op), primals[1], instantiate(t_up), **params)
 
 
-def _scatter_transpose(ct, operand, indices, updates, **params):
-    if is_undefined_primal(indices):
-        raise ValueError("scatter: cannot transpose with respect to the (integer) indices")
-    undef_op, undef_up = is_undefined_primal(operand), is_undefined_primal(updates)
-    op_aval, up_aval = _linear_avals(operand, updates)
-    if is_zero(ct):
-        return [Zero(op_aval) if undef_op else None, None, Zero(up_aval) if undef_up else None]
+def _scatter_cotangents(ct, indices, op_aval, up_aval, undef_op, undef_up, params):
     op_ct = up_ct = None
     if undef_op:
         # Overwritten positions do not depend on the operand: scatter zeros over them.
@@ -99,18 +85,12 @@ def _scatter_transpose(ct, operand, indices, updates, **params):
             # Only the update that won a contested position reaches the output.
             won = _winning_updates(indices, up_aval.shape, op_aval.shape, params)
             up_ct = select_n(won, _filled(up_aval.shape, 0, get_aval(ct).dtype), up_ct)
-    return [op_ct, None, up_ct]
+    return op_ct, up_ct
 
 
-scatter_p.jvp = _scatter_jvp
-
-
-scatter_p.transpose = _scatter_transpose
-
-
+def_scatter_jvp(scatter_p, _scatter_tangent)
+def_scatter_transpose(scatter_p, _scatter_cotangents)
 scatter_mul_p = _scatter_primitive("scatter-mul", np.multiply, _ARITH)
-
-
 scatter_mul = _scatter_wrapper(
     scatter_mul_p,
     """Multiply `operand` by `updates` at the selected windows; duplicates accumulate.""",
@@ -138,13 +118,8 @@ def _others_product(indices, updates, operand_shape, params):
     return select_n(eq(z, zero_u), select_n(eq(z, one_u), zero_u, one_zero), div(q, safe))
 
 
-def _scatter_mul_jvp(primals, tangents, **params):
+def _scatter_mul_tangent(ans, primals, t_op, t_up, params):
     operand, indices, updates = primals
-    ans = scatter_mul_p.bind(operand, indices, updates, **params)
-    t_op, _, t_up = tangents
-    zero = _zero_tangent(ans, t_op, t_up)
-    if zero is not None:
-        return ans, zero
     out_t = None if is_zero(t_op) else scatter_mul_p.bind(t_op, indices, updates, **params)
     if not is_zero(t_up):
         # d out[p] = operand[p] * sum over updates u into p of t_up[u] * prod_{v != u} updates[v].
@@ -157,7 +132,7 @@ def _scatter_mul_jvp(primals, tangents, **params):
         spread = scatter_add_p.bind(_filled(get_aval(operand).shape, 0, dt), indices, weighted, **params)
         term = mul(operand, spread)
         out_t = term if out_t is None else add(out_t, term)
-    return ans, out_t
+    return out_t
 
 
 def _scatter_mul_transpose(ct, operand, indices, updates, **params):
@@ -172,15 +147,9 @@ def _scatter_mul_transpose(ct, operand, indices, updates, **params):
     return [scatter_mul_p.bind(ct, indices, updates, **params), None, None]
 
 
-scatter_mul_p.jvp = _scatter_mul_jvp
-
-
+def_scatter_jvp(scatter_mul_p, _scatter_mul_tangent)
 scatter_mul_p.transpose = _scatter_mul_transpose
-
-
 scatter_min_p = _scatter_primitive("scatter-min", np.minimum, _ORDERED)
-
-
 scatter_min = _scatter_wrapper(
     scatter_min_p,
     """Elementwise minimum of `operand` and `updates` at the selected windows (NaN propagates).""",
@@ -191,13 +160,8 @@ def _scatter_extremum_jvp(prim):
     """JVP of scatter-min/max: every output element takes the tangent of whichever operand element
     and updates attain it; ties share it equally (as reduce_max does)."""
 
-    def jvp(primals, tangents, **params):
+    def tangent(ans, primals, t_op, t_up, params):
         operand, indices, updates = primals
-        ans = prim.bind(operand, indices, updates, **params)
-        t_op, _, t_up = tangents
-        zero = _zero_tangent(ans, t_op, t_up)
-        if zero is not None:
-            return ans, zero
         t_op, t_up = instantiate(t_op), instantiate(t_up)
         dt = get_aval(ans).dtype
         op_shape, up_shape = get_aval(operand).shape, get_aval(updates).shape
@@ -212,18 +176,13 @@ def _scatter_extremum_jvp(prim):
         share = div(one_op, arithmetic.max(count, one_op))
         out_t = select_n(kept, zero_op, mul(t_op, share))
         up_t = select_n(won, zero_up, mul(t_up, _inverse_gather(share, indices, up_shape, params)))
-        return ans, add(out_t, scatter_add_p.bind(zero_op, indices, up_t, **params))
+        return add(out_t, scatter_add_p.bind(zero_op, indices, up_t, **params))
 
-    prim.jvp = jvp
-    return jvp
+    def_scatter_jvp(prim, tangent)
 
 
 _scatter_extremum_jvp(scatter_min_p)
-
-
 scatter_max_p = _scatter_primitive("scatter-max", np.maximum, _ORDERED)
-
-
 scatter_max = _scatter_wrapper(
     scatter_max_p,
     """Elementwise maximum of `operand` and `updates` at the selected windows (NaN propagates).""",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.ad_util import Zero, aval_of, is_zero, tangent_aval
+from morphax._src.core.ad_util import Zero, aval_of, is_undefined_primal, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
@@ -17,13 +17,10 @@ from morphax._src.core.values import make_array
 from morphax._src.prims._spec import Case, TestSpec, random_array
 from morphax._src.prims.conversion import full
 from morphax._src.prims.gather_scatter_dims import (
+    SCATTER_FIELDS,
     GatherScatterMode,
     ScatterDimensionNumbers,
     _broadcast_at,
-    _check_batching,
-    _check_dims,
-    _check_disjoint,
-    _check_index_map,
     _check_indices,
     _grid,
     _insert_paired,
@@ -32,6 +29,7 @@ from morphax._src.prims.gather_scatter_dims import (
     _oob_indices,
     _shift,
     _starts,
+    check_dimension_numbers,
 )
 
 __all__ = []
@@ -62,34 +60,7 @@ def _scatter_abstract_eval(
             f"{name}: operand and updates must have the same dtype, got {operand.dtype.name} and "
             f"{updates.dtype.name} ({ctx}). Cast the updates with lax.convert_element_type."
         )
-    _check_dims(name, dn.update_window_dims, updates.ndim, "update_window_dims", ctx)
-    _check_dims(name, dn.inserted_window_dims, operand.ndim, "inserted_window_dims", ctx)
-    _check_disjoint(
-        name,
-        dn.inserted_window_dims,
-        dn.operand_batching_dims,
-        "inserted_window_dims",
-        "operand_batching_dims",
-        ctx,
-    )
-    _check_batching(
-        name,
-        operand,
-        indices,
-        dn.operand_batching_dims,
-        dn.scatter_indices_batching_dims,
-        "scatter_indices_batching_dims",
-        ctx,
-    )
-    _check_index_map(
-        name,
-        dn.scatter_dims_to_operand_dims,
-        dn.operand_batching_dims,
-        indices,
-        operand,
-        "scatter_dims_to_operand_dims",
-        ctx,
-    )
+    check_dimension_numbers(name, operand, indices, dn, SCATTER_FIELDS, updates.ndim, ctx)
     n_window = operand.ndim - len(dn.inserted_window_dims) - len(dn.operand_batching_dims)
     if len(dn.update_window_dims) != n_window:
         raise TypeError(
@@ -328,24 +299,42 @@ def _filled(shape, value, dtype):
     return full(tuple(shape), value, dtype)
 
 
-def _zero_tangent(ans, *tangents):
-    """The symbolic zero output tangent when no tangent flows (or the output is not inexact)."""
-    out = tangent_aval(get_aval(ans))
-    if out.dtype == _dtypes.float0 or all(is_zero(t) for t in tangents):
-        return Zero(out)
-    return None
+def def_scatter_jvp(prim, tangent):
+    """Set `prim.jvp` for a scatter: bind it, and unless no tangent flows (or the output is not
+    inexact, a symbolic zero then) give ``tangent(ans, primals, t_operand, t_updates, params)``."""
+
+    def jvp(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        out = tangent_aval(get_aval(ans))
+        t_op, _, t_up = tangents
+        if out.dtype == _dtypes.float0 or (is_zero(t_op) and is_zero(t_up)):
+            return ans, Zero(out)
+        return ans, tangent(ans, primals, t_op, t_up, params)
+
+    prim.jvp = jvp
 
 
-def _linear_avals(operand, updates):
-    return aval_of(operand), aval_of(updates)
+def def_scatter_transpose(prim, cotangents):
+    """Set `prim.transpose` for a scatter linear in (operand, updates) jointly: never in the
+    indices; a symbolic zero cotangent gives symbolic zeros; otherwise
+    ``cotangents(ct, indices, op_aval, up_aval, linear_op, linear_up, params)`` gives the
+    operand's and the updates' cotangents (None for one that is not linear)."""
+
+    def transpose(ct, operand, indices, updates, **params):
+        if is_undefined_primal(indices):
+            raise ValueError(f"{prim.name}: cannot transpose with respect to the (integer) indices")
+        linear_op, linear_up = is_undefined_primal(operand), is_undefined_primal(updates)
+        op_aval, up_aval = aval_of(operand), aval_of(updates)
+        if is_zero(ct):
+            return [Zero(op_aval) if linear_op else None, None, Zero(up_aval) if linear_up else None]
+        op_ct, up_ct = cotangents(ct, indices, op_aval, up_aval, linear_op, linear_up, params)
+        return [op_ct, None, up_ct]
+
+    prim.transpose = transpose
 
 
 _ANY = ("float32", "bfloat16", "int32", "uint8", "bool", "complex64")
-
-
 _ARITH = ("float32", "float16", "bfloat16", "int32", "int8", "uint8", "complex64", "bool")
-
-
 _ORDERED = ("float32", "bfloat16", "int32", "uint8", "int8", "bool")
 
 

@@ -91,20 +91,10 @@ def _slice_index_map(out_index, x, *, start_indices, limit_indices, strides):
 
 
 slice_p = Primitive("slice")
-
-
 slice_p.impl = _slice_impl
-
-
 slice_p.abstract_eval = _slice_abstract_eval
-
-
 slice_p.kind = Kind.LAYOUT
-
-
 slice_p.index_map = _slice_index_map
-
-
 _SLICE_CONFIGS = (
     ((), (), (), None),
     ((5,), (1,), (4,), None),
@@ -264,21 +254,13 @@ def _pad_piecewise_map(out_index, operand, padding_value, *, padding_config):
 
 
 pad_p = Primitive("pad")
-
-
 pad_p.impl = _pad_impl
-
-
 pad_p.abstract_eval = _pad_abstract_eval
 
 
 # Data movement: an output element is an operand element or the padding value.
 pad_p.kind = Kind.LAYOUT
-
-
 pad_p.piecewise_map = _pad_piecewise_map
-
-
 _PAD_CONFIGS = (
     ((), ()),
     ((3,), ((1, 2, 0),)),

@@ -16,6 +16,7 @@ from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.prims._shape_util import axis_of_shape
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, random_array
 from morphax._src.prims.builders import check_dtype
 from morphax._src.prims.conversion import broadcasted_iota
@@ -24,16 +25,6 @@ from morphax._src.prims.gather_scatter_dims import GatherDimensionNumbers, Gathe
 from morphax._src.prims.shape import broadcast_in_dim, reshape
 
 __all__ = ["sort", "sort_key_val", "sort_p", "top_k", "top_k_p"]
-
-
-def _canon_axis(name, axis, shape) -> int:
-    ndim = len(shape)
-    axis = int(axis)
-    if -ndim <= axis < 0:
-        axis += ndim
-    if not 0 <= axis < ndim:
-        raise ValueError(f"{name}: axis {axis} is out of bounds for an operand of shape {tuple(shape)}")
-    return axis
 
 
 def _sort_keys(x: np.ndarray) -> list:
@@ -202,11 +193,11 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
             raise TypeError("sort requires at least one operand")
         if not 1 <= num_keys <= len(operand):
             raise ValueError(f"sort: num_keys={num_keys} must be between 1 and len(operand)={len(operand)}")
-        dim = _canon_axis("sort", dimension, get_aval(operand[0]).shape)
+        dim = axis_of_shape("sort", dimension, get_aval(operand[0]).shape)
         return tuple(sort_p.bind(*operand, dimension=dim, is_stable=bool(is_stable), num_keys=int(num_keys)))
     if num_keys != 1:
         raise ValueError(f"sort: num_keys={num_keys} must equal 1 for a single operand.")
-    dim = _canon_axis("sort", dimension, get_aval(operand).shape)
+    dim = axis_of_shape("sort", dimension, get_aval(operand).shape)
     return sort_p.bind(operand, dimension=dim, is_stable=bool(is_stable), num_keys=1)[0]
 
 
@@ -325,5 +316,5 @@ def top_k(operand, k: int, *, axis: int = -1):
     lower index first and NaN counts as larger than +inf."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"top_k: k must be a static Python int, got {k!r}")
-    ax = _canon_axis("top_k", axis, get_aval(operand).shape) if get_aval(operand).shape else axis
+    ax = axis_of_shape("top_k", axis, get_aval(operand).shape) if get_aval(operand).shape else axis
     return tuple(top_k_p.bind(operand, k=int(k), axis=ax))

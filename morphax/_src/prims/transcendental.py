@@ -268,8 +268,6 @@ cosh_p = _plain("cosh", np.cosh, "inexact")
 asinh_p = _plain("asinh", np.arcsinh, "inexact")
 acosh_p = _plain("acosh", np.arccosh, "inexact", domain=(1.0, 5.0))
 atanh_p = _plain("atanh", np.arctanh, "inexact", domain=(-0.99, 0.99))
-
-
 _jvp(sin_p, lambda g, ans, x: mul(g, cos(x)))
 _jvp(cos_p, lambda g, ans, x: neg(mul(g, sin(x))))
 _jvp(tan_p, lambda g, ans, x: mul(g, add(1, square(ans))))
@@ -358,8 +356,6 @@ def _cbrt_reference(x):
 
 
 cbrt_p = _with_accuracy("cbrt", _cbrt_reference, "float")
-
-
 _jvp(sqrt_p, lambda g, ans, x: mul(g, div(0.5, ans)))
 _jvp(rsqrt_p, lambda g, ans, x: mul(g, mul(-0.5, div(ans, x))))
 _jvp(cbrt_p, lambda g, ans, x: mul(g, mul(1.0 / 3.0, integer_pow(ans, -2))))
@@ -563,20 +559,10 @@ def _pow_int_exponent_cases(rng):
 
 
 pow_p = Primitive("pow")
-
-
 pow_p.impl = _pow_impl
-
-
 pow_p.abstract_eval = _pow_abstract_eval
-
-
 mark_elementwise(pow_p)
-
-
 elementwise_batcher(pow_p)
-
-
 pow_p.test_spec = TestSpec(
     cases=concat_cases(
         binary_cases("inexact", domain=(0.1, 3.0), rhs_domain=(-3.0, 3.0)),

@@ -52,8 +52,6 @@ def _signed_of(dt):
 
 
 neg_p = elementwise_unop("neg", np.negative, "numeric", spec=TestSpec(cases=unary_cases("numeric")))
-
-
 deflinear(neg_p, lambda ct, x: [ct if is_zero(ct) else neg(ct)])
 
 
@@ -105,11 +103,7 @@ class RoundingMethod(enum.IntEnum):
 
 
 _HALVES = (0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, -0.49999997, 1e7 + 0.5)
-
-
 _ROUND_SPECIALS = FLOAT_SPECIALS + _HALVES
-
-
 floor_p = elementwise_unop(
     "floor", np.floor, "float", spec=TestSpec(cases=unary_cases("float", specials=_ROUND_SPECIALS))
 )
@@ -231,8 +225,6 @@ def _clz_impl(x):
 
 
 _INT_DTYPES = ("int32", "uint32", "int8", "uint8", "int16")
-
-
 population_count_p = elementwise_unop(
     "population_count",
     _popcount_impl,
