@@ -151,6 +151,22 @@ def _transpose_fun(matvec, tree, avals):
     return vecmat
 
 
+def _trace_operator_and_solve(op_name, op, solve, value, value_name, has_aux):
+    """Flatten `value` (b, or the initial guess), and trace `op` and ``solve(op, .)`` on its type,
+    checking both map it to its own structure and types. Returns (leaves, tree, avals,
+    (op jaxpr, consts), (solve jaxpr, consts, solve's output tree))."""
+    leaves, tree = pytree.tree_flatten(value)
+    leaves = [_as_operand(x) for x in leaves]
+    avals = [get_aval(x) for x in leaves]
+    op_j, op_c, op_tree = _trace_tree(op, tree, avals)
+    _check_tree(op_name, value_name, op_tree, tree)
+    _check_types(op_name, value_name, op_j.out_avals, avals)
+    solve_j, solve_c, solve_tree = _trace_tree(lambda x: solve(op, x), tree, avals)
+    _check_tree("solve", value_name, solve_tree, tree, has_aux)
+    _check_types("solve", value_name, solve_j.out_avals, avals)
+    return leaves, tree, avals, (op_j, op_c), (solve_j, solve_c, solve_tree)
+
+
 def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False, has_aux=False):
     """``solve(matvec, b)``, differentiated as the solution of ``matvec(x) == b`` (not checked).
 
@@ -160,16 +176,9 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
     """
     if transpose_solve is None and symmetric:
         transpose_solve = solve
-    leaves, tree = pytree.tree_flatten(b)
-    leaves = [_as_operand(x) for x in leaves]
-    avals = [get_aval(x) for x in leaves]
-
-    matvec_j, matvec_c, out_tree = _trace_tree(matvec, tree, avals)
-    _check_tree("matvec", "b", out_tree, tree)
-    _check_types("matvec", "b", matvec_j.out_avals, avals)
-    solve_j, solve_c, solve_tree = _trace_tree(lambda x: solve(matvec, x), tree, avals)
-    _check_tree("solve", "b", solve_tree, tree, has_aux)
-    _check_types("solve", "b", solve_j.out_avals, avals)
+    leaves, tree, avals, (matvec_j, matvec_c), (solve_j, solve_c, solve_tree) = _trace_operator_and_solve(
+        "matvec", matvec, solve, b, "b", has_aux
+    )
     vecmat_j = tsolve_j = None
     vecmat_c = tsolve_c = []
     if transpose_solve is not None:
@@ -336,16 +345,9 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     tangent of `f` there. ``tangent_solve(g, y)`` returns ``x`` with ``g(x) == y`` (for a scalar:
     ``lambda g, y: y / g(1.0)``). `solve` may return ``(root, aux)`` when `has_aux`.
     """
-    leaves, tree = pytree.tree_flatten(initial_guess)
-    leaves = [_as_operand(x) for x in leaves]
-    avals = [get_aval(x) for x in leaves]
-
-    f_j, f_c, f_tree = _trace_tree(f, tree, avals)
-    _check_tree("f", "initial_guess", f_tree, tree)
-    _check_types("f", "initial_guess", f_j.out_avals, avals)
-    solve_j, solve_c, solve_tree = _trace_tree(lambda x: solve(f, x), tree, avals)
-    _check_tree("solve", "initial_guess", solve_tree, tree, has_aux)
-    _check_types("solve", "initial_guess", solve_j.out_avals, avals)
+    leaves, tree, avals, (f_j, f_c), (solve_j, solve_c, solve_tree) = _trace_operator_and_solve(
+        "f", f, solve, initial_guess, "initial_guess", has_aux
+    )
 
     def l_and_s(xb):
         x, b = xb

@@ -162,38 +162,33 @@ def _reduction(
     return util.convert_element_type(result, result_dtype, False)
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, promote_integers=True):  # noqa: A001
-    """Sum over `axis`; bools and small integers accumulate in the default integer dtype."""
-    return _reduction(
-        "sum",
-        a,
-        "sum",
-        axis=axis,
-        dtype=dtype,
-        out=out,
-        keepdims=keepdims,
-        initial=initial,
-        where=where,
-        promote_integers=promote_integers,
-        upcast_f16=True,
-    )
+def _accumulation(name: str, doc: str):
+    def accumulate(
+        a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, promote_integers=True
+    ):
+        return _reduction(
+            name,
+            a,
+            name,
+            axis=axis,
+            dtype=dtype,
+            out=out,
+            keepdims=keepdims,
+            initial=initial,
+            where=where,
+            promote_integers=promote_integers,
+            upcast_f16=True,
+        )
+
+    accumulate.__name__ = accumulate.__qualname__ = name
+    accumulate.__doc__ = doc
+    return accumulate
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, promote_integers=True):
-    """Product over `axis` (integer promotion as `sum`)."""
-    return _reduction(
-        "prod",
-        a,
-        "prod",
-        axis=axis,
-        dtype=dtype,
-        out=out,
-        keepdims=keepdims,
-        initial=initial,
-        where=where,
-        promote_integers=promote_integers,
-        upcast_f16=True,
-    )
+sum = _accumulation(
+    "sum", "Sum over `axis`; bools and small integers accumulate in the default integer dtype."
+)  # noqa: A001
+prod = _accumulation("prod", "Product over `axis` (integer promotion as `sum`).")
 
 
 def _extremum(name: str, what: str):

@@ -137,10 +137,20 @@ def binary_elementwise(name, impl, *, dtypes="numeric", out_dtype=None, spec=Non
         out = dt if out_dtype is None else np.dtype(out_dtype(dt))
         return ShapedArray(shape, out, x.weak_type and y.weak_type)
 
+    return elementwise_primitive(
+        prim, impl, abstract_eval, spec or TestSpec(cases=binary_cases(dtypes, **spec_kw))
+    )
+
+
+def elementwise_primitive(prim, impl, abstract_eval, spec):
+    """Fill `prim` (a Primitive, or a name for a new one) as an elementwise primitive of several
+    operands under lax's broadcasting, with its own abstract eval: reference, kernel metadata, test
+    spec and the broadcasting batcher."""
+    prim = Primitive(prim) if isinstance(prim, str) else prim
     prim.impl = impl
     prim.abstract_eval = abstract_eval
     mark_elementwise(prim)
-    prim.test_spec = spec or TestSpec(cases=binary_cases(dtypes, **spec_kw))
+    prim.test_spec = spec
     elementwise_batcher(prim)
     return prim
 

@@ -10,7 +10,6 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import Zero, is_zero
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
 from morphax._src.prims._ad import deflinear, linear_operand_ct
 from morphax._src.prims._operands import lax_binary_operands
 from morphax._src.prims._spec import (
@@ -24,9 +23,8 @@ from morphax._src.prims.builders import (
     broadcasting_shape,
     check_class,
     concat_cases,
-    elementwise_batcher,
+    elementwise_primitive,
     elementwise_unop,
-    mark_elementwise,
     same_dtypes,
 )
 from morphax._src.prims.unary import neg
@@ -54,12 +52,9 @@ def _complex_impl(x, y):
     return out
 
 
-complex_p = Primitive("complex")
-complex_p.impl = _complex_impl
-complex_p.abstract_eval = _complex_abstract_eval
-mark_elementwise(complex_p)
-elementwise_batcher(complex_p)
-complex_p.test_spec = TestSpec(cases=binary_cases(dtype_list=("float32",)))
+complex_p = elementwise_primitive(
+    "complex", _complex_impl, _complex_abstract_eval, TestSpec(cases=binary_cases(dtype_list=("float32",)))
+)
 
 
 def _complex_transpose(ct, x, y):

@@ -127,18 +127,8 @@ def _scatter_targets(operand_shape, indices, updates_shape, dn, mode):
 
 
 def _scatter_impl_for(ufunc):
-    def impl(
-        operand,
-        indices,
-        updates,
-        *,
-        dimension_numbers,
-        indices_are_sorted,
-        unique_indices,
-        mode,
-        update_jaxpr,
-        update_consts,
-    ):
+    # The sortedness/uniqueness promises and the update jaxpr do not change the result.
+    def impl(operand, indices, updates, *, dimension_numbers, mode, **_):
         flat, valid = _scatter_targets(operand.shape, indices, updates.shape, dimension_numbers, mode)
         out = np.array(operand, copy=True, order="C")  # reshape(-1) below must be a view
         view = out.reshape(-1)

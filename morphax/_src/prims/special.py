@@ -23,9 +23,8 @@ from morphax._src.prims.builders import (
     binary_elementwise,
     broadcasting_shape,
     check_dtype,
-    elementwise_batcher,
+    elementwise_primitive,
     elementwise_unop,
-    mark_elementwise,
     same_dtypes,
 )
 from morphax._src.prims.compare import gt
@@ -422,11 +421,12 @@ def _betainc_cases(rng):
     return out
 
 
-regularized_incomplete_beta_p.abstract_eval = _betainc_abstract_eval
-regularized_incomplete_beta_p.impl = _in_float64(_sp.betainc)
-mark_elementwise(regularized_incomplete_beta_p)
-regularized_incomplete_beta_p.test_spec = TestSpec(cases=_betainc_cases, grad_order=0)
-elementwise_batcher(regularized_incomplete_beta_p)
+elementwise_primitive(
+    regularized_incomplete_beta_p,
+    _in_float64(_sp.betainc),
+    _betainc_abstract_eval,
+    TestSpec(cases=_betainc_cases, grad_order=0),
+)
 
 
 def _betainc_ab_partial(g, ans, a, b, x):

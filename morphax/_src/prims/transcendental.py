@@ -18,7 +18,6 @@ import scipy.special as _sp
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import aval_of
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.primitive import Primitive
 from morphax._src.core.values import make_array
 from morphax._src.prims._ad import defjvp
 from morphax._src.prims._operands import lax_binary_operands
@@ -37,9 +36,8 @@ from morphax._src.prims.builders import (
     broadcasting_shape,
     check_class,
     concat_cases,
-    elementwise_batcher,
+    elementwise_primitive,
     elementwise_unop,
-    mark_elementwise,
     with_params,
 )
 from morphax._src.prims.compare import eq
@@ -558,17 +556,17 @@ def _pow_int_exponent_cases(rng):
     return out
 
 
-pow_p = Primitive("pow")
-pow_p.impl = _pow_impl
-pow_p.abstract_eval = _pow_abstract_eval
-mark_elementwise(pow_p)
-elementwise_batcher(pow_p)
-pow_p.test_spec = TestSpec(
-    cases=concat_cases(
-        binary_cases("inexact", domain=(0.1, 3.0), rhs_domain=(-3.0, 3.0)),
-        binary_cases("inexact", shapes=(((3,), (3,)),)),
-        _pow_int_exponent_cases,
-    )
+pow_p = elementwise_primitive(
+    "pow",
+    _pow_impl,
+    _pow_abstract_eval,
+    TestSpec(
+        cases=concat_cases(
+            binary_cases("inexact", domain=(0.1, 3.0), rhs_domain=(-3.0, 3.0)),
+            binary_cases("inexact", shapes=(((3,), (3,)),)),
+            _pow_int_exponent_cases,
+        )
+    ),
 )
 
 
