@@ -96,6 +96,10 @@ class Primitive:
         # Other higher-order primitives' dead-code rule: `dce_rule(used_outputs, eqn) ->
         # (used_inputs, new_eqn or None)` (passes/dce.py).
         self.dce_rule = None
+        # One-operand primitives that can return their operand unchanged (a reshape to the same
+        # shape, x ** 1): ``is_identity(in_aval, **params) -> bool``. Forwarding (passes/) then
+        # lets readers of the output read the operand.
+        self.is_identity = None
         # Must run even when its outputs are unused, and never be merged with an identical call.
         self.has_side_effects = False
         # Runs user Python on the host (callbacks): the runtime runs a program containing it on

@@ -22,6 +22,7 @@ from morphax._src.core.trace import Tracer
 from morphax._src.core.values import is_concrete_array, make_array
 from morphax._src.higher_order.scan import scan_p
 from morphax._src.higher_order.trace_cache import cached_trace
+from morphax._src.higher_order.while_loop import while_loop
 from morphax._src.prims import lax_api as lax
 from morphax._src.transforms.batching import batch_flat_fun
 from morphax._src.transforms.staging import trace_to_jaxpr
@@ -433,12 +434,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         return result
     if unroll is not None and unroll is not False and unroll != 1:
         raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are statically known.")
-    try:
-        from morphax._src.higher_order.while_loop import while_loop
-    except ImportError as e:  # pragma: no cover - while_loop lands separately
-        raise NotImplementedError(
-            "fori_loop with traced bounds runs as a while_loop, which is not available in this build"
-        ) from e
+
     if get_aval(lower).dtype != dtype:
         lower = lax.convert_element_type(lower, dtype)
     if get_aval(upper).dtype != dtype:

@@ -22,6 +22,7 @@ from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
+from morphax._src.higher_order.pjit import pjit_p
 from morphax._src.passes._util import cache_get, cache_put, eqn_has_effects
 from morphax._src.prims._spec import DTYPES_FOR_CLASS, Case, TestSpec, random_array
 from morphax._src.prims.dot import dot_general_p
@@ -591,7 +592,7 @@ def saved_residuals(f, *args, **kwargs):
             if id(v) in res_ids:
                 if eqn.primitive is name_p:
                     out.append((v.aval, f"named '{eqn.params['name']}'"))
-                elif eqn.primitive.name == "pjit":
+                elif eqn.primitive is pjit_p:
                     out.append((v.aval, f"output of jitted function '{eqn.params['name']}'"))
                 else:
                     out.append((v.aval, f"output of {eqn.primitive.name}"))

@@ -1,6 +1,7 @@
-"""Forwarding: readers of an identity equation's output (copy, a no-op convert_element_type,
-reshape, broadcast_in_dim, transpose, squeeze or rev, ``x ** 1``) read its input instead, and pjit
-outputs that are pjit inputs are rewired. `forwarded_outputs` tells the runtime which outputs are
+"""Forwarding: readers of an identity equation's output (one whose primitive's `is_identity` says
+so for its params: copy, a no-op convert_element_type, reshape, broadcast_in_dim, transpose,
+squeeze or rev, ``x ** 1``) read its input instead, and outputs of calls that are their inputs
+are rewired. `forwarded_outputs` tells the runtime which outputs are
 inputs, so it can skip copying them."""
 
 from __future__ import annotations
@@ -20,37 +21,17 @@ from morphax._src.passes._util import (
 __all__ = ["forward", "forwarded_outputs", "identity_source", "run_forwarding"]
 
 
-def _iota(n):
-    return tuple(range(n))
-
-
-# primitive name -> predicate on (input aval, params) saying the equation returns its input.
-_IDENTITY_RULES = {
-    "copy": lambda a, p: True,
-    "convert_element_type": lambda a, p: p.get("new_dtype") == a.dtype and p.get("weak_type") == a.weak_type,
-    "reshape": lambda a, p: p.get("dimensions") is None and tuple(p.get("new_sizes", ())) == a.shape,
-    "broadcast_in_dim": lambda a, p: (
-        tuple(p.get("shape", ())) == a.shape and tuple(p.get("broadcast_dimensions", ())) == _iota(a.ndim)
-    ),
-    "transpose": lambda a, p: tuple(p.get("permutation", ())) == _iota(a.ndim),
-    "squeeze": lambda a, p: tuple(p.get("dimensions", (None,))) == (),
-    "rev": lambda a, p: tuple(p.get("dimensions", (None,))) == (),
-    # x ** 1 is x bit for bit (autodiff leaves these behind).
-    "integer_pow": lambda a, p: p.get("y") == 1 and type(p.get("y")) is int,
-}
-
-
 def identity_source(eqn):
     """The atom an identity equation returns unchanged, else None. The output type must equal the
     input's exactly (weak type included), so readers can't tell the difference."""
-    rule = _IDENTITY_RULES.get(eqn.primitive.name)
+    rule = eqn.primitive.is_identity
     if rule is None or len(eqn.invars) != 1 or len(eqn.outvars) != 1:
         return None
     src, out = eqn.invars[0], eqn.outvars[0]
     if src.aval != out.aval or eqn.primitive.has_side_effects:
         return None
     try:
-        return src if rule(src.aval, eqn.params) else None
+        return src if rule(src.aval, **eqn.params) else None
     except Exception:  # unexpected param shapes: not an identity we understand
         return None
 

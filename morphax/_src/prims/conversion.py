@@ -127,6 +127,9 @@ convert_element_type_p.kind = Kind.ELEMENTWISE
 convert_element_type_p.kernel_op = "convert_element_type"
 convert_element_type_p.impl = _convert_impl
 convert_element_type_p.abstract_eval = _convert_abstract_eval
+convert_element_type_p.is_identity = lambda aval, *, new_dtype, weak_type, sharding: (
+    new_dtype == aval.dtype and weak_type == aval.weak_type
+)
 
 _CONVERT_DTYPES = (
     "float32",
@@ -511,6 +514,7 @@ copy_p.kind = Kind.ELEMENTWISE
 copy_p.kernel_op = "copy"
 copy_p.impl = lambda x: np.array(x, copy=True)
 copy_p.abstract_eval = lambda x: x
+copy_p.is_identity = lambda aval: True
 copy_p.test_spec = TestSpec(
     cases=lambda rng: [
         Case((random_array(rng, shape, dt),), {}, f"{dt}{list(shape)}")

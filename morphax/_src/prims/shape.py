@@ -94,6 +94,9 @@ broadcast_in_dim_p.impl = _broadcast_in_dim_impl
 broadcast_in_dim_p.abstract_eval = _broadcast_in_dim_abstract_eval
 broadcast_in_dim_p.kind = Kind.LAYOUT
 broadcast_in_dim_p.index_map = _broadcast_in_dim_index_map
+broadcast_in_dim_p.is_identity = lambda aval, *, shape, broadcast_dimensions, sharding: (
+    shape == aval.shape and broadcast_dimensions == tuple(range(aval.ndim))
+)
 
 _BROADCAST_CONFIGS = (
     ((), (), ()),
@@ -286,6 +289,9 @@ reshape_p.impl = _reshape_impl
 reshape_p.abstract_eval = _reshape_abstract_eval
 reshape_p.kind = Kind.LAYOUT
 reshape_p.index_map = _reshape_index_map
+reshape_p.is_identity = lambda aval, *, new_sizes, dimensions, sharding: (
+    dimensions is None and new_sizes == aval.shape
+)
 
 _RESHAPE_CONFIGS = (
     ((6,), (2, 3), None),
@@ -385,6 +391,7 @@ transpose_p.impl = lambda x, *, permutation: fresh(np.transpose(x, permutation))
 transpose_p.abstract_eval = _transpose_abstract_eval
 transpose_p.kind = Kind.LAYOUT
 transpose_p.index_map = _transpose_index_map
+transpose_p.is_identity = lambda aval, *, permutation: permutation == tuple(range(aval.ndim))
 
 _TRANSPOSE_CONFIGS = (
     ((), ()),
@@ -467,6 +474,7 @@ squeeze_p.impl = lambda x, *, dimensions: fresh(np.squeeze(x, axis=dimensions))
 squeeze_p.abstract_eval = _squeeze_abstract_eval
 squeeze_p.kind = Kind.LAYOUT
 squeeze_p.index_map = _squeeze_index_map
+squeeze_p.is_identity = lambda aval, *, dimensions: dimensions == ()
 
 _SQUEEZE_CONFIGS = (
     ((1, 3), (0,)),
@@ -538,6 +546,7 @@ def _rev_index_map(out_index, x, *, dimensions):
 rev_p = Primitive("rev")
 rev_p.impl = lambda x, *, dimensions: fresh(np.flip(x, dimensions) if dimensions else x)
 rev_p.abstract_eval = _rev_abstract_eval
+rev_p.is_identity = lambda aval, *, dimensions: dimensions == ()
 rev_p.kind = Kind.LAYOUT
 rev_p.index_map = _rev_index_map
 

@@ -14,6 +14,7 @@ from morphax._src.numpy import manipulation as _manip
 from morphax._src.numpy import ufuncs as _uf
 from morphax._src.numpy import util as _util
 from morphax._src.prims import lax_api as L
+from morphax._src.prims import linalg
 from morphax._src.random.distributions import (
     _check_shape,
     _float_dtype,
@@ -210,15 +211,6 @@ def wald(key, mean, shape=None, dtype=None):
 # --------------------------------------------------------------------------- linear algebra
 
 
-def _linalg():
-    # The linear-algebra primitives are optional at import time (another module owns them).
-    try:
-        from morphax._src.prims import linalg
-    except ImportError as e:  # pragma: no cover - only while lax.linalg is missing
-        raise NotImplementedError("this sampler needs morphax's lax.linalg primitives") from e
-    return linalg
-
-
 def orthogonal(key, n, shape=(), dtype=None, m=None):
     """Haar-random matrices with orthonormal columns (or rows), shape ``(*shape, n, m)``: QR of
     a normal matrix with R's diagonal signs folded into Q (Mezzadri 2007)."""
@@ -228,7 +220,7 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     n = _creation.concrete_int(n, "The error occurred in random.orthogonal()")
     m = n if m is None else _creation.concrete_int(m, "The error occurred in random.orthogonal()")
     z = normal(key, (*shape, max(n, m), min(n, m)), dtype)
-    q, r = _linalg().qr(z, full_matrices=False)
+    q, r = linalg.qr(z, full_matrices=False)
     d = _diag(r)
     x = q * _manip.expand_dims(L.sign(d), -2)
     return _manip.swapaxes(x, -1, -2) if n < m else x
@@ -265,15 +257,14 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     else:
         shape = _creation.canonicalize_shape(shape, "multivariate_normal")
         _check_shape("normal", shape, mshape[:-1], cshape[:-2])
-    la = _linalg()
     if method == "svd":
-        u, s, _ = la.svd(cov, full_matrices=True)
+        u, s, _ = linalg.svd(cov, full_matrices=True)
         factor = u * _uf.sqrt(_manip.expand_dims(s, -2))
     elif method == "eigh":
-        v, w = la.eigh(cov)
+        v, w = linalg.eigh(cov)
         factor = v * _uf.sqrt(_manip.expand_dims(w, -2))
     else:
-        factor = la.cholesky(cov)
+        factor = linalg.cholesky(cov)
     z = normal(key, shape + mshape[-1:], dtype)
     return mean + _linalg_einsum(factor, z)
 
