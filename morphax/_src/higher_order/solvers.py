@@ -151,6 +151,20 @@ def _transpose_fun(matvec, tree, avals):
     return vecmat
 
 
+def _check_body_types(prim_name, name, jaxpr, ins, outs, what):
+    """A solver's body jaxpr (checked when the primitive is bound, whatever built the params)
+    takes `ins` and returns outputs that start with the types of `outs`."""
+    if not _same_types(jaxpr.in_avals, ins):
+        raise TypeError(
+            f"{prim_name}: the {name} jaxpr takes {_types(jaxpr.in_avals)} but the operands give {_types(ins)}."
+        )
+    if not _same_types(jaxpr.out_avals[: len(outs)], outs):
+        raise TypeError(
+            f"{prim_name}: the {name} jaxpr returns {_types(jaxpr.out_avals)}, which do not start with "
+            f"{what} {_types(outs)}."
+        )
+
+
 def _trace_operator_and_solve(op_name, op, solve, value, value_name, has_aux):
     """Flatten `value` (b, or the initial guess), and trace `op` and ``solve(op, .)`` on its type,
     checking both map it to its own structure and types. Returns (leaves, tree, avals,
@@ -217,16 +231,7 @@ def _lin_abstract_eval(*avals, const_lengths, jaxprs):
             if consts:
                 raise TypeError(f"custom_linear_solve: constants given for the missing {name} jaxpr.")
             continue
-        if not _same_types(j.in_avals, consts + b):
-            raise TypeError(
-                f"custom_linear_solve: the {name} jaxpr takes {_types(j.in_avals)} but the operands give "
-                f"{_types(consts + b)}."
-            )
-        if not _same_types(j.out_avals[: len(b)], b):
-            raise TypeError(
-                f"custom_linear_solve: the {name} jaxpr returns {_types(j.out_avals)}, which do not start with "
-                f"the types of b {_types(b)}."
-            )
+        _check_body_types("custom_linear_solve", name, j, consts + b, b, "the types of b")
     return list(jaxprs[2].out_avals)
 
 
@@ -383,15 +388,7 @@ def _root_abstract_eval(*avals, const_lengths, jaxprs):
         ("solve", jaxprs[1], solve_c + x),
         ("l_and_s", jaxprs[2], ls_c + x + x),
     ):
-        if not _same_types(j.in_avals, ins):
-            raise TypeError(
-                f"custom_root: the {name} jaxpr takes {_types(j.in_avals)} but the operands give {_types(ins)}."
-            )
-        if not _same_types(j.out_avals[: len(x)], x):
-            raise TypeError(
-                f"custom_root: the {name} jaxpr returns {_types(j.out_avals)}, which do not start with the "
-                f"guess's types {_types(x)}."
-            )
+        _check_body_types("custom_root", name, j, ins, x, "the guess's types")
     return list(jaxprs[1].out_avals)
 
 
