@@ -1,4 +1,8 @@
-"""`morphax.nn`: activation functions, mirroring ``jax.nn`` (thin re-export of `morphax._src.nn`)."""
+"""`morphax.nn`: activation functions and attention, mirroring ``jax.nn`` (thin re-export of
+`morphax._src.nn`)."""
 
+from morphax._src.nn.attention import dot_product_attention  # noqa: F401
 from morphax._src.nn.functions import *  # noqa: F401,F403
-from morphax._src.nn.functions import __all__  # noqa: F401
+from morphax._src.nn.functions import __all__ as _function_names
+
+__all__ = [*_function_names, "dot_product_attention"]

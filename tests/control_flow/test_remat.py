@@ -10,8 +10,8 @@ import pytest
 import morphax
 import morphax.numpy as jnp
 from morphax import lax
-from morphax._src.higher_order.remat import remat_p, saved_residuals
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, check_jaxpr
+from morphax._src.higher_order.remat import remat_p, saved_residuals
 from morphax.ad_checkpoint import checkpoint, checkpoint_name, checkpoint_policies, print_saved_residuals
 from morphax.test_util import check_grads
 

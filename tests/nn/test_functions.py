@@ -11,6 +11,7 @@ import morphax
 import morphax.nn as nn
 import morphax.numpy as jnp
 from morphax._src.core.jaxpr import check_jaxpr, eval_jaxpr
+from morphax.test_util import check_grads
 
 X = np.array([[-30.0, -2.0, -0.5, 0.0], [0.5, 1.0, 3.0, 40.0]], np.float32)
 
@@ -44,6 +45,9 @@ CASES = {
     "softmax0": (lambda x: nn.softmax(x, axis=0), scipy.special.softmax(x64, axis=0)),
     "log_softmax": (nn.log_softmax, scipy.special.log_softmax(x64, axis=-1)),
     "logsumexp": (lambda x: nn.logsumexp(x, axis=1), scipy.special.logsumexp(x64, axis=1)),
+    "identity": (nn.identity, x64),
+    "soft_sign": (nn.soft_sign, x64 / (np.abs(x64) + 1)),
+    "mish": (nn.mish, x64 * np.tanh(np.logaddexp(x64, 0))),
 }
 
 
@@ -86,3 +90,30 @@ def test_relu_derivative_at_zero_is_zero():
     x = jnp.array([-1.0, 0.0, 2.0])
     _, tangent = morphax.jvp(nn.relu, (x,), (jnp.ones(3),))
     np.testing.assert_array_equal(np.asarray(tangent), [0.0, 0.0, 1.0])
+
+
+def test_log1mexp_is_accurate_at_both_ends_with_derivative_one_over_expm1():
+    x = np.array([1e-6, 1e-3, 0.5, np.log(2.0), 1.0, 5.0, 30.0, 80.0], np.float32)
+    x64 = x.astype(np.float64)
+    # float64 with the accurate form on each side (log of 1 - tiny loses the tiny part)
+    want = np.where(x64 < np.log(2.0), np.log(-np.expm1(-x64)), np.log1p(-np.exp(-x64)))
+    np.testing.assert_allclose(np.asarray(nn.log1mexp(x), np.float64), want, rtol=2e-6)
+    g = morphax.grad(lambda v: jnp.sum(nn.log1mexp(v)))(x)
+    np.testing.assert_allclose(np.asarray(g, np.float64), 1 / np.expm1(x64), rtol=2e-6)
+    with morphax.enable_x64():
+        check_grads(nn.log1mexp, (np.array([0.3, 2.0, 9.0]),), order=2)
+
+
+def test_logmeanexp_over_axes_and_masks():
+    x = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32) * 5
+    x64 = x.astype(np.float64)
+    lme = lambda a, axis=None: np.log(np.mean(np.exp(a), axis=axis))  # noqa: E731
+    np.testing.assert_allclose(np.asarray(nn.logmeanexp(x)), lme(x64), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(nn.logmeanexp(x, axis=1)), lme(x64, 1), rtol=1e-5)
+    got = nn.logmeanexp(x, axis=(0, 1), keepdims=True)
+    assert got.shape == (1, 1)
+    where = np.array([True, False, True, True])
+    got = nn.logmeanexp(x, axis=1, where=where)
+    np.testing.assert_allclose(np.asarray(got), lme(x64[:, where], 1), rtol=1e-5)
+    jitted = morphax.jit(lambda a: nn.logmeanexp(a, axis=0))(x)
+    np.testing.assert_allclose(np.asarray(jitted), lme(x64, 0), rtol=1e-5)

@@ -17,16 +17,15 @@ __all__ = [
     "sigmoid", "relu", "relu6", "softplus", "log_sigmoid", "softmax", "log_softmax", "logsumexp",
     "silu", "swish", "gelu", "elu", "leaky_relu", "one_hot", "tanh", "hard_tanh", "hard_sigmoid",
     "hard_silu", "hard_swish", "celu", "selu", "squareplus", "sparse_plus", "sparse_sigmoid",
-    "glu", "standardize",
+    "glu", "standardize", "identity", "soft_sign", "mish", "log1mexp", "logmeanexp",
 ]  # fmt: skip
 
 tanh = ufuncs.tanh
 
 
 def _stop_gradient(x):
-    # The softmax shift is a constant for differentiation, once lax.stop_gradient exists.
-    fn = getattr(L, "stop_gradient", None)
-    return x if fn is None else fn(x)
+    # The softmax shift is a constant for differentiation (its effect cancels in the ratio).
+    return L.stop_gradient(x)
 
 
 def sigmoid(x):
@@ -257,3 +256,55 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
     classes = L.broadcasted_iota(_dtypes.int32, out_shape, ax)
     hot = ufuncs.equal(L.broadcast_in_dim(x, out_shape, kept), classes)
     return util.convert_element_type(hot, dt, False)
+
+
+def identity(x):
+    """`x` unchanged (as an array)."""
+    util.check_arraylike("identity", x)
+    return util.asarray_like(x)
+
+
+def soft_sign(x):
+    """x / (|x| + 1)."""
+    util.check_arraylike("soft_sign", x)
+    x = util.asarray_like(x)
+    return ufuncs.true_divide(x, ufuncs.add(ufuncs.absolute(x), 1))
+
+
+def mish(x):
+    """x * tanh(softplus(x))."""
+    util.check_arraylike("mish", x)
+    x = util.asarray_like(x)
+    return ufuncs.multiply(x, ufuncs.tanh(softplus(x)))
+
+
+@custom_jvp
+def log1mexp(x):
+    """log(1 - exp(-x)) for x >= 0, accurate at both ends: log(-expm1(-x)) below log 2 and
+    log1p(-exp(-x)) above (Maechler's split); its derivative is 1 / expm1(x)."""
+    util.check_arraylike("log1mexp", x)
+    x = util.asarray_like(x)
+    small = ufuncs.log(ufuncs.negative(ufuncs.expm1(ufuncs.negative(x))))
+    large = ufuncs.log1p(ufuncs.negative(ufuncs.exp(ufuncs.negative(x))))
+    return ufuncs.where(ufuncs.less(x, np.log(2.0)), small, large)
+
+
+log1mexp.defjvps(lambda g, ans, x: ufuncs.true_divide(g, ufuncs.expm1(x)))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims=False):
+    """log(mean(exp(x))) along `axis` (over the elements `where` selects): logsumexp minus the
+    log of their count."""
+    util.check_arraylike("logmeanexp", x)
+    x = util.asarray_like(x)
+    lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
+    dt = get_aval(lse).dtype
+    if where is None:
+        shape = get_aval(x).shape
+        axes = range(len(shape)) if axis is None else (axis,) if np.ndim(axis) == 0 else axis
+        count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+        count = util.convert_element_type(count, dt, False)
+    else:
+        included = manipulation.broadcast_to(where, get_aval(x).shape)
+        count = reductions.sum(included, axis, dtype=dt, keepdims=keepdims)
+    return ufuncs.subtract(lse, ufuncs.log(count))
