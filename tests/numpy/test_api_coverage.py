@@ -9,6 +9,8 @@ import pathlib
 import pytest
 
 import morphax
+import morphax.nn
+import morphax.nn.initializers
 import morphax.numpy as jnp
 import morphax.tree_util
 
@@ -23,6 +25,8 @@ LISTS = {
     "jax_tree.txt": (morphax.tree, 1.0),
     "jax_numpy.txt": (jnp, 0.95),
     "jax_lax.txt": (morphax.lax, 1.0),
+    "jax_nn.txt": (morphax.nn, 32 / 35),
+    "jax_nn_initializers.txt": (morphax.nn.initializers, 1.0),
 }
 
 

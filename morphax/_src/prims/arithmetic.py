@@ -22,19 +22,25 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import structural
 from morphax._src.core.ad_util import Zero, aval_of, is_undefined_primal, is_zero, tangent_aval
+from morphax._src.core.avals import ShapedArray
 from morphax._src.prims._ad import defjvp, defjvp_zero, linear_operand_ct
-from morphax._src.prims._operands import lax_binary_operands
+from morphax._src.prims._operands import lax_binary_operands, lax_nary_operands
 from morphax._src.prims._spec import (
     Case,
     TestSpec,
     binary_cases,
+    random_array,
     unary_cases,
 )
 from morphax._src.prims.builders import (
     as_arrays,
     binary_elementwise,
+    broadcasting_shape,
+    check_dtype,
     concat_cases,
+    elementwise_primitive,
     elementwise_unop,
+    same_dtypes,
 )
 from morphax._src.prims.compare import eq, ge
 from morphax._src.prims.complex_parts import _complex_special_cases, conj, real
@@ -506,3 +512,90 @@ def square(x):
 
 
 defjvp(square_p, lambda g, ans, x: mul(g, mul(2, x)))
+
+
+# ------------------------------------------------------------------------------------------------
+# fma: a * b + c with one rounding. XLA's CPU compiler contracts a multiply feeding an add into
+# one (so `jax.random.uniform(key, minval=a, maxval=b)` is fma(u, b - a, a) on CPU); samplers bind
+# it where JAX's numbers depend on that. Not a jax.lax name.
+
+
+def _round_to_odd_sum(x, y):
+    """x + y in float64 rounded to odd (inexact results get an odd last bit): rounding that once
+    more to a narrower format gives the correctly rounded exact sum (Boldo and Melquiond)."""
+    s = x + y
+    v = s - x
+    err = (x - (s - v)) + (y - v)  # exact: x + y == s + err (TwoSum)
+    even = (s.view(np.uint64) & np.uint64(1)) == 0
+    nudge = np.isfinite(s) & (err != 0) & even
+    return np.where(nudge, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+
+
+def _two_product(a, b):
+    """(p, e) with p + e == a * b exactly, in float64 (Dekker's splitting)."""
+    p = a * b
+    split = 134217729.0  # 2**27 + 1
+    ah = a * split - (a * split - a)
+    bh = b * split - (b * split - b)
+    al, bl = a - ah, b - bh
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+def _fma_impl(a, b, c):
+    a, b, c = np.broadcast_arrays(*as_arrays(a, b, c))
+    dt = a.dtype
+    a64, b64, c64 = (np.asarray(x, np.float64) for x in (a, b, c))
+    with np.errstate(all="ignore"):
+        if dt.itemsize < 8:
+            # float64 holds the product of two narrower significands exactly; the sum is rounded
+            # to odd, then to the format once.
+            out = _round_to_odd_sum(a64 * b64, c64)
+            return np.asarray(out.astype(dt))
+        # float64: the product split exactly in two, summed with c exactly, the low parts rounded
+        # to odd, then the final sum rounded once (Boldo and Melquiond's emulated FMA).
+        p, e = _two_product(a64, b64)
+        hi = p + c64
+        v = hi - p
+        lo = (p - (hi - v)) + (c64 - v)
+        out = hi + _round_to_odd_sum(lo, e)
+        plain = a64 * b64 + c64
+        # Non-finite products and sums follow IEEE's fma, which the plain expression gives.
+        return np.where(np.isfinite(out) & np.isfinite(p) & np.isfinite(hi), out, plain).astype(dt)
+
+
+def _fma_abstract_eval(a, b, c):
+    dt = same_dtypes("fma", (a, b, c))
+    check_dtype("fma", dt, "float")
+    return ShapedArray(broadcasting_shape("fma", a, b, c), dt, a.weak_type and b.weak_type and c.weak_type)
+
+
+def _fma_cases(rng):
+    out = []
+    for dt in ("float32", "float16", "bfloat16"):
+        for sa, sb, sc in (((3, 4), (3, 4), (3, 4)), ((), (2, 3), (2, 3)), ((1, 3), (2, 1), ())):
+            args = tuple(random_array(rng, s, dt) for s in (sa, sb, sc))
+            out.append(Case(args, {}, f"{dt}{list(sa)}{list(sb)}{list(sc)}"))
+    # Operands where one rounding and two differ: u * d + a with u on the float32 grid of [0, 1).
+    u = (np.arange(1, 64, dtype=np.float32) * np.float32(2.0**-23 * 131071)) % np.float32(1)
+    d = np.full_like(u, np.float32(1.9089994))
+    a = np.full_like(u, np.float32(-0.95449972))
+    out.append(Case((u, d, a), {}, "float32-one-rounding"))
+    vals = np.array([0.0, -0.0, 1.0, -2.5, np.inf, -np.inf, np.nan, 3e38], np.float32)
+    x, y, z = (m.ravel() for m in np.meshgrid(vals, vals, vals, indexing="ij"))
+    out.append(Case((x, y, z), {}, "float32-specials"))
+    return out
+
+
+fma_p = elementwise_primitive("fma", _fma_impl, _fma_abstract_eval, TestSpec(cases=_fma_cases))
+defjvp(
+    fma_p,
+    lambda g, ans, a, b, c: mul(g, b),
+    lambda g, ans, a, b, c: mul(a, g),
+    lambda g, ans, a, b, c: g,
+)
+
+
+def fma(a, b, c):
+    """``a * b + c`` rounded once (operands of one floating dtype, lax broadcasting)."""
+    return fma_p.bind(*lax_nary_operands("fma", a, b, c))

@@ -20,6 +20,7 @@ from morphax._src.numpy import reductions as _red
 from morphax._src.numpy import ufuncs as _uf
 from morphax._src.numpy import util as _util
 from morphax._src.prims import lax_api as L
+from morphax._src.prims.arithmetic import fma
 from morphax._src.random.prng import check_key, random_bits, split
 
 __all__ = [
@@ -107,7 +108,13 @@ def _uniform(key, shape, dtype, minval, maxval):
         make_array(one_bits, uint_dtype),
     )
     floats = L.sub(L.bitcast_convert_type(float_bits, dtype), _const(1.0, dtype))
-    return L.max(minval, L.add(L.mul(floats, L.sub(maxval, minval)), minval))
+    if np.dtype(dtype).itemsize >= 4:
+        # XLA's CPU compiler fuses this multiply and add into one rounding; so do we, for JAX's bits
+        # (the 16-bit formats keep two, as their arithmetic goes through float32 there).
+        scaled = fma(floats, L.sub(maxval, minval), minval)
+    else:
+        scaled = L.add(L.mul(floats, L.sub(maxval, minval)), minval)
+    return L.max(minval, scaled)
 
 
 def uniform(key, shape=(), dtype=float, minval=0.0, maxval=1.0):

@@ -76,6 +76,8 @@ _MATH = {
     "atan2": ("mx_atan2f", "mx_atan2"),
     "pow": ("mx_powf", "mx_pow"),
     "nextafter": ("nextafterf", "nextafter"),
+    # One rounding (C99's fma is correctly rounded; -ffp-contract=off keeps it the only fused op).
+    "fma": ("fmaf", "fma"),
 }
 _ARITH = {"add": "+", "sub": "-", "mul": "*"}
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -211,7 +213,7 @@ def supports(op: str, in_dtypes, out_dtypes, params) -> bool:
         return not _dtypes.is_bool(operand)
     if op == "round":
         return params.get("rounding_method", 0) in (0, 1) or hasattr(params.get("rounding_method"), "value")
-    if op == "nextafter":  # the next float16 is not the next float32 rounded
+    if op in ("nextafter", "fma"):  # float16 results are not float32 results rounded
         return operand not in _NARROW
     if op == "bitcast_convert_type":  # same width only: each element's bits, reinterpreted
         out = np.dtype(out_dtypes[0])
