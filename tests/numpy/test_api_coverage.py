@@ -25,7 +25,7 @@ LISTS = {
     "jax_tree.txt": (morphax.tree, 1.0),
     "jax_numpy.txt": (jnp, 0.95),
     "jax_lax.txt": (morphax.lax, 1.0),
-    "jax_nn.txt": (morphax.nn, 32 / 35),
+    "jax_nn.txt": (morphax.nn, 1.0),
     "jax_nn_initializers.txt": (morphax.nn.initializers, 1.0),
 }
 
