@@ -3,7 +3,21 @@
 Public modules are thin re-exports of `morphax._src`; see README.md for a tour.
 """
 
-from morphax import ad_checkpoint, debug, dtypes, errors, lax, nn, numpy, random, test_util, tree, tree_util
+from morphax import (
+    ad_checkpoint,
+    debug,
+    dtypes,
+    errors,
+    flatten_util,
+    lax,
+    nn,
+    numpy,
+    ops,
+    random,
+    test_util,
+    tree,
+    tree_util,
+)
 from morphax._src import prims as _prims  # noqa: F401  (registers the primitive catalogue)
 from morphax._src.api.autodiff import (
     closure_convert,
@@ -52,6 +66,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "random",
+    "flatten_util",
+    "ops",
     "ad_checkpoint",
     "checkpoint",
     "checkpoint_policies",

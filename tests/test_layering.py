@@ -28,6 +28,8 @@ LAYERS = {
     "api": 8,
     "nn": 9,
     "random": 9,
+    "ops": 9,
+    "flatten_util": 9,
     "scipy": 9,
     "test_util": 10,
 }

@@ -27,6 +27,8 @@ LISTS = {
     "jax_lax.txt": (morphax.lax, 1.0),
     "jax_nn.txt": (morphax.nn, 1.0),
     "jax_nn_initializers.txt": (morphax.nn.initializers, 1.0),
+    "jax_flatten_util.txt": (morphax.flatten_util, 1.0),
+    "jax_ops.txt": (morphax.ops, 1.0),
 }
 
 

@@ -1,0 +1,1 @@
+"""`morphax.ops` implementation: segment reductions (`segments`)."""
