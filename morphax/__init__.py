@@ -9,6 +9,7 @@ from morphax import (
     dtypes,
     errors,
     flatten_util,
+    image,
     lax,
     nn,
     numpy,
@@ -67,6 +68,7 @@ __version__ = "0.1.0"
 __all__ = [
     "random",
     "flatten_util",
+    "image",
     "ops",
     "ad_checkpoint",
     "checkpoint",

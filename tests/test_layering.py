@@ -30,6 +30,7 @@ LAYERS = {
     "random": 9,
     "ops": 9,
     "flatten_util": 9,
+    "image": 9,
     "scipy": 9,
     "test_util": 10,
 }

@@ -29,6 +29,7 @@ LISTS = {
     "jax_nn_initializers.txt": (morphax.nn.initializers, 1.0),
     "jax_flatten_util.txt": (morphax.flatten_util, 1.0),
     "jax_ops.txt": (morphax.ops, 1.0),
+    "jax_image.txt": (morphax.image, 1.0),
 }
 
 

@@ -1,0 +1,1 @@
+"""`morphax.image` implementation: resampling (`scale`)."""
