@@ -5,6 +5,7 @@ Public modules are thin re-exports of `morphax._src`; see README.md for a tour.
 
 from morphax import (
     ad_checkpoint,
+    custom_derivatives,
     debug,
     dtypes,
     errors,
@@ -15,6 +16,7 @@ from morphax import (
     numpy,
     ops,
     random,
+    stages,
     test_util,
     tree,
     tree_util,
@@ -68,6 +70,8 @@ __version__ = "0.1.0"
 __all__ = [
     "random",
     "flatten_util",
+    "custom_derivatives",
+    "stages",
     "image",
     "ops",
     "ad_checkpoint",

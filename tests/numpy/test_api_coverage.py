@@ -30,6 +30,8 @@ LISTS = {
     "jax_flatten_util.txt": (morphax.flatten_util, 1.0),
     "jax_ops.txt": (morphax.ops, 1.0),
     "jax_image.txt": (morphax.image, 1.0),
+    "jax_custom_derivatives.txt": (morphax.custom_derivatives, 8 / 9),  # linear_call missing
+    "jax_stages.txt": (morphax.stages, 1.0),
 }
 
 

@@ -5,6 +5,7 @@ introspection (kernels, native segments, scratch, cost and memory analysis)."""
 from __future__ import annotations
 
 import dataclasses
+import typing
 
 import numpy as np
 
@@ -13,6 +14,37 @@ from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.higher_order.pjit import pjit_p
 from morphax._src.runtime.eager import call_compiled
+
+# Compiler options as jit(compiler_options=...) takes them (JAX's alias).
+CompilerOptions = dict[str, str | bool]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ArgInfo:
+    """One argument of a traced function: its type and whether the call donates its buffer."""
+
+    _aval: object
+    donated: bool
+
+    @property
+    def shape(self):
+        return self._aval.shape
+
+    @property
+    def dtype(self):
+        return self._aval.dtype
+
+
+@typing.runtime_checkable
+class Wrapped(typing.Protocol):
+    """What `jit` returns: call it (tracing and compiling as needed), or `trace` / `lower` it
+    explicitly first."""
+
+    def __call__(self, *args, **kwargs): ...
+
+    def trace(self, *args, **kwargs) -> Traced: ...
+
+    def lower(self, *args, **kwargs) -> Lowered: ...
 
 
 def _short(aval) -> str:
@@ -34,6 +66,13 @@ class Traced:
         self.arg_names = arg_names
 
     @property
+    def args_info(self):
+        """The arguments' ArgInfo records, in the structure of the call's (args, kwargs)."""
+        donated = getattr(self, "donated", None) or [False] * len(self.jaxpr.in_avals)
+        infos = [ArgInfo(a, bool(d)) for a, d in zip(self.jaxpr.in_avals, donated)]
+        return pytree.tree_unflatten(self.in_tree, infos)
+
+    @property
     def out_info(self):
         return pytree.tree_unflatten(
             self.out_tree,
@@ -47,6 +86,14 @@ class Traced:
 class Lowered:
     def __init__(self, traced: Traced):
         self._traced = traced
+
+    @property
+    def args_info(self):
+        return self._traced.args_info
+
+    @property
+    def out_info(self):
+        return self._traced.out_info
 
     def as_text(self) -> str:
         """The jaxpr and the source the backend generated for it."""
@@ -65,6 +112,14 @@ class Compiled:
 
         self._traced = traced
         self._executable = compile_jaxpr(traced.jaxpr, traced.fun_name, traced.backend)
+
+    @property
+    def args_info(self):
+        return self._traced.args_info
+
+    @property
+    def out_info(self):
+        return self._traced.out_info
 
     def as_text(self) -> str:
         """The generated code: one C function per fused kernel (native backend), then the program

@@ -140,9 +140,9 @@ def batch_custom_vjp_call(axis_data, fun, fwd, bwd, vals, dims, symbolic_zeros):
     fun_b = batch_flat_fun(fun, axis_data, [0] * len(vals))
     res_tree_box = []
 
-    def fwd_b(*xs):
+    def fwd_b(*xs, perturbed=None):
         def joint(*ys):
-            out, res, res_tree = fwd(*ys)
+            out, res, res_tree = fwd(*ys, perturbed=perturbed)
             res_tree_box.append((res_tree, len(out)))
             return list(out) + list(res)
 

@@ -7,6 +7,7 @@ every other trace runs the primal function. A custom VJP enters linearization as
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 
@@ -176,6 +177,38 @@ class SymbolicZero:
 
 # --------------------------------------------------------------------------------------- custom_vjp
 
+
+@dataclasses.dataclass(slots=True)
+class CustomVJPPrimal:
+    """What a custom_vjp's forward rule receives for each primal leaf when ``symbolic_zeros`` is
+    set: the value, and whether it is perturbed (carries a nonzero tangent)."""
+
+    value: object
+    perturbed: bool
+
+
+def custom_vjp_primal_tree_values(tree):
+    """The tree of values of a forward rule's CustomVJPPrimal records (its arguments without the
+    perturbation flags)."""
+
+    def value(leaf):
+        if type(leaf) is not CustomVJPPrimal:
+            raise TypeError(f"unexpected leaf type {type(leaf)}")
+        return leaf.value
+
+    return pytree.tree_map(value, tree)
+
+
+def zero_from_primal(val, symbolic_zeros=False):
+    """For each leaf of `val`, the zero of its tangent type: a SymbolicZero, or dense zeros."""
+
+    def zero(x):
+        aval = tangent_aval(get_aval(x))
+        return SymbolicZero(aval) if symbolic_zeros else zeros_like_aval(aval)
+
+    return pytree.tree_map(zero, val)
+
+
 custom_lin_p = Primitive("custom_lin", multiple_results=True)
 # Only in linear jaxprs between linearize and transpose; evaluating it raises (forward mode of a
 # custom_vjp): run as its reference, never fused.
@@ -251,7 +284,11 @@ class custom_vjp:
 
         flat_fun = _flat_primal_fun(self.fun, nondiff, in_tree, len(args), out_tree_box)
 
-        def flat_fwd(*flat):
+        def flat_fwd(*flat, perturbed=None):
+            if self.symbolic_zeros:
+                # JAX hands the rule records of each primal and whether it carries a tangent.
+                flags = [True] * len(flat) if perturbed is None else perturbed
+                flat = [CustomVJPPrimal(x, bool(p)) for x, p in zip(flat, flags)]
             res = self.fwd(*_merge(nondiff, pytree.tree_unflatten(in_tree, flat), len(args)))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(
@@ -355,7 +392,7 @@ def custom_vjp_jvp(primals, tangents, fun, fwd, bwd, symbolic_zeros):
     """`jvp_of_custom_vjp` on the current trace (the one below the JVP)."""
     if all(is_zero(t) for t in tangents):
         return None, fun(*primals)
-    out, res, res_tree = fwd(*primals)
+    out, res, res_tree = fwd(*primals, perturbed=[not is_zero(t) for t in tangents])
     out_avals = tuple(ShapedArray(get_aval(o).shape, tangent_aval(get_aval(o)).dtype) for o in out)
 
     def bwd_flat(res_leaves, cts):
