@@ -36,6 +36,7 @@ from morphax._src.core.dtypes import (
     uint2,
     uint4,
 )
+from morphax._src.random.keys import prng_key  # noqa: E402  (the key dtypes' category)
 
 __all__ = [
     "ExtendedDType",
@@ -58,6 +59,7 @@ __all__ = [
     "float8_e5m2fnuz",
     "float8_e8m0fnu",
     "iinfo",
+    "prng_key",
     "int2",
     "int4",
     "is_python_scalar",

@@ -5,6 +5,7 @@
 
 from morphax._src.api.debugging import breakpoint
 from morphax._src.api.debugging import debug_callback as callback
+from morphax._src.api.debugging import debug_log as log
 from morphax._src.api.debugging import debug_print as print
 
-__all__ = ["breakpoint", "callback", "print"]
+__all__ = ["breakpoint", "callback", "log", "print"]

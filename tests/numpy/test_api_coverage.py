@@ -9,6 +9,8 @@ import pathlib
 import pytest
 
 import morphax
+import morphax.ad_checkpoint
+import morphax.debug
 import morphax.nn
 import morphax.nn.initializers
 import morphax.numpy as jnp
@@ -32,6 +34,10 @@ LISTS = {
     "jax_image.txt": (morphax.image, 1.0),
     "jax_custom_derivatives.txt": (morphax.custom_derivatives, 8 / 9),  # linear_call missing
     "jax_stages.txt": (morphax.stages, 1.0),
+    "jax_ad_checkpoint.txt": (morphax.ad_checkpoint, 1.0),
+    "jax_dtypes.txt": (morphax.dtypes, 1.0),
+    # debug: the sharding visualizers belong to the devices issue; the effect types are missing
+    "jax_debug.txt": (morphax.debug, 4 / 9),
 }
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
+import sys
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
@@ -59,17 +61,62 @@ def debug_callback(callback, *args, ordered=False, partitioned=False, **kwargs):
     _bind_debug("debug_callback", callback, callback, _callable_name(callback), args, kwargs, ordered)
 
 
-def debug_print(fmt: str, *args, ordered=False, **kwargs):
-    """Print ``fmt.format(*args, **kwargs)`` with the concrete values, at run time (see
-    `debug_callback` for when it runs under each transformation)."""
+def _two_call_form(name, fmt, args, kwargs, emit):
+    """JAX's two ways to call print/log: ``f(fmt, *args, **kwargs)`` or ``f(**options)(fmt, ...)``."""
+    if fmt is not None:
+        emit(fmt, *args, **kwargs)
+        return None
+    if args or kwargs:
+        raise TypeError(f"{name} received unexpected arguments in the two-call form: {args=} {kwargs=}")
+    return emit
+
+
+def _checked_format(name, fmt):
     if not isinstance(fmt, str):
-        raise TypeError(f"debug.print: the format string must be a str, got {type(fmt).__name__}")
+        raise TypeError(f"{name}: the format string must be a str, got {type(fmt).__name__}")
 
-    def _print(*a, **k):
-        print(fmt.format(*a, **k))
 
-    # Keyed by the format string, so repeated prints of the same shape reuse cached types.
-    _bind_debug("debug_print", _print, fmt, f"print({fmt!r})", args, kwargs, ordered)
+def debug_print(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=False, **kwargs):
+    """Print ``fmt.format(*args, **kwargs)`` with the concrete values, at run time (see
+    `debug_callback` for when it runs under each transformation). ``debug.print(ordered=True)``
+    returns the printing function (JAX's two-call form)."""
+
+    def emit(fmt, *a, **k):
+        _checked_format("debug.print", fmt)
+
+        def _print(*values, **kw):
+            print(fmt.format(*values, **kw))
+
+        # Keyed by the format string, so repeated prints of the same shape reuse cached types.
+        _bind_debug("debug_print", _print, fmt, f"print({fmt!r})", a, k, ordered)
+
+    return _two_call_form("debug.print", fmt, args, kwargs, emit)
+
+
+_log = logging.getLogger("morphax.debug")
+
+
+def debug_log(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=False, **kwargs):
+    """Like `debug_print`, but each message is a record of the ``morphax.debug`` logger at level
+    INFO, attributed to the file and line that called `log` (standard logging handlers, levels
+    and filters apply)."""
+
+    def emit(fmt, *a, **k):
+        _checked_format("debug.log", fmt)
+        caller = sys._getframe(2 if fmt is not None else 1)
+        while caller is not None and caller.f_code.co_filename == __file__:
+            caller = caller.f_back
+        where = (caller.f_code.co_filename, caller.f_lineno) if caller is not None else ("(unknown file)", 0)
+
+        def _emit(*values, **kw):
+            record = _log.makeRecord(
+                _log.name, logging.INFO, where[0], where[1], fmt.format(*values, **kw), (), None
+            )
+            _log.handle(record)
+
+        _bind_debug("debug_log", _emit, (fmt, where), f"log({fmt!r})", a, k, ordered)
+
+    return _two_call_form("debug.log", fmt, args, kwargs, emit)
 
 
 def _result_aval(x) -> ShapedArray:
@@ -143,4 +190,12 @@ def breakpoint(*args, **kwargs):  # noqa: A001 - JAX's name
     )
 
 
-__all__ = ["breakpoint", "debug_callback", "debug_print", "named_call", "named_scope", "pure_callback"]
+__all__ = [
+    "breakpoint",
+    "debug_callback",
+    "debug_log",
+    "debug_print",
+    "named_call",
+    "named_scope",
+    "pure_callback",
+]

@@ -87,6 +87,34 @@ def checkpoint_name(x, name):
 
 # -------------------------------------------------------------------------------------- policies
 # A policy is ``policy(prim, *in_avals, **params) -> bool``: may this equation's outputs be saved?
+# It may also answer with JAX's markers: `Saveable`, `Recompute`, or `Offloadable(src, dst)`.
+
+
+class _Marker:
+    __slots__ = ("_name",)
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return self._name
+
+
+Saveable = _Marker("Saveable")
+Recompute = _Marker("Recompute")
+
+
+class Offloadable:
+    """A policy's answer: save the value, moved from memory kind `src` to `dst` between the
+    forward and backward passes. NB: one memory space here; the value is saved where it is."""
+
+    __slots__ = ("src", "dst")
+
+    def __init__(self, src, dst):
+        self.src, self.dst = src, dst
+
+    def __repr__(self):
+        return f"Offloadable(src={self.src!r}, dst={self.dst!r})"
 
 
 def everything_saveable(*_, **__) -> bool:
@@ -179,7 +207,10 @@ checkpoint_policies = _Policies()
 
 
 def _saveable(policy, eqn) -> bool:
-    return bool(policy(eqn.primitive, *[v.aval for v in eqn.invars], **eqn.params))
+    answer = policy(eqn.primitive, *[v.aval for v in eqn.invars], **eqn.params)
+    if answer is Recompute:
+        return False
+    return answer is Saveable or isinstance(answer, Offloadable) or bool(answer)
 
 
 def _policy_key(policy):
