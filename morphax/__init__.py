@@ -37,6 +37,25 @@ from morphax._src.api.autodiff import (
     vjp,
 )
 from morphax._src.api.debugging import named_call, named_scope, pure_callback
+from morphax._src.api.environment import (
+    copy_to_host_async,
+    debug_infs,
+    debug_nans,
+    default_matmul_precision,
+    ensure_compile_time_eval,
+    host_count,
+    host_id,
+    host_ids,
+    local_device_count,
+    log_compiles,
+    numpy_rank_promotion,
+    print_environment_info,
+    process_count,
+    process_index,
+    process_indices,
+    threefry_partitionable,
+    typeof,
+)
 from morphax._src.api.jit import (
     block_until_ready,
     clear_caches,
@@ -50,6 +69,7 @@ from morphax._src.api.jit import (
 from morphax._src.api.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr
 from morphax._src.api.vmap import vmap
 from morphax._src.config import config, enable_x64
+from morphax._src.core.dtypes import float0
 from morphax._src.higher_order import pjit as _jit_rules  # noqa: F401  (registers pjit)
 from morphax._src.higher_order.remat import checkpoint, checkpoint_policies, remat
 from morphax._src.runtime import eager as _eager  # noqa: F401  (installs the eager trace)
@@ -65,9 +85,27 @@ grad, value_and_grad, jacfwd, jacrev, hessian, linear_transpose, vmap = map(
 )
 jvp, vjp, linearize = map(_boundary, (jvp, vjp, linearize))
 
-__version__ = "0.1.0"
+from morphax._src.version import __version__  # noqa: E402, F401
 
 __all__ = [
+    "copy_to_host_async",
+    "debug_infs",
+    "debug_nans",
+    "default_matmul_precision",
+    "ensure_compile_time_eval",
+    "host_count",
+    "host_id",
+    "host_ids",
+    "local_device_count",
+    "log_compiles",
+    "numpy_rank_promotion",
+    "print_environment_info",
+    "process_count",
+    "process_index",
+    "process_indices",
+    "threefry_partitionable",
+    "typeof",
+    "float0",
     "random",
     "flatten_util",
     "custom_derivatives",

@@ -17,6 +17,7 @@ LAYERS = {
     "config": 0,
     "errors": 0,
     "traceback_util": 0,
+    "version": 0,
     "core": 1,
     "prims": 2,
     "transforms": 3,

@@ -41,6 +41,9 @@ _KNOWN = {
     "jax_debug_nans": ("debug_nans", lambda: False),
     "jax_debug_infs": ("debug_infs", lambda: False),
     "jax_traceback_filtering": ("traceback_filtering", lambda: "auto"),
+    # Under tracing, evaluate operations whose operands are all concrete instead of staging them
+    # (what `ensure_compile_time_eval` turns on).
+    "jax_eager_constant_folding": ("eager_constant_folding", lambda: False),
     # Which compiler backend jit uses: "c" (fused native kernels; falls back to "numpy" where no C
     # compiler works) or "numpy" (every equation runs its NumPy reference).
     "morphax_backend": ("morphax_backend", lambda: os.environ.get("MORPHAX_BACKEND", "c")),
@@ -78,7 +81,13 @@ _listeners: list = []
 
 # The flags that change what tracing produces (`Config.trace_context`), kept as one tuple in
 # each thread's dict and rebuilt whenever one of them changes: every jitted call reads it.
-_TRACE_FLAGS = ("enable_x64", "threefry_partitionable", "numpy_rank_promotion", "default_matmul_precision")
+_TRACE_FLAGS = (
+    "enable_x64",
+    "threefry_partitionable",
+    "numpy_rank_promotion",
+    "default_matmul_precision",
+    "eager_constant_folding",
+)
 
 
 def _refresh_trace_context(d: dict) -> None:

@@ -431,6 +431,11 @@ def test_dtype_constants():
 
 def test_public_module_reexports():
     for name in public_dtypes.__all__:
+        if name == "prng_key":  # the key dtypes' category lives with the keys (random/keys.py)
+            from morphax._src.random.keys import prng_key
+
+            assert public_dtypes.prng_key is prng_key
+            continue
         assert getattr(public_dtypes, name) is getattr(dtypes, name)
     assert public_dtypes.bfloat16 is dtypes.bfloat16
 

@@ -146,6 +146,7 @@ def test_every_context_manager_flag_is_thread_local():
         "jax_debug_nans": True,
         "jax_debug_infs": True,
         "jax_traceback_filtering": "off",
+        "jax_eager_constant_folding": True,
         "jax_disable_jit": True,
         "morphax_backend": "numpy",
         "morphax_num_threads": 1,

@@ -6,8 +6,11 @@ Sits above the primitive catalogue; has no rules of its own.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
+from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
@@ -143,6 +146,20 @@ def promote_shapes(fun_name: str, *args):
             _check_broadcastable(fun_name, shapes)
         return list(args)
     _check_broadcastable(fun_name, shapes)
+    mode = config.numpy_rank_promotion
+    if mode != "allow":
+        described = " ".join(str(tuple(s)) for s in shapes)
+        if mode == "raise":
+            raise ValueError(
+                f"Operands could not be broadcast together for {fun_name} on shapes {described} and with the "
+                "config option jax_numpy_rank_promotion='raise'. Add the leading axes explicitly (e.g. "
+                "x[None, :]) or allow rank promotion."
+            )
+        warnings.warn(
+            f"Following NumPy automatic rank promotion for {fun_name} on shapes {described}. Set the "
+            "jax_numpy_rank_promotion config option to 'allow' to disable this warning.",
+            stacklevel=3,
+        )
     rank = max(ranks)
     out = []
     for a, s in zip(args, shapes):

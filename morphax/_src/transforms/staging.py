@@ -18,6 +18,7 @@ import inspect
 import numpy as np
 
 from morphax._src import errors
+from morphax._src.config import config
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray, get_aval
@@ -204,6 +205,14 @@ class StagingTrace(_trace.Trace):
         return var
 
     def process_primitive(self, prim, args, params):
+        if (
+            config.eager_constant_folding
+            and not prim.has_side_effects
+            and not any(isinstance(x, Tracer) for x in args)
+        ):
+            # ensure_compile_time_eval: operands known now give a value now, not an equation.
+            with _trace.set_current_trace(_trace.base_trace()):
+                return prim.bind(*args, **params)
         invars = [self.to_var(x) for x in args]
         out = prim.abstract_eval(*[v.aval for v in invars], **params)
         if prim.multiple_results:

@@ -1,0 +1,151 @@
+"""Top-level helpers about the process and its configuration: the config flags usable as context
+managers (``with morphax.debug_nans(True):``), `ensure_compile_time_eval`, `typeof`,
+`copy_to_host_async`, the process/device counts of a single-process run, and
+`print_environment_info`."""
+
+from __future__ import annotations
+
+import contextlib
+import platform
+import sys
+import warnings
+
+import numpy as np
+
+from morphax._src.config import config
+from morphax._src.core import pytree
+from morphax._src.core.avals import get_aval
+from morphax._src.runtime.devices import local_devices
+
+__all__ = [
+    "copy_to_host_async",
+    "debug_infs",
+    "debug_nans",
+    "default_matmul_precision",
+    "ensure_compile_time_eval",
+    "host_count",
+    "host_id",
+    "host_ids",
+    "local_device_count",
+    "log_compiles",
+    "numpy_rank_promotion",
+    "print_environment_info",
+    "process_count",
+    "process_index",
+    "process_indices",
+    "threefry_partitionable",
+    "typeof",
+]
+
+
+def _flag(option: str, doc: str):
+    """A config option as JAX exposes it at top level: ``name(value)`` is a context manager that
+    sets the option for the block, in this thread only (``config.update(option, value)`` sets it
+    for the process)."""
+
+    def flag(new_val):
+        return config._override(option, new_val)
+
+    flag.__name__ = flag.__qualname__ = option.removeprefix("jax_")
+    flag.__doc__ = f"{doc} Use as ``with morphax.{flag.__name__}(value):``; process-wide: ``config.update({option!r}, value)``."
+    return flag
+
+
+debug_nans = _flag("jax_debug_nans", "Raise FloatingPointError where a computation produces a NaN.")
+debug_infs = _flag("jax_debug_infs", "Raise FloatingPointError where a computation produces an infinity.")
+log_compiles = _flag(
+    "jax_log_compiles", "Log each trace and compilation of a jitted function (logger 'morphax')."
+)
+default_matmul_precision = _flag(
+    "jax_default_matmul_precision", "The precision of matrix products that do not name one ('highest', ...)."
+)
+numpy_rank_promotion = _flag(
+    "jax_numpy_rank_promotion",
+    "What morphax.numpy does when operands of different ranks broadcast: 'allow', 'warn' or 'raise'.",
+)
+threefry_partitionable = _flag(
+    "jax_threefry_partitionable", "JAX's partitionable threefry counter layout (the default, as in JAX 0.10)."
+)
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+    """Inside the block, operations whose operands are all known while tracing (not traced values)
+    are computed then, their results becoming constants of the jaxpr, instead of being staged."""
+    with config._override("jax_eager_constant_folding", True):
+        yield
+
+
+def typeof(x):
+    """The abstract type of `x` (ShapedArray: shape, dtype, weak type), as tracing sees it."""
+    return get_aval(x)
+
+
+def copy_to_host_async(x):
+    """Start copying the arrays among `x`'s leaves to the host; returns `x`."""
+    for leaf in pytree.tree_leaves(x):
+        start = getattr(leaf, "copy_to_host_async", None)
+        if start is not None:
+            start()
+    return x
+
+
+def local_device_count(backend=None) -> int:
+    """The number of devices this process drives."""
+    return len(local_devices(backend))
+
+
+def process_index(backend=None) -> int:
+    """This process's index among the processes of a run (one process here: 0)."""
+    return 0
+
+
+def process_count(backend=None) -> int:
+    """The number of processes of the run (one here)."""
+    return 1
+
+
+def process_indices(backend=None) -> list:
+    """The indices of the processes of the run."""
+    return list(range(process_count(backend)))
+
+
+def _renamed(old, new):
+    def alias(backend=None):
+        warnings.warn(
+            f"morphax.{old} has been renamed to morphax.{new.__name__}. This alias will eventually be removed.",
+            UserWarning,
+            stacklevel=2,
+        )
+        return new(backend)
+
+    alias.__name__ = alias.__qualname__ = old
+    alias.__doc__ = f"Deprecated name of `{new.__name__}`."
+    return alias
+
+
+host_id = _renamed("host_id", process_index)
+host_count = _renamed("host_count", process_count)
+host_ids = _renamed("host_ids", process_indices)
+
+
+def print_environment_info(return_string: bool = False):
+    """The versions and platform to quote in a bug report (printed, or returned as a string)."""
+    from morphax._src.version import __version__
+
+    devices = local_devices()
+    text = "\n".join(
+        [
+            f"morphax: {__version__}",
+            f"numpy:   {np.__version__}",
+            f"python:  {sys.version}",
+            f"device info: {devices[0].platform}-{len(devices)}, {len(devices)} local devices",
+            f"process_count: {process_count()}",
+            f"platform: {platform.uname()}",
+            f"backend: {config.morphax_backend}",
+        ]
+    )
+    if return_string:
+        return text
+    print(text)
+    return None
