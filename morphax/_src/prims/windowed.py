@@ -160,15 +160,17 @@ def _window_shape(name, shape, window_dimensions, window_strides, padding, base_
 def reduce_window_shape_tuple(
     operand_shape, window_dimensions, window_strides, padding, base_dilation=None, window_dilation=None
 ):
+    """The output shape of a reduce_window, by JAX's arithmetic alone: a dimension the window does
+    not fit (including a placeholder such as stax's -1 batch) is 0. The primitive itself checks
+    its operands (`_window_shape`)."""
     nd = len(operand_shape)
-    return _window_shape(
-        "reduce_window",
-        tuple(operand_shape),
-        tuple(window_dimensions),
-        tuple(window_strides),
-        tuple(tuple(p) for p in padding),
-        tuple(base_dilation or (1,) * nd),
-        tuple(window_dilation or (1,) * nd),
+    base_dilation = base_dilation or (1,) * nd
+    window_dilation = window_dilation or (1,) * nd
+    return tuple(
+        stride_dim(dilate_dim(n, b) + lo + hi, dilate_dim(k, r), s)
+        for n, b, (lo, hi), k, r, s in zip(
+            operand_shape, base_dilation, padding, window_dimensions, window_dilation, window_strides
+        )
     )
 
 
