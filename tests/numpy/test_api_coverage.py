@@ -14,6 +14,7 @@ import morphax.debug
 import morphax.nn
 import morphax.nn.initializers
 import morphax.numpy as jnp
+import morphax.scipy.special
 import morphax.tree_util
 
 API = pathlib.Path(__file__).resolve().parents[1] / "data" / "api"
@@ -38,6 +39,8 @@ LISTS = {
     "jax_dtypes.txt": (morphax.dtypes, 1.0),
     # debug: the sharding visualizers belong to the devices issue; the effect types are missing
     "jax_debug.txt": (morphax.debug, 4 / 9),
+    # scipy.special: the gamma, beta, error-function, entropy and Bessel-I families so far
+    "jax_scipy_special.txt": (morphax.scipy.special, 38 / 53),
 }
 
 

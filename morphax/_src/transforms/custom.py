@@ -20,15 +20,26 @@ from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.pytree_keys import keystr
 
 
-def _resolve_args(fun, args, kwargs):
-    if not kwargs:
-        return args
+@functools.lru_cache(maxsize=1024)
+def _signature(fun):
     try:
         sig = inspect.signature(fun)
     except (TypeError, ValueError):
-        raise TypeError(
-            f"{getattr(fun, '__name__', fun)}: keyword arguments need an inspectable signature"
-        ) from None
+        return None, 0
+    positional = [
+        p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    return sig, len(positional)
+
+
+def _resolve_args(fun, args, kwargs):
+    """The positional arguments of a call, keywords bound and defaults applied (as JAX resolves
+    them, so nondiff_argnums can name a parameter left at its default)."""
+    sig, n_positional = _signature(fun)
+    if not kwargs and (sig is None or len(args) >= n_positional):
+        return args
+    if sig is None:
+        raise TypeError(f"{getattr(fun, '__name__', fun)}: keyword arguments need an inspectable signature")
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     return bound.args
