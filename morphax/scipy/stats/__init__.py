@@ -1,0 +1,30 @@
+"""`morphax.scipy.stats`: probability distributions (log densities, densities, distribution
+functions and their inverses), mirroring ``jax.scipy.stats``: one module per distribution."""
+
+from morphax.scipy.stats import (  # noqa: F401
+    bernoulli,
+    beta,
+    betabinom,
+    binom,
+    cauchy,
+    chi2,
+    dirichlet,
+    expon,
+    gamma,
+    gennorm,
+    geom,
+    gumbel_l,
+    gumbel_r,
+    laplace,
+    logistic,
+    multinomial,
+    multivariate_normal,
+    nbinom,
+    norm,
+    pareto,
+    poisson,
+    t,
+    uniform,
+    vonmises,
+    wrapcauchy,
+)
