@@ -544,6 +544,14 @@ def _two_product(a, b):
 
 def _fma_impl(a, b, c):
     a, b, c = np.broadcast_arrays(*as_arrays(a, b, c))
+    out = _fma_finite_aware(a, b, c)
+    # A NaN addend comes through unchanged when the product is not itself a NaN operand (as the
+    # hardware instruction and C's fma return it), even where the product is invalid (0 * inf).
+    keep_c = np.isnan(c) & ~np.isnan(a) & ~np.isnan(b)
+    return np.where(keep_c, c, out).astype(a.dtype)
+
+
+def _fma_finite_aware(a, b, c):
     dt = a.dtype
     a64, b64, c64 = (np.asarray(x, np.float64) for x in (a, b, c))
     with np.errstate(all="ignore"):
@@ -560,6 +568,9 @@ def _fma_impl(a, b, c):
         lo = (p - (hi - v)) + (c64 - v)
         out = hi + _round_to_odd_sum(lo, e)
         plain = a64 * b64 + c64
+        # An exact zero takes its sign from IEEE's rules for p + c, which the plain sum follows
+        # whenever the product is exact (the split's +0 low parts would lose a -0).
+        out = np.where((out == 0) & (lo == 0) & (e == 0), plain, out)
         # Non-finite products and sums follow IEEE's fma, which the plain expression gives.
         return np.where(np.isfinite(out) & np.isfinite(p) & np.isfinite(hi), out, plain).astype(dt)
 
