@@ -166,3 +166,33 @@ def test_multivariate_and_circular_distributions():
         stats.multinomial.logpmf(np.array([1.0, 2.0]), 3, np.array([0.5, 0.5]))
     with pytest.raises(ValueError, match="one-dimensional"):
         stats.dirichlet.logpdf(np.ones((3, 2)) / 3, np.ones((3, 1)))
+
+
+@pytest.mark.parametrize("fn", ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"])
+def test_truncnorm(fn):
+    rng = np.random.default_rng(4)
+    x, a, b = rng.uniform(-3, 3, 30), rng.uniform(-2, 0, 30), rng.uniform(0.1, 2.5, 30)
+    loc, scale = rng.uniform(-1, 1, 30), rng.uniform(0.5, 2, 30)
+    want = getattr(sst.truncnorm, fn)(x, a, b, loc, scale)
+    with morphax.enable_x64():
+        got = getattr(stats.truncnorm, fn)(x, a, b, loc, scale)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-14)
+    got32 = getattr(stats.truncnorm, fn)(*(v.astype(np.float32) for v in (x, a, b, loc, scale)))
+    np.testing.assert_allclose(np.asarray(got32, np.float64), want, rtol=5e-4, atol=1e-5)
+
+
+def test_truncnorm_far_tail_and_invalid_bounds():
+    with morphax.enable_x64():
+        np.testing.assert_allclose(
+            float(stats.truncnorm.logpdf(9.0, 8.0, 10.0)), sst.truncnorm.logpdf(9.0, 8.0, 10.0), rtol=1e-12
+        )
+        np.testing.assert_allclose(
+            float(stats.truncnorm.logcdf(-9.0, -10.0, -8.0)),
+            sst.truncnorm.logcdf(-9.0, -10.0, -8.0),
+            rtol=1e-10,
+        )
+    assert np.isnan(float(stats.truncnorm.logpdf(0.0, 1.0, 1.0)))
+    assert (
+        float(stats.truncnorm.cdf(5.0, -1.0, 1.0)) == 1.0
+        and float(stats.truncnorm.cdf(-5.0, -1.0, 1.0)) == 0.0
+    )

@@ -24,6 +24,7 @@ from morphax.scipy.stats import (  # noqa: F401
     pareto,
     poisson,
     t,
+    truncnorm,
     uniform,
     vonmises,
     wrapcauchy,
