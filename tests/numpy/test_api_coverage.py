@@ -14,6 +14,7 @@ import morphax.debug
 import morphax.nn
 import morphax.nn.initializers
 import morphax.numpy as jnp
+import morphax.scipy.linalg
 import morphax.scipy.special
 import morphax.scipy.stats
 import morphax.tree_util
@@ -43,6 +44,9 @@ LISTS = {
     # scipy.special: the gamma, beta, error-function, entropy and Bessel-I families so far
     "jax_scipy_special.txt": (morphax.scipy.special, 38 / 53),
     "jax_scipy_stats.txt": (morphax.scipy.stats, 1.0),
+    # scipy.linalg: missing eigh_tridiagonal, expm_frechet, funm, hessenberg, qr_multiply,
+    # rsf2csf, schur, solve_sylvester, sqrtm
+    "jax_scipy_linalg.txt": (morphax.scipy.linalg, 31 / 40),
     "jax_scipy_stats_norm.txt": (morphax.scipy.stats.norm, 1.0),
 }
 
