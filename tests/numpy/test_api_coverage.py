@@ -14,7 +14,11 @@ import morphax.debug
 import morphax.nn
 import morphax.nn.initializers
 import morphax.numpy as jnp
+import morphax.scipy.cluster.vq
+import morphax.scipy.fft
+import morphax.scipy.integrate
 import morphax.scipy.linalg
+import morphax.scipy.ndimage
 import morphax.scipy.special
 import morphax.scipy.stats
 import morphax.tree_util
@@ -47,6 +51,10 @@ LISTS = {
     # scipy.linalg: missing eigh_tridiagonal, expm_frechet, funm, hessenberg, qr_multiply,
     # rsf2csf, schur, solve_sylvester, sqrtm
     "jax_scipy_linalg.txt": (morphax.scipy.linalg, 31 / 40),
+    "jax_scipy_fft.txt": (morphax.scipy.fft, 1.0),
+    "jax_scipy_integrate.txt": (morphax.scipy.integrate, 1.0),
+    "jax_scipy_ndimage.txt": (morphax.scipy.ndimage, 1.0),
+    "jax_scipy_cluster_vq.txt": (morphax.scipy.cluster.vq, 1.0),
     "jax_scipy_stats_norm.txt": (morphax.scipy.stats.norm, 1.0),
 }
 
