@@ -83,9 +83,10 @@ class Traced:
         return Lowered(self)
 
 
-class Lowered:
-    def __init__(self, traced: Traced):
-        self._traced = traced
+class _TracedStage:
+    """A stage after tracing; it reports the traced call's argument and output info."""
+
+    _traced: Traced
 
     @property
     def args_info(self):
@@ -94,6 +95,11 @@ class Lowered:
     @property
     def out_info(self):
         return self._traced.out_info
+
+
+class Lowered(_TracedStage):
+    def __init__(self, traced: Traced):
+        self._traced = traced
 
     def as_text(self) -> str:
         """The jaxpr and the source the backend generated for it."""
@@ -106,20 +112,12 @@ class Lowered:
         return Compiled(self._traced)
 
 
-class Compiled:
+class Compiled(_TracedStage):
     def __init__(self, traced: Traced):
         from morphax._src.compiler.compile import compile_jaxpr
 
         self._traced = traced
         self._executable = compile_jaxpr(traced.jaxpr, traced.fun_name, traced.backend)
-
-    @property
-    def args_info(self):
-        return self._traced.args_info
-
-    @property
-    def out_info(self):
-        return self._traced.out_info
 
     def as_text(self) -> str:
         """The generated code: one C function per fused kernel (native backend), then the program
