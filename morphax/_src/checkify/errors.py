@@ -18,6 +18,7 @@ import numpy as np
 from morphax._src.core import pytree
 from morphax._src.core.avals import get_aval
 from morphax._src.core.pytree_registry import register_pytree_node
+from morphax._src.core.values import make_array
 from morphax._src.higher_order.checks import JaxRuntimeError, check_p
 from morphax._src.prims import lax_api as L
 
@@ -205,7 +206,8 @@ class Error:
         if best_effect is None:
             return None
         cls, static = self._metadata[best]
-        leaves = [np.asarray(x)[idx] for x in self._payload[best_effect]]
+        # Payload values come back as Arrays, so messages format them as JAX's do.
+        leaves = [make_array(np.asarray(x)[idx]) for x in self._payload[best_effect]]
         return cls._unflatten(static, leaves)
 
     def _batched_exception(self, preds):
