@@ -27,6 +27,7 @@ LAYERS = {
     "runtime": 6,
     "numpy": 7,
     "api": 8,
+    "checkify": 8,
     "nn": 9,
     "random": 9,
     "ops": 9,
