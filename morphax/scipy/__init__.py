@@ -1,3 +1,15 @@
 """`morphax.scipy`: SciPy's API on morphax arrays, mirroring ``jax.scipy`` (so far `special`)."""
 
-from morphax.scipy import cluster, fft, integrate, linalg, ndimage, signal, special, stats  # noqa: F401
+from morphax.scipy import (  # noqa: F401
+    cluster,
+    fft,
+    integrate,
+    interpolate,
+    linalg,
+    ndimage,
+    signal,
+    sparse,
+    spatial,
+    special,
+    stats,
+)
