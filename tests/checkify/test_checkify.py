@@ -424,3 +424,53 @@ def test_error_is_a_pytree():
     assert rebuilt.get() == err.get()
     mapped = morphax.tree_util.tree_map(lambda v: v, err)
     assert isinstance(mapped, checkify.Error) and mapped.get() == err.get()
+
+
+def test_index_checks_under_vmap():
+    oob = (
+        "out-of-bounds indexing for array of shape (2, 3): index 4 is out of bounds for axis 1 with size 3. "
+    )
+    f = checkify.checkify(morphax.vmap(lambda x, i: x[i]), errors=checkify.index_checks)
+    assert f(jnp.ones((2, 3)), jnp.array([1, 4]))[0].get() == oob  # a gather with batching axes
+    assert f(jnp.ones((2, 3)), jnp.array([1, 2]))[0].get() is None
+    # NB: JAX fails on this vmapped scatter; the message is the one of the gather above.
+    g = checkify.checkify(morphax.vmap(lambda x, i: x.at[i].set(0.0)), errors=checkify.index_checks)
+    err, out = g(jnp.ones((2, 3)), jnp.array([1, 4]))
+    assert err.get() == oob
+    np.testing.assert_array_equal(out, [[1.0, 0.0, 1.0], [1.0, 1.0, 1.0]])
+
+
+def test_composed_transformations():
+    def f(x):
+        checkify.check(x > 0, "neg {}", x)
+        y = lax.scan(lambda c, a: (c * a, c), x, jnp.arange(1.0, 3.0))[0]
+        return jnp.log(y) + lax.cond(x > 1, jnp.sin, jnp.cos, x)
+
+    cf = checkify.checkify(f, errors=checkify.all_checks)
+    want = 1 / 2.0 + np.cos(2.0)
+    np.testing.assert_allclose(
+        morphax.grad(lambda x: morphax.jit(cf)(x)[1])(jnp.float32(2.0)), want, rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        morphax.hessian(lambda x: cf(x)[1])(jnp.float32(2.0)), -0.25 - np.sin(2.0), rtol=1e-5
+    )
+    err, _ = morphax.jit(morphax.vmap(cf))(jnp.array([1.0, -2.0]))
+    assert err.get() == "at mapped index 1: neg -2.0 (`check` failed)"
+    err, _ = checkify.checkify(morphax.vmap(morphax.grad(f)))(jnp.array([1.0, -2.0]))
+    assert err.get() == "neg -2.0 (`check` failed)"
+    err, _ = checkify.checkify(morphax.jacrev(f))(jnp.float32(-2.0))
+    assert err.get() == "neg -2.0 (`check` failed)"
+
+
+def test_jit_traced_inside_checkify_checks_when_run():
+    # NB: the jitted function's trace from inside checkify is reused outside it; the check then
+    # runs with the program and raises (JAX refuses to compile it instead).
+    def f(x):
+        checkify.check(x > 0, "neg {}", x)
+        return x * 2
+
+    jf = morphax.jit(f)
+    assert checkify.checkify(jf)(jnp.float32(-1.0))[0].get() == "neg -1.0 (`check` failed)"
+    assert float(jf(jnp.float32(1.0))) == 2.0
+    with pytest.raises(checkify.JaxRuntimeError, match="neg -1.0"):
+        jf(jnp.float32(-1.0))

@@ -12,6 +12,8 @@ from morphax._src.checkify.errors import DivisionByZeroError, NaNError, OOBError
 from morphax._src.checkify.interpreter import error_checks
 from morphax._src.core.avals import get_aval
 from morphax._src.core.dtypes import issubdtype
+from morphax._src.higher_order.reduce import reduce_p
+from morphax._src.higher_order.solvers import custom_linear_solve_p
 from morphax._src.prims import lax_api as L
 
 __all__ = ["nan_primitives"]
@@ -31,6 +33,7 @@ def check_nans(prim, error, enabled, out):
         return error
     outs = out if prim.multiple_results else [out]
     flags = [_any(L.ne(o, o)) for o in outs if issubdtype(get_aval(o).dtype, np.inexact)]
+    # NB: JAX adds a never-set NaN slot for integer results too; skipping them changes no answer.
     if not flags:  # integer (or key) results cannot hold a NaN
         return error
     any_nan = flags[0]
@@ -56,7 +59,7 @@ nan_primitives = [
     L.igamma_grad_a_p, L.igamma_p, L.igammac_p, L.integer_pow_p, L.lgamma_p, L.log1p_p, L.log_p,
     L.logistic_p, L.mul_p, L.pad_p, L.pow_p, L.psum_p, L.reduce_prod_p, L.reduce_sum_p,
     L.reduce_window_sum_p, L.regularized_incomplete_beta_p, L.rem_p, L.rng_uniform_p, L.rsqrt_p,
-    L.sin_p, L.sinh_p, L.sqrt_p, L.sub_p, L.tan_p, L.tanh_p,
+    L.sin_p, L.sinh_p, L.sqrt_p, L.sub_p, L.tan_p, L.tanh_p, reduce_p, custom_linear_solve_p,
 ]  # fmt: skip
 
 for _prim in nan_primitives:
@@ -178,7 +181,8 @@ def _scatter_rule(prim):
         if not get_aval(indices).shape or not dnums.scatter_dims_to_operand_dims:
             return check_nans(prim, error, enabled, out), out
         # The window each update writes: size 1 along inserted (and batching) axes, else the
-        # update's window axes in order.
+        # update's window axes in order. NB: JAX's rule leaves batching axes out of this count
+        # and fails on scatters vmap has given batching axes; counting them checks those too.
         upd_shape = get_aval(updates).shape
         window, pos = [], 0
         singles = set(dnums.inserted_window_dims) | set(getattr(dnums, "operand_batching_dims", ()))

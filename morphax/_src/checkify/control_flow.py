@@ -158,6 +158,8 @@ def _checked_while_parts(cond_jaxpr, body_jaxpr, enabled, effects, cond_nconsts,
     return parts
 
 
+# NB: JAX refuses checkify of a vmap of a while loop with a batched predicate; here vmap leaves
+# the loop a scalar predicate (any element still running), so it is checkified like any other.
 def _while_rule(error, enabled, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     cconsts = args[:cond_nconsts]
     bconsts = args[cond_nconsts : cond_nconsts + body_nconsts]

@@ -46,6 +46,8 @@ class JaxException(Exception):
     """A failure a check reports. Subclasses say how they split into static fields and run-time
     payload (`_flatten` / `_unflatten`) and which effect they belong to."""
 
+    # NB: JAX records the traceback of the check's line here; morphax records none (None), so
+    # the exceptions raised carry the traceback of where the error is thrown.
     def __init__(self, traceback_info=None):
         self.traceback_info = traceback_info
 

@@ -72,6 +72,10 @@ def _check_impl(*leaves, err_tree, debug):
     return []
 
 
+# NB: JAX stages a `check` anywhere and refuses to lower it outside `checkify`; here staging it
+# outside `checkify` is refused instead (the same error, at trace time). A jitted function first
+# traced inside `checkify` keeps its cached trace, and called outside runs the check when it
+# runs, raising JaxRuntimeError on failure (JAX's behaviour with `jax_xla_runtime_errors`).
 def _check_abstract_eval(*avals, err_tree, debug):
     if not debug and _depth.n == 0:
         raise ValueError(FUNCTIONALIZATION_ERROR)
