@@ -73,7 +73,8 @@ def _check_impl(*leaves, err_tree, debug):
 
 
 # NB: JAX stages a `check` anywhere and refuses to lower it outside `checkify`; here staging it
-# outside `checkify` is refused instead (the same error, at trace time). A jitted function first
+# outside `checkify` is refused instead (the same error, at trace time, so `make_jaxpr` and
+# `eval_shape` of a function with a `check` fail too, where JAX's succeed). A jitted function first
 # traced inside `checkify` keeps its cached trace, and called outside runs the check when it
 # runs, raising JaxRuntimeError on failure (JAX's behaviour with `jax_xla_runtime_errors`).
 def _check_abstract_eval(*avals, err_tree, debug):
