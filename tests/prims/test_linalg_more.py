@@ -323,3 +323,10 @@ def test_qdwh_options_and_errors():
         L.qdwh(np.stack([x, x]))
     with pytest.raises(TypeError, match="statically"):
         L.qdwh(x, max_iterations=2.5)
+
+
+def test_qdwh_differentiates_forward_only_as_in_jax():
+    x = rng.normal(size=(4, 3))
+    check_grads(lambda x: L.qdwh(x)[:2], (x,), order=1, modes=("fwd",))
+    with pytest.raises(ValueError, match="Reverse-mode"):
+        morphax.grad(lambda x: L.qdwh(x)[0].sum())(x)

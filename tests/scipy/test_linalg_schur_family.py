@@ -229,3 +229,16 @@ def test_no_derivatives_through_schur_as_in_jax():
     ):
         with pytest.raises(NotImplementedError, match="Differentiation rule"):
             morphax.grad(f)(a)
+
+
+def test_jit_matches_eager():
+    a = rng.normal(size=(4, 4))
+    t, z = sl.schur(a)
+    for fn, args in (
+        (ml.schur, (a,)),
+        (lambda m: ml.schur(m, output="complex"), (a,)),
+        (lambda m: ml.hessenberg(m, calc_q=True), (a,)),
+        (ml.rsf2csf, (t, z)),
+    ):
+        for g, w in zip(morphax.jit(fn)(*args), fn(*args)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), atol=1e-12)
