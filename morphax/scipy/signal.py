@@ -213,7 +213,7 @@ def _segment_window(fun, window, nperseg, input_length, dtype):
         return _named_window(window, n, real, fun), n
     _util.check_arraylike(fun, window)
     win = jnp.asarray(window)
-    win = win.astype(dtype if jnp.iscomplexobj(win) else real)
+    win = win.astype(_dtypes.to_complex_dtype(dtype) if jnp.iscomplexobj(win) else real)
     if win.ndim != 1:
         raise ValueError(f"{fun}: window must be 1-D, got shape {win.shape}")
     if input_length < win.size:
@@ -556,7 +556,7 @@ def istft(
     else:
         _util.check_arraylike("istft", window)
         win = jnp.asarray(window)
-        win = win.astype(frames.dtype if jnp.iscomplexobj(win) else real)
+        win = win.astype(_dtypes.to_complex_dtype(real) if jnp.iscomplexobj(win) else real)
         if win.shape != (nperseg,):
             raise ValueError(f"istft: window must be 1-D of length nperseg={nperseg}, got shape {win.shape}")
     frames = frames * win.sum()  # undoes stft's "spectrum" scaling
@@ -567,7 +567,8 @@ def istft(
         # JAX's [n // 2:-(n // 2)] is empty there)
         cut = nperseg // 2
         x, norm = x[..., cut : x.shape[-1] - cut], norm[cut : norm.shape[-1] - cut]
-    x = x / jnp.where(norm > 1e-10, norm, 1.0)
+    # (a complex window's norm is ordered by its real part, as NumPy orders complex numbers)
+    x = x / jnp.where(jnp.real(norm) > 1e-10, norm, 1.0)
     if x.ndim > 1 and time_axis != Zxx.ndim - 1:
         x = jnp.moveaxis(x, -1, time_axis - 1 if freq_axis < time_axis else time_axis)
     time = jnp.arange(x.shape[0], dtype=real) / fs
