@@ -7,6 +7,7 @@ value came from), and what to do about it.
 from morphax._src.errors import (
     ConcretizationTypeError,
     JaxRuntimeError,
+    KeyReuseError,
     NonConcreteBooleanIndexError,
     TracerArrayConversionError,
     TracerBoolConversionError,
@@ -17,6 +18,7 @@ from morphax._src.errors import (
 __all__ = [
     "ConcretizationTypeError",
     "JaxRuntimeError",
+    "KeyReuseError",
     "NonConcreteBooleanIndexError",
     "TracerArrayConversionError",
     "TracerBoolConversionError",

@@ -1,6 +1,7 @@
 """Global configuration flags (x64 mode, threefry mode, logging).
 
-Sits below everything: any module may import it, it imports nothing from morphax.
+Sits below everything: any module may import it; it imports only the catalogue of JAX's flags
+that morphax accepts without acting on them (jax_only_flags.py).
 Flags are read through attributes (``config.enable_x64``) so hot paths pay one lookup.
 
 Two layers, as in JAX: ``config.update`` sets the process-wide value; the context managers
@@ -15,9 +16,12 @@ thread for free. ``update`` pushes the new global value into every thread that d
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 import threading
 import weakref
+
+from morphax._src.jax_only_flags import DEFAULT_ONLY, NO_EFFECT
 
 
 def _env_flag(name: str, default: bool) -> bool:
@@ -43,7 +47,35 @@ _KNOWN = {
     "jax_traceback_filtering": ("traceback_filtering", lambda: "auto"),
     # Under tracing, evaluate operations whose operands are all concrete instead of staging them
     # (what `ensure_compile_time_eval` turns on).
-    "jax_eager_constant_folding": ("eager_constant_folding", lambda: False),
+    "eager_constant_folding": ("eager_constant_folding", lambda: False),
+    # Guards: raise if a jit traces (no_tracing) or anything executes (no_execution).
+    "jax_no_tracing": ("no_tracing", lambda: False),
+    "jax_no_execution": ("no_execution", lambda: False),
+    # What an implicit host-to-device transfer does (runtime/guards.py); None: the general level.
+    "jax_transfer_guard": ("transfer_guard", lambda: None),
+    "jax_transfer_guard_host_to_device": ("transfer_guard_host_to_device", lambda: None),
+    "jax_transfer_guard_device_to_host": ("transfer_guard_device_to_host", lambda: None),
+    "jax_transfer_guard_device_to_device": ("transfer_guard_device_to_device", lambda: None),
+    # "strict": arrays of different strong dtypes do not promote implicitly (core/dtypes.py).
+    "jax_numpy_dtype_promotion": ("numpy_dtype_promotion", lambda: "standard"),
+    # What random functions do with a raw uint32 key: "allow", "warn" or "error".
+    "jax_legacy_prng_key": ("legacy_prng_key", lambda: "allow"),
+    # Added to every seed (random.key, random.PRNGKey).
+    "jax_random_seed_offset": ("random_seed_offset", lambda: 0),
+    "jax_default_prng_impl": ("default_prng_impl", lambda: "threefry2x32"),
+    # Log (logger 'morphax', WARNING) why each jit trace missed the cache.
+    "jax_explain_cache_misses": ("explain_cache_misses", lambda: False),
+    # Raise KeyReuseError when a typed key is consumed twice (random/key_reuse.py).
+    "jax_debug_key_reuse": ("debug_key_reuse", lambda: False),
+    # Raise when a tracer outlives the trace that made it (transforms/staging.py).
+    "jax_check_tracer_leaks": ("check_tracer_leaks", lambda: False),
+    # Type-check every jaxpr jit traces and optimizes (core.jaxpr.check_jaxpr).
+    "jax_enable_checks": ("enable_checks", lambda: False),
+    # nn.softmax differentiates by its own rule instead of through its formula.
+    "jax_softmax_custom_jvp": ("softmax_custom_jvp", lambda: False),
+    # False: reduce_sum of float16/bfloat16 raises.
+    "jax_allow_f16_reductions": ("allow_f16_reductions", lambda: True),
+    "jax_default_device": ("default_device", lambda: None),
     # Which compiler backend jit uses: "c" (fused native kernels; falls back to "numpy" where no C
     # compiler works) or "numpy" (every equation runs its NumPy reference).
     "morphax_backend": ("morphax_backend", lambda: os.environ.get("MORPHAX_BACKEND", "c")),
@@ -68,6 +100,26 @@ _KNOWN = {
     ),
 }
 
+# JAX's flags that morphax accepts without acting on them (jax_only_flags.py); attribute names
+# drop the "jax_" prefix, as JAX's do.
+for _name, (_default, _why) in {**NO_EFFECT, **DEFAULT_ONLY}.items():
+    _KNOWN[_name] = (_name.removeprefix("jax_"), lambda d=_default: d)
+
+_TRANSFER_LEVELS = (None, "allow", "log", "disallow", "log_explicit", "disallow_explicit")
+# attribute -> the values it accepts
+_CHOICES = {
+    "numpy_rank_promotion": ("allow", "warn", "raise"),
+    "numpy_dtype_promotion": ("standard", "strict"),
+    "legacy_prng_key": ("allow", "warn", "error"),
+    # JAX's implementations; only threefry2x32 exists here (the others raise when a key is made).
+    "default_prng_impl": ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32"),
+    "transfer_guard": _TRANSFER_LEVELS,
+    "transfer_guard_host_to_device": _TRANSFER_LEVELS,
+    "transfer_guard_device_to_host": _TRANSFER_LEVELS,
+    "transfer_guard_device_to_device": _TRANSFER_LEVELS,
+    "morphax_backend": ("c", "numpy"),
+}
+
 # The process-wide values (what config.update set), by attribute name.
 _global_values = {attr: default() for attr, default in _KNOWN.values()}
 # Each live thread's attribute dict, so update() can reach threads without an override. Keyed
@@ -81,25 +133,43 @@ _listeners: list = []
 
 # The flags that change what tracing produces (`Config.trace_context`), kept as one tuple in
 # each thread's dict and rebuilt whenever one of them changes: every jitted call reads it.
-_TRACE_FLAGS = (
+TRACE_FLAGS = (
     "enable_x64",
     "threefry_partitionable",
     "numpy_rank_promotion",
     "default_matmul_precision",
     "eager_constant_folding",
+    "numpy_dtype_promotion",
+    "legacy_prng_key",
+    "random_seed_offset",
+    "softmax_custom_jvp",
+    "allow_f16_reductions",
 )
 
 
 def _refresh_trace_context(d: dict) -> None:
-    d["_trace_context"] = tuple(d[a] for a in _TRACE_FLAGS)
+    d["_trace_context"] = tuple(d[a] for a in TRACE_FLAGS)
+    # Which of result_type's caches the thread uses (core/dtypes.py): bit 0 is x64, bit 1 strict
+    # dtype promotion.
+    d["_promotion_mode"] = int(d["enable_x64"]) + 2 * (d["numpy_dtype_promotion"] == "strict")
     # What the fast path of a jitted call checks (runtime/call_fast.py), as one object that
     # changes whenever one of the flags does: a call compares it by identity.
     d["_call_state"] = (d["_trace_context"], d["disable_jit"], d["morphax_backend"])
 
 
-def _coerce(attr, value):
+def _coerce(name, attr, value):
+    """Check `value` for flag `name` and return it as stored."""
     # The dtype caches are indexed by the x64 flag itself, so it is kept a real bool.
-    return bool(value) if attr == "enable_x64" else value
+    if attr == "enable_x64":
+        return bool(value)
+    choices = _CHOICES.get(attr)
+    if choices is not None and isinstance(value, enum.Enum):
+        value = value.value  # an enum member, as JAX's own enums spell these values
+    if choices is not None and value not in choices:
+        raise ValueError(f"config option {name}: the value must be one of {list(choices)}, got {value!r}")
+    if name in DEFAULT_ONLY and value != DEFAULT_ONLY[name][0]:
+        raise NotImplementedError(f"config option {name}={value!r}: {DEFAULT_ONLY[name][1]}")
+    return value
 
 
 class Config(threading.local):
@@ -125,13 +195,15 @@ class Config(threading.local):
             return _KNOWN[name][0]
         except KeyError:
             raise AttributeError(
-                f"config.{where}: unknown option {name!r}; known options are {sorted(_KNOWN)}"
+                f"config.{where}: unknown option {name!r}; the options are JAX's (config.values lists "
+                "them) and morphax_backend, morphax_num_threads, morphax_shape_generic, "
+                "morphax_compile_in_background"
             ) from None
 
     def update(self, name: str, value) -> None:
         """Set the process-wide value; threads inside an override of `name` keep their override."""
         attr = self._attr(name, "update")
-        value = _coerce(attr, value)
+        value = _coerce(name, attr, value)
         with _lock:
             _global_values[attr] = value
             for d in list(_thread_dicts.values()):
@@ -142,6 +214,11 @@ class Config(threading.local):
 
     def read(self, name: str):
         return getattr(self, _KNOWN[name][0])
+
+    @property
+    def values(self) -> dict:
+        """Every flag's value in this thread, by JAX's option name."""
+        return {name: getattr(self, attr) for name, (attr, _) in _KNOWN.items()}
 
     def __getattr__(self, name):
         # JAX spells flags both ways: config.jax_enable_x64 and config.x64_enabled.
@@ -180,7 +257,7 @@ class Config(threading.local):
     def _override(self, name, value):
         """Thread-local override of one flag for the duration of a ``with`` block (nests)."""
         attr = self._attr(name, "_override")
-        value = _coerce(attr, value)
+        value = _coerce(name, attr, value)
         d = self.__dict__
         with _lock:
             was_overridden = attr in d["_overridden"]

@@ -23,6 +23,10 @@ class JaxRuntimeError(RuntimeError):
     GeneratorExit) are wrapped in this. KeyboardInterrupt stays itself, so Ctrl-C works."""
 
 
+class KeyReuseError(RuntimeError):
+    """A typed PRNG key was consumed twice while jax_debug_key_reuse was on."""
+
+
 def immutable_message(typename: str) -> str:
     return (
         f"{typename!r} object does not support item assignment. morphax arrays are immutable. "

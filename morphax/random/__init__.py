@@ -23,8 +23,8 @@ _api = _k.typed_key_api
 
 # Keys in, keys out.
 split = _api(_p.split, returns_key=True)
-fold_in = _api(_p.fold_in, returns_key=True)
-clone = _api(_p.clone, returns_key=True)
+fold_in = _api(_p.fold_in, returns_key=True, consumes=False)
+clone = _api(_p.clone, returns_key=True, consumes=False)
 
 # Samplers (a typed key is unwrapped to its data; dtype=None / mode=None mean the defaults).
 bits = _api(_p.bits)

@@ -14,6 +14,7 @@ import numpy as np
 import morphax
 import morphax.numpy as jnp
 from morphax import config
+from morphax._src.jax_only_flags import DEFAULT_ONLY, NO_EFFECT
 
 TIMEOUT = 60
 
@@ -146,14 +147,35 @@ def test_every_context_manager_flag_is_thread_local():
         "jax_debug_nans": True,
         "jax_debug_infs": True,
         "jax_traceback_filtering": "off",
-        "jax_eager_constant_folding": True,
+        "eager_constant_folding": True,
         "jax_disable_jit": True,
         "morphax_backend": "numpy",
         "morphax_num_threads": 1,
         "morphax_compile_in_background": not config.morphax_compile_in_background,
         "morphax_shape_generic": not config.morphax_shape_generic,
+        "jax_no_tracing": True,
+        "jax_no_execution": True,
+        "jax_transfer_guard": "disallow",
+        "jax_transfer_guard_host_to_device": "log",
+        "jax_transfer_guard_device_to_host": "disallow",
+        "jax_transfer_guard_device_to_device": "disallow",
+        "jax_numpy_dtype_promotion": "strict",
+        "jax_legacy_prng_key": "error",
+        "jax_random_seed_offset": 7,
+        "jax_default_prng_impl": "rbg",
+        "jax_explain_cache_misses": True,
+        "jax_debug_key_reuse": True,
+        "jax_check_tracer_leaks": True,
+        "jax_enable_checks": True,
+        "jax_softmax_custom_jvp": True,
+        "jax_allow_f16_reductions": False,
+        "jax_default_device": morphax.devices()[0],
     }
-    assert set(flags) == set(config._known)
+    # The flags morphax accepts without acting on them: any other value of the same kind.
+    for name, (default, _) in NO_EFFECT.items():
+        flags[name] = (not default) if isinstance(default, bool) else f"set by {name}"
+    # DEFAULT_ONLY flags take no other value, so they have nothing to override.
+    assert set(flags) | set(DEFAULT_ONLY) == set(config._known)
     defaults = {name: config.read(name) for name in flags}
     for name, value in flags.items():
         inside, b_done = threading.Event(), threading.Event()

@@ -18,6 +18,27 @@ from morphax._src.core.avals import get_aval
 from morphax._src.runtime.devices import local_devices
 
 __all__ = [
+    "allow_f16_reductions",
+    "array_garbage_collection_guard",
+    "check_tracer_leaks",
+    "checking_leaks",
+    "debug_key_reuse",
+    "default_device",
+    "default_prng_impl",
+    "enable_checks",
+    "enable_custom_prng",
+    "explain_cache_misses",
+    "jax2tf_associative_scan_reductions",
+    "legacy_prng_key",
+    "no_execution",
+    "no_tracing",
+    "numpy_dtype_promotion",
+    "softmax_custom_jvp",
+    "thread_guard",
+    "transfer_guard",
+    "transfer_guard_device_to_device",
+    "transfer_guard_device_to_host",
+    "transfer_guard_host_to_device",
     "copy_to_host_async",
     "debug_infs",
     "debug_nans",
@@ -66,13 +87,75 @@ numpy_rank_promotion = _flag(
 threefry_partitionable = _flag(
     "jax_threefry_partitionable", "JAX's partitionable threefry counter layout (the default, as in JAX 0.10)."
 )
+no_tracing = _flag("jax_no_tracing", "Raise instead of tracing a jitted function (a cache miss).")
+no_execution = _flag("jax_no_execution", "Raise instead of running any computation, eager or compiled.")
+transfer_guard = _flag(
+    "jax_transfer_guard",
+    "What implicit host-to-device transfers do: 'allow', 'log', 'disallow' (and '*_explicit' to "
+    "cover device_put too).",
+)
+transfer_guard_host_to_device = _flag(
+    "jax_transfer_guard_host_to_device", "The transfer guard for host-to-device transfers only."
+)
+transfer_guard_device_to_host = _flag(
+    "jax_transfer_guard_device_to_host",
+    "The transfer guard for device-to-host transfers (none happen on morphax's CPU device).",
+)
+transfer_guard_device_to_device = _flag(
+    "jax_transfer_guard_device_to_device",
+    "The transfer guard for device-to-device transfers (none happen with one device).",
+)
+numpy_dtype_promotion = _flag(
+    "jax_numpy_dtype_promotion",
+    "'standard' or 'strict': in strict mode, arrays of different dtypes do not promote implicitly.",
+)
+legacy_prng_key = _flag(
+    "jax_legacy_prng_key", "What random functions do with raw uint32 keys: 'allow', 'warn' or 'error'."
+)
+default_prng_impl = _flag("jax_default_prng_impl", "The PRNG implementation of new keys.")
+explain_cache_misses = _flag(
+    "jax_explain_cache_misses", "Log (logger 'morphax', WARNING) why each jit trace missed its cache."
+)
+debug_key_reuse = _flag("jax_debug_key_reuse", "Raise KeyReuseError when a typed PRNG key is consumed twice.")
+check_tracer_leaks = _flag(
+    "jax_check_tracer_leaks", "Raise when a tracer outlives the transformation that created it."
+)
+enable_checks = _flag("jax_enable_checks", "Type-check every jaxpr jit traces and optimizes (slower).")
+softmax_custom_jvp = _flag(
+    "jax_softmax_custom_jvp", "nn.softmax differentiates by its own rule instead of through its formula."
+)
+allow_f16_reductions = _flag(
+    "jax_allow_f16_reductions", "If False, reduce_sum of float16 or bfloat16 operands raises."
+)
+array_garbage_collection_guard = _flag(
+    "jax_array_garbage_collection_guard", "Accepted for JAX compatibility; no effect (host buffers)."
+)
+thread_guard = _flag(
+    "jax_thread_guard", "Accepted for JAX compatibility; no effect (multi-process collectives only)."
+)
+jax2tf_associative_scan_reductions = _flag(
+    "jax2tf_associative_scan_reductions", "Accepted for JAX compatibility; no effect (jax2tf only)."
+)
+enable_custom_prng = _flag("jax_enable_custom_prng", "Accepted for JAX compatibility; no effect.")
+
+
+def checking_leaks():
+    """``with morphax.checking_leaks():`` is ``with morphax.check_tracer_leaks(True):``."""
+    return check_tracer_leaks(True)
+
+
+def default_device(device):
+    """Context manager placing new arrays on `device` (one CPU device: the only choice)."""
+    if device is not None and device not in local_devices():
+        raise ValueError(f"default_device: {device!r} is not one of morphax.devices() = {local_devices()}")
+    return config._override("jax_default_device", device)
 
 
 @contextlib.contextmanager
 def ensure_compile_time_eval():
     """Inside the block, operations whose operands are all known while tracing (not traced values)
     are computed then, their results becoming constants of the jaxpr, instead of being staged."""
-    with config._override("jax_eager_constant_folding", True):
+    with config._override("eager_constant_folding", True):
         yield
 
 

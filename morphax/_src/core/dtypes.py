@@ -527,8 +527,33 @@ def promote_types(a, b) -> np.dtype:
             nodes.append(_weak_node(_PYTHON_SCALAR_DTYPES[n]))
         else:
             nodes.append(_strong_node(n, (na, nb)))
+    if config.numpy_dtype_promotion == "strict" and not (isinstance(na, type) and isinstance(nb, type)):
+        _check_strict(
+            [(_PYTHON_SCALAR_DTYPES[n], True) if isinstance(n, type) else (n, False) for n in (na, nb)]
+        )
     out = _lub(nodes, (na, nb))
     return _NODE_DTYPE[out] if out not in _WEAK_NODES else _PYTHON_SCALAR_DTYPES[_PY_OF_WEAK[out]]
+
+
+# jax_numpy_dtype_promotion="strict": the weak kinds a strong dtype of each kind absorbs.
+_STRICT_WEAK_KINDS = {"b": "", "u": "i", "i": "i", "f": "if", "c": "ifc"}
+
+
+def _check_strict(pairs):
+    """Strict promotion: one strong dtype, and only weak values of a kind it can hold."""
+    strong = {d for d, w in pairs if not w}
+    weak_kinds = {_kind(d) for d, w in pairs if w}
+    if len(strong) == 1:
+        (dt,) = strong
+        allowed = _STRICT_WEAK_KINDS.get(_kind(dt), "")
+        if all(k in allowed for k in weak_kinds):
+            return
+    names = tuple(str(d) for d, _ in pairs)
+    raise TypePromotionError(
+        f"Input dtypes {names} have no available implicit dtype promotion path when "
+        "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired output "
+        "type, or set jax_numpy_dtype_promotion=standard."
+    )
 
 
 def _compute_result(pairs):
@@ -557,6 +582,8 @@ def _compute_result(pairs):
         except TypePromotionError:
             kind = _lub([_weak_node(d) for d in dts], dts)[0]
         return _default_dtype_for_kind(kind), True
+    if config.numpy_dtype_promotion == "strict":
+        _check_strict(pairs)
     nodes = [_weak_node(d) if w else _strong_node(d, dts) for d, w in pairs]
     node = _lub(nodes, dts)
     if node in _WEAK_NODES:
@@ -580,7 +607,8 @@ _scalar_keys_by_mode: dict = {
     }
     for x64 in (False, True)
 }
-_result_caches: dict = {False: {}, True: {}}
+# Indexed by config._promotion_mode: x64 (bit 0) and strict promotion (bit 1).
+_result_caches: list = [{}, {}, {}, {}]
 
 
 def _operand_pair(x):
@@ -609,7 +637,7 @@ def _result_type_slow(args, key):
     out = _compute_result(pairs)
     ids = tuple(v for d, w in pairs for v in (id(d), w))
     if ids == key and all(_REGISTERED.get(id(d)) is d for d, _ in pairs):
-        _result_caches[config.enable_x64][key] = out
+        _result_caches[config._promotion_mode][key] = out
     return out
 
 
@@ -621,8 +649,8 @@ def result_type(*args, return_weak_type_flag=False):
     """
     # Hand-inlined key building: a helper call per operand would cost more than the cache lookup.
     # getattr with a default does not raise internally, so numpy arrays and dtypes stay fast too.
-    x64 = config.enable_x64
-    _scalar_keys = _scalar_keys_by_mode[x64]
+    mode = config._promotion_mode
+    _scalar_keys = _scalar_keys_by_mode[bool(mode & 1)]
     if len(args) == 2:
         a, b = args
         ka = _scalar_keys.get(type(a))
@@ -639,7 +667,7 @@ def result_type(*args, return_weak_type_flag=False):
             if k is None:
                 k = (id(getattr(x, "dtype", x)), getattr(x, "weak_type", False))
             key += k
-    out = _result_caches[x64].get(key)
+    out = _result_caches[mode].get(key)
     if out is None:
         out = _result_type_slow(args, key)
     return out if return_weak_type_flag else out[0]

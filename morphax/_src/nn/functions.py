@@ -4,8 +4,11 @@ friends, written with `morphax.numpy` so they trace like any other composition o
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.numpy import manipulation, reductions, ufuncs, util
@@ -183,14 +186,36 @@ def leaky_relu(x, negative_slope=1e-2):
 
 def softmax(x, axis=-1, where=None, initial=-np.inf):
     """exp(x) / sum(exp(x)) along `axis`, shifted by the maximum for stability; masked-out
-    entries (``where``) get probability 0."""
+    entries (``where``) get probability 0. With jax_softmax_custom_jvp its derivative comes from
+    its own rule, y * (t - sum(y * t)), instead of from differentiating the formula."""
     util.check_arraylike("softmax", x)
     (x,) = util.promote_dtypes_inexact(x)
+    if config.softmax_custom_jvp:
+        axis = axis if isinstance(axis, int) else tuple(axis)
+        return _softmax_by_rule(x, axis, where, initial)
+    return _softmax_formula(x, axis, where, initial)
+
+
+def _softmax_formula(x, axis, where, initial):
     x_max = reductions.max(x, axis, where=where, initial=initial, keepdims=True)
     x_safe = x if where is None else ufuncs.where(where, x, initial)
     unnormalized = ufuncs.exp(ufuncs.subtract(x_safe, _stop_gradient(x_max)))
     result = ufuncs.true_divide(unnormalized, reductions.sum(unnormalized, axis, where=where, keepdims=True))
     return result if where is None else ufuncs.where(where, result, 0)
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(1,))
+def _softmax_by_rule(x, axis, where, initial):
+    return _softmax_formula(x, axis, where, initial)
+
+
+@_softmax_by_rule.defjvp
+def _softmax_jvp(axis, primals, tangents):
+    x, where, initial = primals
+    y = _softmax_by_rule(x, axis, where, initial)
+    t = tangents[0]
+    dot = reductions.sum(ufuncs.multiply(y, t), axis, where=where, keepdims=True)
+    return y, ufuncs.multiply(y, ufuncs.subtract(t, dot))
 
 
 def log_softmax(x, axis=-1, where=None, initial=-np.inf):

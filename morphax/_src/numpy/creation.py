@@ -19,6 +19,7 @@ from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.numpy import ufuncs, util
 from morphax._src.prims import lax_api as L
+from morphax._src.runtime import guards
 from morphax._src.runtime.array import Array
 
 __all__ = [
@@ -196,6 +197,8 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):  # noqa: A002 - Nu
     if order is not None and order not in ("K", "C", "A"):
         raise NotImplementedError(f"array: only order='K' (or 'C') is supported, got order={order!r}")
     ndmin = concrete_int(ndmin, "array: 'ndmin' argument")
+    if guards.active and guards.is_host_value(object):
+        guards.host_to_device(object, explicit=False, what="jnp.array")
     return _array(object, dtype, ndmin, "array")
 
 
@@ -203,6 +206,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     """Like `array`, without copying arrays that already have the requested dtype."""
     if order is not None and order not in ("K", "C", "A"):
         raise NotImplementedError(f"asarray: only order='K' (or 'C') is supported, got order={order!r}")
+    if guards.active and guards.is_host_value(a):
+        guards.host_to_device(a, explicit=False, what="jnp.asarray")
     return _array(a, dtype, 0, "asarray")
 
 

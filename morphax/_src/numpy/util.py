@@ -16,6 +16,7 @@ from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.prims import conversion as _conversion
 from morphax._src.prims import shape as _shape
+from morphax._src.runtime import guards
 from morphax._src.runtime.array import Array, type_key
 
 _SCALAR_TYPES = (bool, int, float, complex)
@@ -57,12 +58,21 @@ def _python_scalar_to_array(x, dtype, weak_type):
     return make_array(x, dtype, weak_type)
 
 
+def _guard_host_array(x):
+    """A NumPy operand becoming an Array is a host-to-device transfer (runtime/guards.py). NB:
+    Python scalars are not counted (JAX counts them): they are also the constants of morphax's
+    own library functions, which run eagerly."""
+    if guards.active:
+        guards.host_to_device(x, explicit=False, what="operand")
+
+
 def convert_element_type(x, dtype, weak_type=False):
     """Convert to (dtype, weak_type); constants convert on the host, values bind the primitive."""
     dtype = np.dtype(dtype)
     if type(x) in _SCALAR_TYPES:
         return _python_scalar_to_array(x, dtype, weak_type)
     if isinstance(x, (np.ndarray, np.generic)):
+        _guard_host_array(x)
         if x.dtype != dtype:
             x = _conversion.convert_element_type_p.impl(
                 np.asarray(x), new_dtype=dtype, weak_type=weak_type, sharding=None
@@ -102,6 +112,7 @@ def asarray_like(x):
     if type(x) in _SCALAR_TYPES:
         return _python_scalar_to_array(x, _dtypes.python_scalar_dtype(x), True)
     if isinstance(x, (np.ndarray, np.generic)):
+        _guard_host_array(x)
         return make_array(x, _dtypes.canonicalize_dtype(x.dtype), False)
     return x
 

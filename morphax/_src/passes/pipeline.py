@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from morphax._src.core.jaxpr import ClosedJaxpr
+from morphax._src.config import config
+from morphax._src.core.jaxpr import ClosedJaxpr, JaxprTypeError, check_jaxpr
 from morphax._src.passes.constant_folding import run_constant_folding
 from morphax._src.passes.cse import run_cse
 from morphax._src.passes.dce import run_dce
@@ -42,6 +43,14 @@ class PassStats:
         return self.dce + self.cse + self.constant_folding + self.forwarding
 
 
+def _check_after(closed: ClosedJaxpr, pass_name: str) -> None:
+    """jax_enable_checks: a pass must leave a well-typed jaxpr."""
+    try:
+        check_jaxpr(closed.jaxpr)
+    except JaxprTypeError as e:
+        raise JaxprTypeError(f"{e} (after the {pass_name} pass)") from None
+
+
 def optimize(closed: ClosedJaxpr, stats: PassStats | None = None, *, max_rounds: int = 16) -> ClosedJaxpr:
     """Run every pass in turn until a whole round changes nothing (or `max_rounds` rounds ran).
     Counts accumulate into `stats` when given. The input is never mutated."""
@@ -55,6 +64,8 @@ def optimize(closed: ClosedJaxpr, stats: PassStats | None = None, *, max_rounds:
             if res.changed:
                 changed = True
                 closed = res.closed
+                if config.enable_checks:
+                    _check_after(closed, name)
                 setattr(stats, name, getattr(stats, name) + res.removed)
         if not changed:
             stats.converged = True

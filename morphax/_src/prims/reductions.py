@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import structural
 from morphax._src.core.ad_util import Zero, aval_of, is_zero, tangent_aval
@@ -94,8 +95,7 @@ def _kept_dims(ndim: int, axes) -> tuple:
     return tuple(i for i in range(ndim) if i not in axes)
 
 
-# ------------------------------------------------------------------------------------------------
-# Monoid reductions.
+# ---------------------------------------------------------------------------- Monoid reductions
 
 
 def _max_identity(dt: np.dtype):
@@ -221,6 +221,16 @@ _ANY_LIST = ("float32", "bfloat16", "float16", "int32", "int8", "uint8", "uint32
 _INT_BOOL_LIST = ("int32", "uint32", "int8", "uint8", "int16", "bool")
 
 reduce_sum_p = _reduction("reduce_sum", _sum_impl, "numeric", _NUMERIC_LIST, declared=structural.reduce_sum_p)
+_sum_abstract_eval = reduce_sum_p.abstract_eval
+
+
+def _reduce_sum_abstract_eval(x, *, axes):
+    if not config.allow_f16_reductions and x.dtype in (np.float16, _dtypes.bfloat16):
+        raise TypeError(f"reduce_sum of {x.str_short()} with jax_allow_f16_reductions=False: sum in float32")
+    return _sum_abstract_eval(x, axes=axes)
+
+
+reduce_sum_p.abstract_eval = _reduce_sum_abstract_eval
 
 
 def reduce_sum(operand, axes):
@@ -352,8 +362,7 @@ def reduce_xor(operand, axes):
 defjvp_zero(reduce_xor_p)
 
 
-# ------------------------------------------------------------------------------------------------
-# argmax / argmin.
+# ------------------------------------------------------------------------------ argmax / argmin
 
 
 def _argminmax(name, np_arg):
@@ -443,8 +452,7 @@ def argmin(operand, axis, index_dtype):
 defjvp_zero(argmin_p)
 
 
-# ------------------------------------------------------------------------------------------------
-# Cumulative reductions.
+# ------------------------------------------------------------------------ Cumulative reductions
 
 
 def _cumulative(name, accumulate, dtypes, dtype_list, *, tol=None):

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 
 import numpy as np
 
+from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.core.pytree_registry import register_pytree_node
 from morphax._src.core.trace import Tracer
+from morphax._src.errors import KeyReuseError
 from morphax._src.prims import lax_api as L
 from morphax._src.random.prng import PRNGKey, check_key
 
@@ -72,11 +75,16 @@ class KeyArray:
     Transformations see the data array, whose last axis holds the key words: vmap's in_axes and
     out_axes for key arrays must be non-negative (a negative axis would count that axis)."""
 
-    __slots__ = ("_data",)
+    # _consumed and _source serve jax_debug_key_reuse only (`consume`): whether the keys were
+    # used (False, True, or a NumPy bool mask over `shape` when some were), and for a key taken
+    # from another by indexing, (that key array, the index).
+    __slots__ = ("_data", "_consumed", "_source")
     __array_priority__ = 100
 
-    def __init__(self, data):
+    def __init__(self, data, source=None):
         self._data = data
+        self._consumed = False
+        self._source = source
 
     # ----------------------------------------------------------------------- array-like metadata
     @property
@@ -124,7 +132,7 @@ class KeyArray:
         ndim_used = sum(1 for i in idx if i is not None)
         if ndim_used > self.ndim:
             raise IndexError(f"Too many indices for key array of shape {self.shape}: {len(idx)} indices")
-        return KeyArray(self._data[idx])
+        return KeyArray(self._data[idx], source=(self, idx))
 
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -256,16 +264,83 @@ def key_impl(keys):
     return _IMPL
 
 
+def _consumed_mask(keys: KeyArray):
+    """Which of `keys` were consumed, as a bool or a NumPy bool mask over their shape."""
+    state = keys._consumed
+    if state is True or keys._source is None:
+        return state
+    parent, idx = keys._source
+    mask = _consumed_mask(parent)
+    if mask is False or mask is True:
+        return mask
+    try:
+        return mask[idx]
+    except IndexError:  # an index NumPy cannot apply to the mask (traced): judge by this key
+        return state
+
+
+def _mark_consumed(keys: KeyArray) -> None:
+    keys._consumed = True
+    if keys._source is None:
+        return
+    parent, idx = keys._source
+    mask = parent._consumed
+    if mask is True:
+        return
+    if mask is False:
+        mask = np.zeros(parent.shape, dtype=bool)
+    try:
+        mask[idx] = True
+    except (IndexError, TypeError, ValueError):  # a traced index: mark the whole parent
+        mask = True
+    parent._consumed = mask
+    _mark_consumed_upwards(parent)
+
+
+def _mark_consumed_upwards(keys: KeyArray) -> None:
+    # A parent taken from a grandparent by indexing passes its fully used state up.
+    if keys._consumed is True and keys._source is not None:
+        _mark_consumed(keys)
+
+
+def consume(keys: KeyArray, name: str) -> None:
+    """jax_debug_key_reuse: record that `name` consumed `keys`, raising if any was consumed before.
+
+    NB: tracked per key array object, eagerly and inside one trace; unlike JAX, a jitted function
+    does not mark the keys passed to it as consumed after the call."""
+    mask = _consumed_mask(keys)
+    if mask is True or (mask is not False and np.any(mask)):
+        raise KeyReuseError(
+            f"Previously-consumed key passed to {name}: a key is used by at most one sampler or "
+            "split. Split it first (k1, k2 = random.split(key)) and use each new key once, or use "
+            "random.clone(key) for a deliberate copy."
+        )
+    _mark_consumed(keys)
+
+
+def _legacy_key_used(name: str) -> None:
+    """jax_legacy_prng_key: what a raw uint32 key passed to `name` does."""
+    message = (
+        f"Legacy uint32 key array passed as key to {name}. Please create keys using "
+        'random.key(). If use of a raw key array was intended, set jax_legacy_prng_key="allow".'
+    )
+    if config.legacy_prng_key == "error":
+        raise ValueError(message)
+    warnings.warn(message, stacklevel=3)
+
+
 def is_typed(x) -> bool:
     return isinstance(x, KeyArray)
 
 
-def typed_key_api(fn=None, *, returns_key=False, default_dtype=None):
+def typed_key_api(fn=None, *, returns_key=False, default_dtype=None, consumes=True):
     """Wrap a sampler on raw keys so it also takes a typed key first: the key's data goes in, and
     with `returns_key` a typed key in gives typed keys out. `default_dtype` stands in for
     ``dtype=None`` and ``mode=None`` is dropped, for samplers whose raw form lacks those defaults."""
     if fn is None:
-        return functools.partial(typed_key_api, returns_key=returns_key, default_dtype=default_dtype)
+        return functools.partial(
+            typed_key_api, returns_key=returns_key, default_dtype=default_dtype, consumes=consumes
+        )
     sig = (
         inspect.signature(fn)
         if default_dtype is not None or "mode" in inspect.signature(fn).parameters
@@ -275,6 +350,11 @@ def typed_key_api(fn=None, *, returns_key=False, default_dtype=None):
     @functools.wraps(fn)
     def wrapper(key, *args, **kwargs):
         typed = isinstance(key, KeyArray)
+        if typed:
+            if consumes and config.debug_key_reuse:
+                consume(key, fn.__name__)
+        elif config.legacy_prng_key != "allow":
+            _legacy_key_used(fn.__name__)
         raw = key._data if typed else key
         if sig is not None:
             bound = sig.bind(raw, *args, **kwargs)

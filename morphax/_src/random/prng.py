@@ -72,6 +72,11 @@ def PRNGKey(seed, *, impl=None):  # noqa: N802 - JAX's name
     As JAX: a Python int goes through int64 (so >= 2**63 overflows) and, without x64, wraps to
     int32, so a negative seed sign-extends only in x64 mode.
     """
+    if impl is None and config.default_prng_impl != "threefry2x32":
+        raise NotImplementedError(
+            f"PRNGKey: jax_default_prng_impl={config.default_prng_impl!r}, but only the "
+            "'threefry2x32' implementation exists; set jax_default_prng_impl='threefry2x32'"
+        )
     if impl not in (None, "threefry2x32"):
         raise NotImplementedError(
             f"PRNGKey: only the 'threefry2x32' implementation exists, got impl={impl!r}"
@@ -91,6 +96,8 @@ def PRNGKey(seed, *, impl=None):  # noqa: N802 - JAX's name
         raise TypeError(f"PRNG key seed must be a scalar; got {aval.str_short()}.")
     if not _dtypes.is_integer(aval.dtype):
         raise TypeError(f"PRNG key seed must be an integer; got {aval.str_short()}.")
+    if config.random_seed_offset:
+        seed = L.add(seed, make_array(config.random_seed_offset, aval.dtype))
     # The high word is seed >> 32 (0 for seeds of 32 bits or fewer: XLA's over-wide shift gives 0);
     # the low word is the seed's low 32 bits, sign-extended first as the & with uint32 promotes.
     hi = L.convert_element_type(L.shift_right_logical(seed, make_array(32, aval.dtype)), _U32)
