@@ -61,7 +61,7 @@ def _lapack(name, x):
 
 
 def _stacked(x, core):
-    """(batch, flat view of x with one leading axis)."""
+    """(batch dims, x viewed with those dims flattened into one leading axis)."""
     x = np.asarray(x)
     batch = x.shape[: x.ndim - core]
     return batch, x.reshape((int(np.prod(batch, dtype=np.int64)),) + x.shape[x.ndim - core :])
@@ -95,7 +95,7 @@ def _householder_product_abstract_eval(a, taus):
 
 def _householder_product_impl(a, taus):
     a, taus = np.asarray(a), np.asarray(taus)
-    batch, flat_a = _stacked(a, 2)
+    _, flat_a = _stacked(a, 2)
     _, flat_t = _stacked(taus, 1)
     m, n = a.shape[-2:]
     k = taus.shape[-1]
@@ -178,7 +178,7 @@ def _ormqr_abstract_eval(a, taus, c, *, left, transpose):
 
 def _ormqr_impl(a, taus, c, *, left, transpose):
     a, taus, c = np.asarray(a), np.asarray(taus), np.asarray(c)
-    batch, flat_a = _stacked(a, 2)
+    _, flat_a = _stacked(a, 2)
     _, flat_t = _stacked(taus, 1)
     _, flat_c = _stacked(c, 2)
     k = taus.shape[-1]

@@ -38,23 +38,14 @@ def _schur_impl(x, *, compute_schur_vectors, sort_eig_vals, select_callable):
     import scipy.linalg
 
     x = np.asarray(x)
-    n = x.shape[-1]
-    if n == 0:
-        outs = [np.zeros(x.shape, x.dtype)]
+    if x.shape[-1] == 0:
+        outs = [np.zeros(x.shape, x.dtype), np.zeros(x.shape, x.dtype)]
     else:
         sort = select_callable if sort_eig_vals else None
         output = "complex" if x.dtype.kind == "c" else "real"
-
-        def one(m):
-            return (
-                scipy.linalg.schur(m, output=output, sort=sort)[:2]
-                if sort
-                else scipy.linalg.schur(m, output=output)
-            )
-
-        outs = [o.astype(x.dtype) for o in _per_matrix(one, x)]
-    if n == 0:
-        outs = outs * 2
+        # With a sort SciPy also returns how many eigenvalues were selected; T and Z come first.
+        outs = _per_matrix(lambda m: scipy.linalg.schur(m, output=output, sort=sort)[:2], x)
+        outs = [o.astype(x.dtype) for o in outs]
     return outs if compute_schur_vectors else outs[:1]
 
 
