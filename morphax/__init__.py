@@ -70,6 +70,8 @@ from morphax._src.api.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr
 from morphax._src.api.vmap import vmap
 from morphax._src.config import config, enable_x64
 from morphax._src.core.dtypes import float0
+from morphax._src.core.state_types import Ref
+from morphax._src.prims.state import empty_ref, free_ref, freeze, new_ref
 from morphax._src.higher_order import pjit as _jit_rules  # noqa: F401  (registers pjit)
 from morphax._src.higher_order.remat import checkpoint, checkpoint_policies, remat
 from morphax._src.runtime import eager as _eager  # noqa: F401  (installs the eager trace)
@@ -105,6 +107,11 @@ __all__ = [
     "process_indices",
     "threefry_partitionable",
     "typeof",
+    "Ref",
+    "new_ref",
+    "empty_ref",
+    "free_ref",
+    "freeze",
     "float0",
     "random",
     "flatten_util",

@@ -21,11 +21,12 @@ import weakref
 import numpy as np
 
 from morphax._src.api.jit_options import check_backend, int_tuple, resolve_argnums, str_tuple
+from morphax._src.api.jit_refs import StatefulCall, call_stateful, stateful_form
 from morphax._src.api.stages import Lowered, Traced, _short
 from morphax._src.api.tracing import _abstractify, _has_signature, flatten_fun
 from morphax._src.compiler.backends import NAMES as BACKEND_NAMES
 from morphax._src.config import config
-from morphax._src.core import pytree
+from morphax._src.core import pytree, state_types
 from morphax._src.core import trace as _trace
 from morphax._src.errors import JaxRuntimeError
 from morphax._src.higher_order.pjit import pjit_p
@@ -381,6 +382,8 @@ class JitWrapped:
         out_tree = out_store[0]
         single = pytree.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
         closed, lifted = closure_convert_tracers(closed)
+        if state_types.state_used[0]:  # refs: a functional program plus reads and writes (jit_refs.py)
+            closed = stateful_form(closed, len(lifted), dbg)
         if lifted:
             # The function closed over values of an enclosing transformation (e.g. jit inside
             # grad): they become leading arguments of the call, and this trace is not cached,
@@ -400,6 +403,12 @@ class JitWrapped:
         if self._backend_error is not None:
             raise RuntimeError(self._backend_error)
         (closed, out_tree, _, lifted), leaves, in_tree = self._lookup(args, kwargs)
+        if type(closed) is StatefulCall:
+            raise NotImplementedError(
+                f"jit({self._name}).trace/lower: the function takes or closes over mutable array "
+                "references (Refs), which staged programs cannot hold yet; call jit(f) directly, or "
+                "lower a function that takes the refs' values (ref[...]) and returns the new ones."
+            )
         if lifted:
             raise NotImplementedError(
                 f"jit({self._name}).trace/lower: the function closes over values of an enclosing "
@@ -440,6 +449,9 @@ class JitWrapped:
         if self._donate_argnums or self._donate_argnames:
             donated = self._donated_arrays(args, kwargs)
         (closed, out_tree, single, lifted), leaves, _ = self._lookup(args, kwargs)
+        if type(closed) is StatefulCall:
+            outs = self._call_stateful(closed, lifted, leaves)
+            return outs[0] if single else pytree.tree_unflatten(out_tree, outs)
         if lifted:
             leaves = list(lifted) + list(leaves)
         if _trace.ctx.trace is _trace.base_trace():
@@ -461,6 +473,18 @@ class JitWrapped:
         if single:
             return outs[0]
         return pytree.tree_unflatten(out_tree, outs)
+
+    def _call_stateful(self, sc, lifted, leaves):
+        eager = None
+        if _trace.ctx.trace is _trace.base_trace():
+
+            def eager(vals):
+                return call_compiled(vals, sc.discharged, self._name, self._compiler_backend)
+
+        def bind(vals):
+            return pjit_p.bind(*vals, jaxpr=sc.discharged, name=self._name)
+
+        return call_stateful(sc, lifted, leaves, self._name, eager, bind)
 
     def _donated_arrays(self, args, kwargs) -> list:
         """The arrays this call donates. A donated buffer is consumed by the call, so it may not

@@ -18,10 +18,11 @@ from morphax._src.compiler.backends import default_backend_name, get_backend
 from morphax._src.compiler.fusion import lower
 from morphax._src.compiler.kernel_ir import Kernel, Segment
 from morphax._src.config import config
+from morphax._src.core import state_types
 from morphax._src.core.jaxpr import ClosedJaxpr, any_eqn
 from morphax._src.core.memo import MISSING, memo_get, memo_put
 from morphax._src.core.primitive import Kind
-from morphax._src.higher_order import host_eval
+from morphax._src.higher_order import host_eval, state_discharge
 from morphax._src.passes import inline, pipeline  # at import: the first jitted call's latency counts
 
 logger = logging.getLogger("morphax")
@@ -47,6 +48,10 @@ _generation = 0
 
 
 def _optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
+    if state_types.state_used[0] and state_discharge.has_state(closed):
+        # Refs created inside the program become functional code (higher_order/state_discharge.py);
+        # callers pass ref values, never refs, so the program's signature is unchanged.
+        closed = state_discharge.discharge_state(closed)
     # Nested calls first: their bodies then fuse, and share segments, with the code around them.
     out = pipeline.optimize(inline.inline_calls(closed))
     out = out[0] if isinstance(out, tuple) else out

@@ -201,6 +201,9 @@ def _has_subjaxpr(params) -> bool:
 
 
 def _print_eqn(eqn: JaxprEqn, names: _NameContext, indent: int) -> str:
+    pp_rule = getattr(eqn.primitive, "pp_rule", None)  # the ref operations' ``a[i] <- b``
+    if pp_rule is not None:
+        return pp_rule(eqn, names)
     lhs = " ".join(names.binder(v) for v in eqn.outvars)
     rhs_args = " ".join(names.name(v) for v in eqn.invars)
     params = eqn.params

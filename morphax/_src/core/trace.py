@@ -12,6 +12,7 @@ import threading
 
 from morphax._src import errors
 from morphax._src.core.avals import ShapedArray, pytype_aval_mappings
+from morphax._src.core.state_types import AbstractRef
 
 
 class Trace:
@@ -195,7 +196,17 @@ class Tracer:
         raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays are not hashable)")
 
     def __setitem__(self, idx, value):
+        aval = self.aval
+        if type(aval) is AbstractRef:  # a traced mutable array reference: ref[idx] = value
+            return aval._setitem(self, idx, value)
         raise TypeError(errors.immutable_message(type(self).__name__))
+
+    def addupdate(self, x, idx=()):
+        """``ref[idx] += x`` on a traced mutable array reference."""
+        aval = self.aval
+        if type(aval) is not AbstractRef:
+            raise AttributeError(f"addupdate is a method of mutable array references (Ref), not of {aval}")
+        aval._addupdate(self, idx, x)
 
     def __iter__(self):
         if not self.aval.shape:

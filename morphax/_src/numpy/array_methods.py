@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from morphax._src.core.state_types import AbstractRef
 from morphax._src.core.trace import Tracer
 from morphax._src.numpy import ufuncs
 from morphax._src.prims import lax_api as L
@@ -188,6 +189,13 @@ def _getitem(self, idx):
     return indexing.getitem(self, idx)
 
 
+def _tracer_getitem(self, idx):
+    aval = self.aval
+    if type(aval) is AbstractRef:  # a traced mutable array reference: ref[idx] reads it
+        return aval._getitem(self, idx)
+    return _getitem(self, idx)
+
+
 def _at(self):
     from morphax._src.numpy import indexing
 
@@ -248,6 +256,7 @@ def install_all(namespace) -> None:
     _namespace[:] = [namespace]
     install(Array)
     install(Tracer)
+    Tracer.__getitem__ = _tracer_getitem
     Array.clone = _copy
     Array.tobytes = lambda self, order="C": np.asarray(self).tobytes(order=order)
     Tracer.item = _item_tracer

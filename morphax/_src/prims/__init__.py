@@ -33,6 +33,7 @@ from morphax._src.prims import (  # noqa: F401
     slicing,
     sorting,
     special,
+    state,
     tokens,
     transcendental,
     unary,

@@ -17,6 +17,7 @@ from morphax._src import errors
 from morphax._src.compiler.compile import compile_jaxpr
 from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.core import state_types
 from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, eval_jaxpr
@@ -89,6 +90,10 @@ class EvalTrace(_trace.Trace):
         if prim.eager_compiled:
             return call_compiled(args, params[prim.call_jaxpr_param], params.get("name", prim.name))
         if prim.higher_order:
+            if state_types.state_used[0] and prim not in state_types.STATE_PRIMS:
+                for x in args:
+                    if type(x) is state_types.Ref:  # control flow given refs: run it discharged
+                        return _run_with_refs(prim, args, params)
             # Jaxpr-carrying primitives evaluate their bodies with bind, so they keep Arrays.
             out = prim.impl(*args, **params)
             if _float_checks:
@@ -187,6 +192,13 @@ class EvalTrace(_trace.Trace):
         if type(out) is np.ndarray and out.dtype is out_aval.dtype:
             return Array(out, out_aval.weak_type)
         return _wrap(out, out_aval)
+
+
+def _run_with_refs(prim, args, params):
+    """`prim` given concrete Refs: its discharged form runs compiled; the refs get the results."""
+    from morphax._src.higher_order.state_discharge import run_with_refs
+
+    return run_with_refs(prim, list(args), params, lambda closed, vals: call_compiled(vals, closed, prim.name))
 
 
 def call_compiled(args, jaxpr, name, backend=None, donate: tuple = ()):

@@ -22,6 +22,7 @@ from morphax._src.core.avals import get_aval
 from morphax._src.core.dtypes import float0, is_python_scalar, python_scalar_dtype
 from morphax._src.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
 from morphax._src.core.memo import memoized
+from morphax._src.core.state_types import REF_CREATORS
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.transforms.custom import jvp_of_custom_vjp
@@ -77,7 +78,9 @@ class JVPTrace(_trace.Trace):
             primals.append(p)
             tangents.append(t)
         parent = self.parent
-        if all(is_zero(t) for t in tangents):
+        # A ref made inside the differentiated function gets a tangent ref even from a
+        # non-differentiated value, so differentiated values may be written into it later.
+        if all(is_zero(t) for t in tangents) and prim not in REF_CREATORS:
             with _trace.set_current_trace(parent):
                 return prim.bind(*primals, **params)
         rule = prim.jvp

@@ -13,6 +13,7 @@ from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import AxisData, bdim_to_front, moveaxis
 from morphax._src.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from morphax._src.core.memo import memoized
+from morphax._src.core.state_types import REF_CREATORS, AbstractRef
 from morphax._src.core.trace import Tracer
 from morphax._src.transforms.staging import trace_to_jaxpr
 
@@ -35,6 +36,8 @@ class BatchTracer(Tracer):
         if self.batch_dim is None:
             return a
         shape = a.shape[: self.batch_dim] + a.shape[self.batch_dim + 1 :]
+        if type(a) is AbstractRef:  # a batched mutable array reference is a ref of one element
+            return AbstractRef(ShapedArray(shape, a.dtype, a.weak_type))
         return ShapedArray(shape, a.dtype, a.weak_type)
 
     def to_concrete_value(self):
@@ -76,7 +79,9 @@ class BatchTrace(_trace.Trace):
             dims.append(d)
         names = _axis_names(params, prim)
         mine = names and self.axis_data.name in names
-        if not mine and all(d is None for d in dims):
+        # A ref made inside vmap holds the whole batch (written with batched values later), so
+        # its creation goes to the rule even from unbatched operands.
+        if not mine and all(d is None for d in dims) and prim not in REF_CREATORS:
             with _trace.set_current_trace(self.parent):
                 return prim.bind(*vals, **params)
         rule = prim.batch

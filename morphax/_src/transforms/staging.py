@@ -23,6 +23,7 @@ from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr
+from morphax._src.core.state_types import AbstractRef
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import is_concrete_array, make_array
 
@@ -143,7 +144,8 @@ def _join_names(names) -> str:
 
 def _is_literalable(x, aval: ShapedArray) -> bool:
     # JAX inlines scalar constants as literals; arrays become constvars.
-    return aval.shape == () and not isinstance(x, Tracer)
+    # A scalar Ref is a mutable box, never a literal.
+    return aval.shape == () and not isinstance(x, Tracer) and type(aval) is not AbstractRef
 
 
 # How a staging trace records a custom_jvp / custom_vjp call: filled in by custom_call.py, which
