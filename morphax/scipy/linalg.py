@@ -15,6 +15,7 @@ import morphax.numpy as jnp
 from morphax import lax
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.numpy import util as _util
+from morphax.scipy._linalg_frechet_qr_tridiagonal import eigh_tridiagonal, expm_frechet, qr_multiply  # noqa: F401
 from morphax.scipy._matrix_functions import funm, hessenberg, rsf2csf, schur, solve_sylvester, sqrtm  # noqa: F401
 from morphax.scipy.special import gammaln
 
