@@ -15,6 +15,7 @@ from morphax import (
     nn,
     numpy,
     ops,
+    profiler,
     random,
     stages,
     test_util,

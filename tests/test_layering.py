@@ -16,6 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "morphax"
 LAYERS = {
     "config": 0,
     "errors": 0,
+    "events": 0,
     "traceback_util": 0,
     "version": 0,
     "core": 1,
@@ -27,6 +28,7 @@ LAYERS = {
     "runtime": 6,
     "numpy": 7,
     "api": 8,
+    "profiler": 8,
     "checkify": 8,
     "nn": 9,
     "random": 9,

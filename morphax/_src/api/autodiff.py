@@ -11,6 +11,7 @@ import functools
 
 import numpy as np
 
+from morphax._src import events
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
@@ -187,7 +188,9 @@ def vjp(fun, *primals, has_aux=False):
     """Returns (primals_out, vjp_fun) where vjp_fun maps output cotangents to input cotangents."""
     p_leaves, p_tree = pytree.tree_flatten(primals)
     store: dict = {}
-    out_p, lin = ad.linearize_flat(_flat_fun(fun, p_tree, has_aux, store), p_leaves)
+    name = _fun_name(fun)
+    with events.span(f"jvp({name})", "autodiff"):
+        out_p, lin = ad.linearize_flat(_flat_fun(fun, p_tree, has_aux, store), p_leaves)
     n = store["n_out"]
     _check_outputs_are_arrays(fun, out_p[:n])
     if has_aux:
@@ -202,7 +205,8 @@ def vjp(fun, *primals, has_aux=False):
             make_array(c, dtype=a.dtype) if _dtypes.is_python_scalar(c) else c
             for c, a in zip(ct_leaves, out_avals)
         ]
-        cts_in = lin.transpose(ct_leaves)
+        with events.span(f"transpose(jvp({name}))", "autodiff"):
+            cts_in = lin.transpose(ct_leaves)
         dense = [zeros_like_aval(tangent_aval(a)) if is_zero(c) else c for c, a in zip(cts_in, in_avals)]
         return pytree.tree_unflatten(p_tree, dense)
 
@@ -287,6 +291,7 @@ def _partial_with(fun, args, kwargs, argnums):
             full[i] = a
         return fun(*full, **kwargs)
 
+    f_partial.__name__ = _fun_name(fun)  # errors and profiler spans name the user's function
     return f_partial, dyn
 
 

@@ -20,6 +20,7 @@ import weakref
 
 import numpy as np
 
+from morphax._src import events
 from morphax._src.api.jit_options import check_backend, int_tuple, resolve_argnums, str_tuple
 from morphax._src.api.jit_refs import StatefulCall, call_stateful, stateful_form
 from morphax._src.api.stages import Lowered, Traced, _short
@@ -376,9 +377,10 @@ class JitWrapped:
         dbg = make_debug_info(
             "jit", fun, args, kwargs, static_argnums=static_pos_d, static_argnames=static_kw_d
         )
-        closed = trace_to_jaxpr(
-            flatten_fun(target, in_tree, out_store), [_abstractify(x) for x in leaves], debug_info=dbg
-        )
+        with events.span(f"trace jit({self._name})", "trace"):
+            closed = trace_to_jaxpr(
+                flatten_fun(target, in_tree, out_store), [_abstractify(x) for x in leaves], debug_info=dbg
+            )
         out_tree = out_store[0]
         single = pytree.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
         closed, lifted = closure_convert_tracers(closed)
@@ -591,9 +593,10 @@ def effects_barrier():
 
 def block_until_ready(tree):
     """Wait for every array in `tree`; returns `tree`."""
-    for leaf in pytree.tree_leaves(tree):
-        if hasattr(leaf, "block_until_ready"):
-            leaf.block_until_ready()
+    with events.span("block_until_ready", "transfer"):
+        for leaf in pytree.tree_leaves(tree):
+            if hasattr(leaf, "block_until_ready"):
+                leaf.block_until_ready()
     return tree
 
 
@@ -621,7 +624,8 @@ def device_put(x, device=None, *, donate=False, may_alias=None):
 
 def device_get(tree):
     """Copy a pytree of arrays to the host as NumPy arrays (waiting for pending work)."""
-    return pytree.tree_map(lambda v: np.asarray(v) if type(v) is Array else v, tree)
+    with events.span("device_get", "transfer"):
+        return pytree.tree_map(lambda v: np.asarray(v) if type(v) is Array else v, tree)
 
 
 def default_backend() -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 
+from morphax._src import events
 from morphax._src.compiler import analysis, donation, executor, scan_matmuls, segments
 
 # The native backend is imported with morphax, not at the first jitted call (whose latency counts).
@@ -77,19 +78,30 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
     if hit is not MISSING:
         return hit
     chosen = get_backend(backend)  # `backend` is its name: validated here, on a miss
+    with events.span(f"compile {name}", "compile", {"backend": chosen.name}):
+        return _compile_miss(closed, name, chosen, donate, key)
+
+
+def _compile_miss(closed, name, chosen, donate, key):
     counters.lowerings += 1
-    optimized = _optimize(closed)
+    with events.span("jaxpr passes", "compile"):
+        optimized = _optimize(closed)
     counters.compiles += 1
     if config.log_compiles:
         logger.warning("Compiling %s for args %s", name, [a.str_short() for a in closed.in_avals])
-    program = lower(optimized, chosen.caps, name=executor.identifier(name))
-    # Positions index the optimized jaxpr's inputs: the passes keep every input (DCE drops none).
-    reuse = donation.plan(program, donate) if donate else {}
-    cost, memory = analysis.describe(program, reuse)
+    with events.span("lower and fuse", "compile"):
+        program = lower(optimized, chosen.caps, name=executor.identifier(name))
+        # Positions index the optimized jaxpr's inputs: the passes keep every input (DCE drops none).
+        reuse = donation.plan(program, donate) if donate else {}
+    with events.span("cost analysis", "compile"):
+        cost, memory = analysis.describe(program, reuse)
     native_scratch = getattr(chosen.caps, "native_scratch", None)
     if native_scratch is not None:
         lower_body = _body_lowering(chosen.caps, native_scratch)
-        program, reuse = segments.group(program, native_scratch, reuse, executor.identifier(name), lower_body)
+        with events.span("native segments", "compile"):
+            program, reuse = segments.group(
+                program, native_scratch, reuse, executor.identifier(name), lower_body
+            )
     opaque = getattr(chosen, "opaque", None)
 
     def compile_call(inner, inner_name):
@@ -110,7 +122,8 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
 
     background = on_ready if config.morphax_compile_in_background else None
     with swap:
-        kernel_fns, sources = chosen.build(program, on_ready=background)
+        with events.span(f"{chosen.name} backend build", "compile", {"kernels": len(program.kernels)}):
+            kernel_fns, sources = chosen.build(program, on_ready=background)
         counters.kernels += len(program.kernels)
         if kernel_fns is None:
             # Built in the background: run on the numpy backend (one NumPy call per equation)

@@ -11,14 +11,18 @@ Other higher-order primitives run through `bind` on Arrays (a fallback that stay
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
+import re
 import threading
 import unicodedata
 import warnings
+import weakref
 
 import numpy as np
 
+from morphax._src import events
 from morphax._src.core.jaxpr import ClosedJaxpr, Literal, any_eqn
 from morphax._src.higher_order.host_eval import host_rules
 
@@ -254,7 +258,10 @@ def compile_program(
     exec(code, env)
     # Popped from its own globals: env -> function -> env would be a reference cycle holding the
     # constants until the cyclic GC runs.
-    executable = Executable(env.pop(fn_name), source, closed, name, backend, sources, len(program.kernels))
+    fn = env.pop(fn_name)
+    fn._morphax_source = source  # what `profiled` rewrites into a version timing each step
+    fn._morphax_backend = backend  # an interim program runs the numpy backend's function
+    executable = Executable(fn, source, closed, name, backend, sources, len(program.kernels))
     executable.donated = tuple(sorted(reuse_plan))
     executable.segments = [(s.name, len(s.steps), s.scratch_bytes) for s in program.segments]
     executable.direct = _direct_launcher(program, kernel_fns)
@@ -328,3 +335,76 @@ def identifier(name: str) -> str:
     name = unicodedata.normalize("NFKC", name)  # "ℌ" -> "H", "f²" -> "f2": readable where possible
     out = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in name)
     return out if out and not out[0].isdigit() else f"f_{out}"
+
+
+# ---------------------------------------------------------------------------------- profiling
+# While a profiler trace is collected, the runtime runs `profiled(executable)`: a copy whose
+# function records the run and each of its steps (a native segment, a fused kernel, an opaque
+# call, a nested program) as spans of the thread running it. The timed function is generated
+# once per program function, from the same source with a clock read around each step, so the
+# plain function, the one every call runs when nothing is traced, is left exactly as it was.
+_timed_fns: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_CALLEE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\(")
+_SUFFIX = re.compile(r"_+[0-9]+_*$")
+
+
+def profiled(executable: Executable) -> Executable:
+    """A copy of `executable` that records its run (named like the program) and its steps."""
+    plain = executable.fn
+    timed = _timed_fns.get(plain)
+    if timed is None:
+        timed = _timed_fns[plain] = _timed_program(plain)
+    name, backend = executable.name, getattr(plain, "_morphax_backend", executable.backend)
+    origin, queued_at = events.current_thread_id(), events.now()
+
+    def run(*args, **kwargs):
+        start = events.now()
+        if events._get_ident() != origin:  # queued: an arrow from where it was dispatched
+            events.flow("dispatch", "execute", origin, queued_at, start)
+        try:
+            return timed(*args, **kwargs)
+        finally:
+            events.complete(name, "execute", start, events.now(), {"backend": backend})
+
+    out = copy.copy(executable)
+    out.fn = run
+    out.direct = None
+    return out
+
+
+def _step_name(line: str, env: dict) -> str | None:
+    """What a line of a generated program runs, for its span: the callee's name without its
+    numeric suffix (a kernel "f_k0", a segment "f_seg0", a primitive "sin"), a nested program's
+    own name; None for lines that only move values (constants, casts of a tuple's parts)."""
+    for callee in _CALLEE.findall(line):
+        if callee.startswith("as_") or callee not in env:
+            continue
+        target = env[callee]
+        if isinstance(target, Executable):
+            return target.name
+        return _SUFFIX.sub("", callee) or callee
+    return None
+
+
+def _timed_program(fn):
+    source = getattr(fn, "_morphax_source", None)
+    if source is None:  # not a generated program (a test's stand-in): time it as one step
+        return fn
+    env = dict(fn.__globals__)
+    env["_mx_now"], env["_mx_step"] = events.now, events.complete
+    header, *body = source.splitlines()
+    lines = [header]
+    for line in body:
+        name = None
+        stripped = line.strip()
+        if not stripped.startswith(("del ", "return ")):
+            name = _step_name(line, env)
+        if name is None:
+            lines.append(line)
+            continue
+        lines.append("    _mx_t = _mx_now()")
+        lines.append(line)
+        lines.append(f"    _mx_step({name!r}, 'kernel', _mx_t, _mx_now(), {{'code': {stripped!r}}})")
+    fn_name = header[len("def ") : header.index("(")]
+    exec(compile("\n".join(lines) + "\n", f"<morphax profiled {fn_name}>", "exec"), env)
+    return env.pop(fn_name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from morphax._src import errors
+from morphax._src import errors, events
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, pytype_aval_mappings
 from morphax._src.runtime.buffers import DeletedBuffer, PendingBuffer
@@ -35,7 +35,11 @@ class Array:
     def _wait(self) -> np.ndarray:
         buf = self._buf
         if isinstance(buf, PendingBuffer):
-            value = buf.result()
+            if events.on and not buf.done():
+                with events.span(f"wait for {_describe(buf)}", "transfer"):
+                    value = buf.result()
+            else:
+                value = buf.result()
             self._buf = value
             return value
         return buf
@@ -87,14 +91,18 @@ class Array:
 
     # -- host conversion ----------------------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
+        start = events.now() if events.on else 0
         value = self._value
         if copy:
-            return np.array(value, dtype=dtype, copy=True)
-        if dtype is not None and np.dtype(dtype) != value.dtype:
-            return value.astype(dtype)
-        view = value.view()
-        view.flags.writeable = False
-        return view
+            out = np.array(value, dtype=dtype, copy=True)
+        elif dtype is not None and np.dtype(dtype) != value.dtype:
+            out = value.astype(dtype)
+        else:
+            out = value.view()
+            out.flags.writeable = False
+        if start:
+            events.complete(f"to host {_describe(value)}", "transfer", start)
+        return out
 
     def _scalar(self, fn, name):
         if self.size != 1:
@@ -197,6 +205,11 @@ class Array:
         return devices.default_device()
 
 
+def _describe(buf) -> str:
+    """`f32[3,4]`: a buffer's type in a span's name."""
+    return f"{_dtypes.short_dtype_name(buf.dtype)}[{','.join(map(str, buf.shape))}]"
+
+
 def type_key(x: Array) -> tuple:
     """(shape, dtype, weak_type) of an Array, read without waiting for its value: the cheap
     hashable stand-in for its aval on the dispatch paths (jit's cache key, eager promotion)."""
@@ -212,6 +225,32 @@ def computed_pair_dtype(a: Array, b: Array):
         if a.weak_type == b.weak_type:
             return ba.dtype
     return None
+
+
+def live_buffers():
+    """(bytes, buffer, the NumPy array owning its memory or None while pending) for each
+    distinct buffer of a live, undeleted Array (views of one NumPy array count once): the
+    device memory profile's samples. Walks the garbage collector's objects: slow, never hot."""
+    import gc
+
+    seen = set()
+    for obj in gc.get_objects():
+        if type(obj) is not Array:
+            continue
+        buf = obj._buf
+        if type(buf) is DeletedBuffer:
+            continue
+        if isinstance(buf, PendingBuffer):  # being computed: its size is known already
+            if id(buf) not in seen:
+                seen.add(id(buf))
+                yield buf.size * buf.dtype.itemsize, buf, None
+            continue
+        owner = buf
+        while isinstance(owner.base, np.ndarray):
+            owner = owner.base
+        if id(owner) not in seen:
+            seen.add(id(owner))
+            yield owner.nbytes, buf, owner
 
 
 def _rebuild(value, weak_type):

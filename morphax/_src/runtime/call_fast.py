@@ -18,6 +18,7 @@ import threading
 
 import numpy as np
 
+from morphax._src import events
 from morphax._src.compiler import compile as _compile
 from morphax._src.config import config
 from morphax._src.core import pytree
@@ -30,6 +31,17 @@ MAX_SIGNATURES = 64
 _ndarray = np.ndarray
 _get_ident = threading.get_ident
 _base_trace = _trace._base_trace_holder  # [the base trace]: current when nothing is tracing
+
+
+_profiling = False  # whether a profiler trace is being collected (events.py)
+
+
+def _on_profiling(on):
+    global _profiling
+    _profiling = on
+
+
+events.add_listener(_on_profiling)
 
 
 class FastCalls(dict):
@@ -61,7 +73,10 @@ def remember(table: FastCalls, args, closed, name, backend, out_tree, single) ->
 
 
 def run(table: FastCalls, args):
-    """The outputs of the call, or None when it must take the general path."""
+    """The outputs of the call, or None when it must take the general path (always while a
+    profiler trace is collected: the general path records the call)."""
+    if _profiling:
+        return None
     try:
         key = tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args])
     except AttributeError:  # not all Arrays (a tracer, a NumPy array, a Python scalar)

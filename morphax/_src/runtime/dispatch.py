@@ -18,6 +18,8 @@ import threading
 
 import numpy as np
 
+from morphax._src import events
+from morphax._src.compiler.executor import profiled
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.buffers import PendingBuffer
 
@@ -151,6 +153,18 @@ def _consume(args, positions) -> None:
             args[k].delete()
 
 
+# Whether a profiler trace is being collected (events.py): read once per call.
+_profiling = False
+
+
+def _on_profiling(on):
+    global _profiling
+    _profiling = on
+
+
+events.add_listener(_on_profiling)
+
+
 def runs_inline(executable) -> bool:
     """Whether calls of `executable` run on the calling thread when the stream is idle: small
     work (a thread handoff would cost more) and no host callbacks."""
@@ -163,6 +177,8 @@ def execute(executable, args, out_weak_types, device_id: int = 0, donate: bool =
     """Run `executable` on `args` (Arrays or host values); returns output Arrays, maybe pending.
     With `donate`, the Arrays at the executable's donated positions are consumed: deleted here,
     and their buffers overwritten by outputs where nothing else references them."""
+    if _profiling:
+        executable = profiled(executable)  # a copy that records its run and each step's
     stream = _streams.get(device_id) or stream_for(device_id)
     donated = executable.donated if donate else ()
     if stream._pending == 0 and runs_inline(executable) and threading.get_ident() != stream._ident:

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from morphax._src import errors
+from morphax._src import errors, events
 from morphax._src.compiler.compile import compile_jaxpr
 from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
@@ -81,7 +81,13 @@ def _wrap(out, aval: ShapedArray) -> Array:
 class EvalTrace(_trace.Trace):
     """Evaluate primitives immediately."""
 
-    def process_primitive(self, prim, args, params):
+    def process_primitive(self, prim, args, params, _timed=False):
+        if _profiling and not _timed:
+            start = events.now()
+            try:
+                return self.process_primitive(prim, args, params, True)
+            finally:
+                events.complete(prim.name, "eager", start)
         nargs = len(args)
         if nargs <= 2 and not prim.multiple_results and not prim.higher_order:
             out = self._fast_path(prim, args, params, nargs)
@@ -218,6 +224,13 @@ def clear_caches():
 
 # jax_debug_nans / jax_debug_infs, folded into one module global so the hot path pays one read.
 _float_checks = False
+# Whether a profiler trace is being collected (events.py): the one read eager dispatch pays.
+_profiling = False
+
+
+def _on_profiling(on):
+    global _profiling
+    _profiling = on
 
 
 def _on_float_flags(name, value):
@@ -260,6 +273,7 @@ def check_call_outputs(name, closed, args, outs):
 
 config.add_listener(lambda name, value: clear_caches())
 config.add_listener(_on_float_flags)
+events.add_listener(_on_profiling)
 eval_trace = EvalTrace()
 _trace.set_base_trace(eval_trace)
 

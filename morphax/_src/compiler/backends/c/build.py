@@ -35,6 +35,7 @@ import subprocess
 import tempfile
 import threading
 
+from morphax._src import events
 from morphax._src.compiler.backends.c.render import CODEGEN_VERSION
 
 # -ffp-contract=off: a*b+c rounds twice, as NumPy (the reference) and eager morphax compute it,
@@ -267,7 +268,7 @@ def load(source, name: str, key_text: str | None = None) -> ctypes.CDLL:
     if lib is not None:
         stats["memory_hits"] += 1
         return lib
-    with _lock:
+    with _lock, events.span(f"load C library {name}", "compile"):
         lib = _libraries.get(key)
         if lib is None:
             lib = _libraries[key] = _from_disk_or_compile(source, key, name)
@@ -449,9 +450,10 @@ def _compile(source, name: str, out_dir: str, extra, count: bool = True) -> str:
     if count:
         stats["compiles"] += 1
     try:
-        res = subprocess.run(
-            [cc, *flags, c_path, "-o", so_path, "-lm"], capture_output=True, text=True, timeout=300
-        )
+        with events.span(f"cc {name}", "compile", {"bytes of C": len(source)}):
+            res = subprocess.run(
+                [cc, *flags, c_path, "-o", so_path, "-lm"], capture_output=True, text=True, timeout=300
+            )
     except (OSError, subprocess.SubprocessError) as e:
         raise CompileError(f"{cc}: {e}") from None
     if res.returncode != 0:
