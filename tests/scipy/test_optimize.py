@@ -121,3 +121,17 @@ def test_errors():
         minimize(rosen, jnp.zeros(2), method="Nelder-Mead")
     with pytest.raises(ValueError, match="1-D"):
         minimize(rosen, jnp.zeros((2, 2)), method="BFGS")
+
+
+def test_lbfgs_complex_variables():
+    # A real objective of complex z: the minimizer solves (z - c) + 0.2 |z|^2 z = 0 per entry.
+    c = np.array([1 + 2j, -0.5 + 0.3j, 2 - 1j])
+    with morphax.enable_x64():
+        r = minimize(
+            lambda z: jnp.sum(jnp.abs(z - c) ** 2) + 0.1 * jnp.sum(jnp.abs(z) ** 4),
+            jnp.zeros(3, jnp.complex128),
+            method=LBFGS,
+        )
+        assert r.x.dtype == np.complex128 and r.fun.dtype == np.float64 and int(r.status) == 0
+        z = np.asarray(r.x)
+        np.testing.assert_allclose(z - c + 0.2 * np.abs(z) ** 2 * z, 0, atol=1e-5)
