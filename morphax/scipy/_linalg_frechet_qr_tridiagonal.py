@@ -74,6 +74,9 @@ def _pade_and_derivative(a, e, degree):
 
 
 def _expm_frechet_2d(a, e):
+    # NB: JAX takes the JVP of its expm (whose float32 path uses lower Padé degrees); this is
+    # SciPy's algorithm with the double-precision degree bounds in every dtype, so float32
+    # results can differ from JAX's in the last bits.
     norm = jnp.max(jnp.sum(jnp.abs(a), axis=0))
     finite = jnp.isfinite(norm)
     safe_norm = jnp.where(finite, norm, 0.0)

@@ -145,6 +145,20 @@ def test_qr_multiply_batched_jit_vmap():
         )
 
 
+def test_qr_multiply_gradients():
+    # NB: JAX's qr_multiply (geqrf/ormqr) has no derivative; this one differentiates through qr.
+    with morphax.enable_x64():
+        a, c = jnp.asarray(rng.normal(size=(5, 3))), jnp.asarray(rng.normal(size=(2, 5)))
+        check_grads(lambda x, y: linalg.qr_multiply(x, y)[0], (a, c), order=1, modes=("fwd", "rev"))
+        check_grads(
+            lambda x, y: linalg.qr_multiply(x, y, pivoting=True)[1], (a, c), order=1, modes=("fwd", "rev")
+        )
+        a, c = jnp.asarray(rng.normal(size=(3, 5))), jnp.asarray(rng.normal(size=(3, 2)))
+        check_grads(
+            lambda x, y: linalg.qr_multiply(x, y, mode="left")[0], (a, c), order=1, modes=("fwd", "rev")
+        )
+
+
 def test_qr_multiply_errors():
     with pytest.raises(ValueError, match="mode must be"):
         linalg.qr_multiply(jnp.ones((3, 2)), jnp.ones((2, 3)), mode="up")

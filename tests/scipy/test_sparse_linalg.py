@@ -60,8 +60,7 @@ def test_pytree_operands(name):
     # A block-diagonal operator on {"u": R^2, "w": R^(2x3)} (the second block acts on the
     # flattened matrix), written without ever forming the big matrix.
     a1 = _matrix_for(name)[:2, :2]
-    a2 = _matrix_for("cg" if name == "cg" else "gen")
-    a2 = np.kron(np.eye(2), a2[:3, :3]) if name != "cg" else np.kron(np.eye(2), SPD[:3, :3])
+    a2 = np.kron(np.eye(2), _matrix_for(name)[2:, 2:])
 
     def op(t):
         return {"u": jnp.asarray(a1) @ t["u"], "w": (jnp.asarray(a2) @ t["w"].reshape(-1)).reshape(2, 3)}
@@ -149,6 +148,10 @@ def test_gradients_in_b_and_matrix(name):
         if name == "cg":
             want = (want + want.T) / 2
         np.testing.assert_allclose(np.asarray(ga), want, atol=1e-8)
+
+
+def test_public_module_path():
+    assert morphax.scipy.sparse.linalg.cg is cg
 
 
 def test_errors():
