@@ -3,6 +3,8 @@
 Public modules are thin re-exports of `morphax._src`; see README.md for a tour.
 """
 
+from types import SimpleNamespace as _SimpleNamespace
+
 from morphax import (
     ad_checkpoint,
     custom_derivatives,
@@ -26,6 +28,7 @@ from morphax._src import prims as _prims  # noqa: F401  (registers the primitive
 from morphax._src.api.autodiff import (
     closure_convert,
     custom_gradient,
+    fwd_and_bwd,
     grad,
     hessian,
     jacfwd,
@@ -39,22 +42,44 @@ from morphax._src.api.autodiff import (
 )
 from morphax._src.api.debugging import named_call, named_scope, pure_callback
 from morphax._src.api.environment import (
+    allow_f16_reductions,
+    array_garbage_collection_guard,
+    check_tracer_leaks,
+    checking_leaks,
     copy_to_host_async,
     debug_infs,
+    debug_key_reuse,
     debug_nans,
+    default_device,
     default_matmul_precision,
+    default_prng_impl,
+    enable_checks,
+    enable_custom_prng,
     ensure_compile_time_eval,
+    explain_cache_misses,
     host_count,
     host_id,
     host_ids,
+    jax2tf_associative_scan_reductions,
+    legacy_prng_key,
+    live_arrays,
     local_device_count,
     log_compiles,
+    no_execution,
+    no_tracing,
+    numpy_dtype_promotion,
     numpy_rank_promotion,
     print_environment_info,
     process_count,
     process_index,
     process_indices,
+    softmax_custom_jvp,
+    thread_guard,
     threefry_partitionable,
+    transfer_guard,
+    transfer_guard_device_to_device,
+    transfer_guard_device_to_host,
+    transfer_guard_host_to_device,
     typeof,
 )
 from morphax._src.api.jit import (
@@ -69,15 +94,16 @@ from morphax._src.api.jit import (
 )
 from morphax._src.api.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr
 from morphax._src.api.vmap import vmap
-from morphax._src.config import config, enable_x64
+from morphax._src.config import config, enable_x64, make_user_context
 from morphax._src.core.dtypes import float0
 from morphax._src.core.state_types import Ref
-from morphax._src.prims.state import empty_ref, free_ref, freeze, new_ref
 from morphax._src.higher_order import pjit as _jit_rules  # noqa: F401  (registers pjit)
 from morphax._src.higher_order.remat import checkpoint, checkpoint_policies, remat
+from morphax._src.numpy.indexing import ds
+from morphax._src.prims.state import empty_ref, free_ref, freeze, new_ref
 from morphax._src.runtime import eager as _eager  # noqa: F401  (installs the eager trace)
 from morphax._src.runtime.array import Array
-from morphax._src.runtime.devices import device_count, devices, local_devices
+from morphax._src.runtime.devices import Device, MemorySpace, device_count, devices, local_devices
 from morphax._src.traceback_util import api_boundary as _boundary
 from morphax._src.traceback_util import transformation_boundary as _tboundary
 from morphax._src.transforms.custom import custom_jvp, custom_vjp
@@ -90,7 +116,37 @@ jvp, vjp, linearize = map(_boundary, (jvp, vjp, linearize))
 
 from morphax._src.version import __version__  # noqa: E402, F401
 
+# JAX's `jax.memory` namespace: the memory spaces buffers may live in.
+memory = _SimpleNamespace(Space=MemorySpace)
+
 __all__ = [
+    "Device",
+    "ds",
+    "fwd_and_bwd",
+    "live_arrays",
+    "make_user_context",
+    "memory",
+    "allow_f16_reductions",
+    "array_garbage_collection_guard",
+    "check_tracer_leaks",
+    "checking_leaks",
+    "debug_key_reuse",
+    "default_device",
+    "default_prng_impl",
+    "enable_checks",
+    "enable_custom_prng",
+    "explain_cache_misses",
+    "jax2tf_associative_scan_reductions",
+    "legacy_prng_key",
+    "no_execution",
+    "no_tracing",
+    "numpy_dtype_promotion",
+    "softmax_custom_jvp",
+    "thread_guard",
+    "transfer_guard",
+    "transfer_guard_device_to_device",
+    "transfer_guard_device_to_host",
+    "transfer_guard_host_to_device",
     "copy_to_host_async",
     "debug_infs",
     "debug_nans",
@@ -114,6 +170,7 @@ __all__ = [
     "free_ref",
     "freeze",
     "float0",
+    "profiler",
     "random",
     "flatten_util",
     "custom_derivatives",

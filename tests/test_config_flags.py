@@ -231,3 +231,13 @@ def test_top_level_flag_context_managers_set_their_option():
         assert config.read(option) == before
     with morphax.checking_leaks():
         assert config.check_tracer_leaks
+
+
+def test_check_tracer_leaks():
+    leaked = []
+    with morphax.check_tracer_leaks(True):
+        np.testing.assert_array_equal(morphax.jit(lambda a: a * 2)(jnp.ones(3)), [2, 2, 2])
+        with pytest.raises(Exception, match=r"Leaked trace of <lambda> .* for jit: 1 tracer\(s\) .* list"):
+            morphax.jit(lambda a: leaked.append(a) or a)(jnp.ones(3))
+    leaked.clear()
+    morphax.jit(lambda a: leaked.append(a) or a)(jnp.ones(3))  # off: not checked

@@ -15,6 +15,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "morphax"
 
 LAYERS = {
     "config": 0,
+    "jax_only_flags": 0,
     "errors": 0,
     "events": 0,
     "traceback_util": 0,

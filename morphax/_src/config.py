@@ -133,7 +133,7 @@ _listeners: list = []
 
 # The flags that change what tracing produces (`Config.trace_context`), kept as one tuple in
 # each thread's dict and rebuilt whenever one of them changes: every jitted call reads it.
-TRACE_FLAGS = (
+TRACE_FLAGS = [
     "enable_x64",
     "threefry_partitionable",
     "numpy_rank_promotion",
@@ -144,7 +144,7 @@ TRACE_FLAGS = (
     "random_seed_offset",
     "softmax_custom_jvp",
     "allow_f16_reductions",
-)
+]  # make_user_context appends
 
 
 def _refresh_trace_context(d: dict) -> None:
@@ -218,7 +218,9 @@ class Config(threading.local):
     @property
     def values(self) -> dict:
         """Every flag's value in this thread, by JAX's option name."""
-        return {name: getattr(self, attr) for name, (attr, _) in _KNOWN.items()}
+        return {
+            name: getattr(self, attr) for name, (attr, _) in _KNOWN.items() if not name.startswith("user_context_")
+        }
 
     def __getattr__(self, name):
         # JAX spells flags both ways: config.jax_enable_x64 and config.x64_enabled.
@@ -282,6 +284,28 @@ class Config(threading.local):
 
 
 config = Config()
+
+
+def make_user_context(default_value=None):
+    """A new context whose value is part of every jit cache key (JAX's `jax.make_user_context`):
+    ``ctx = make_user_context(); with ctx(1): f(x)`` traces `f` again whenever the value inside
+    the block differs from the values it was traced with. The value must be hashable. Not
+    thread-safe to create (make contexts at import time); using one is."""
+    with _lock:
+        name = f"user_context_{sum(1 for n in _KNOWN if n.startswith('user_context_'))}"
+        _KNOWN[name] = (name, lambda: default_value)
+        _global_values[name] = default_value
+        TRACE_FLAGS.append(name)
+        for d in list(_thread_dicts.values()):
+            d[name] = default_value
+            _refresh_trace_context(d)
+
+    def user_context(value):
+        hash(value)  # a cache key part: raise TypeError now, not at the next jitted call
+        return config._override(name, value)
+
+    user_context.__name__ = user_context.__qualname__ = name
+    return user_context
 
 
 def enable_x64(new_val: bool = True):

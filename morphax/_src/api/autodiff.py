@@ -7,6 +7,7 @@ what to do, and calls the trace machinery in `transforms/ad.py`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -17,7 +18,7 @@ from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, instantiate, is_zero, tangent_aval, tangent_dtype, zeros_like_aval
 from morphax._src.core.avals import get_aval
-from morphax._src.core.jaxpr import eval_jaxpr
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 from morphax._src.core.values import make_array
 from morphax._src.transforms import ad
 from morphax._src.transforms.custom import custom_vjp
@@ -149,8 +150,6 @@ def _drop_outputs(lin, n):
     # Aux outputs are not differentiated: keep only the first n outputs of the linear function.
     live_before = sum(1 for a in lin.out_zero_avals[:n] if a is None)
     closed = lin.jaxpr
-    from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr
-
     jaxpr = closed.jaxpr
     trimmed = Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars[:live_before], jaxpr.eqns)
     return ad.LinearFunction(ClosedJaxpr(trimmed, closed.consts), lin.out_zero_avals[:n], lin.in_avals)
@@ -214,6 +213,82 @@ def vjp(fun, *primals, has_aux=False):
     if has_aux:
         return primals_out, vjp_fun, pytree.tree_unflatten(store["aux_tree"], out_p[n:])
     return primals_out, vjp_fun
+
+
+# ------------------------------------------------------------------------------------ fwd_and_bwd
+
+
+@dataclasses.dataclass(eq=False)  # compared by identity: one per trace of `fwd`
+class _PullbackStructure:
+    """What `bwd` needs besides the residual arrays: the linear jaxpr and the pytree layouts."""
+
+    jaxpr: Jaxpr
+    out_zero_avals: list
+    in_avals: list
+    in_tree: object
+    out_tree: object
+    out_avals: list
+    single: bool
+
+
+class Residuals:
+    """What `fwd` of `fwd_and_bwd` returns for `bwd`: a pytree whose leaves are the residual
+    arrays of the linearization and whose structure holds the linear program."""
+
+    def __init__(self, arrays, structure: _PullbackStructure):
+        self.arrays = list(arrays)
+        self.structure = structure
+
+
+pytree.register_pytree_node(Residuals, lambda r: (r.arrays, r.structure), lambda s, a: Residuals(a, s))
+
+
+def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
+    """``fwd, bwd = fwd_and_bwd(f, argnums)``: ``fwd(*args)`` is ``(f(*args), residuals)`` (plus
+    aux with `has_aux`) and ``bwd(residuals, cotangent)`` the cotangents of the arguments
+    `argnums` selects (a tuple for a tuple of argnums), as ``jax.fwd_and_bwd``. Jitted by
+    default: one trace of `fwd` serves every call, so `bwd` compiles once too."""
+
+    def fwd(*args):
+        single, nums = _normalize_argnums(argnums, len(args), "fwd_and_bwd")
+        f_partial, dyn = _partial_with(fun, args, {}, nums)
+        p_leaves, p_tree = pytree.tree_flatten(dyn)
+        store: dict = {}
+        out_p, lin = ad.linearize_flat(_flat_fun(f_partial, p_tree, has_aux, store), p_leaves)
+        n = store["n_out"]
+        _check_outputs_are_arrays(fun, out_p[:n])
+        if has_aux:
+            lin = _drop_outputs(lin, n)
+        structure = _PullbackStructure(
+            lin.jaxpr.jaxpr,
+            lin.out_zero_avals,
+            lin.in_avals,
+            p_tree,
+            store["out_tree"],
+            [get_aval(o) for o in out_p[:n]],
+            single,
+        )
+        out = (pytree.tree_unflatten(store["out_tree"], out_p[:n]), Residuals(lin.jaxpr.consts, structure))
+        return (*out, pytree.tree_unflatten(store["aux_tree"], out_p[n:])) if has_aux else out
+
+    def bwd(residuals, cotangents):
+        if not isinstance(residuals, Residuals):
+            raise TypeError(
+                f"fwd_and_bwd: bwd takes the residuals fwd returned, got {type(residuals).__name__}"
+            )
+        s = residuals.structure
+        lin = ad.LinearFunction(ClosedJaxpr(s.jaxpr, residuals.arrays), s.out_zero_avals, s.in_avals)
+        cts_in = lin.transpose(_check_cotangents(s.out_tree, s.out_avals, cotangents))
+        dense = [zeros_like_aval(tangent_aval(a)) if is_zero(c) else c for c, a in zip(cts_in, s.in_avals)]
+        out = pytree.tree_unflatten(s.in_tree, dense)
+        return out[0] if s.single else out
+
+    fwd.__name__, bwd.__name__ = f"fwd_of_{_fun_name(fun)}", f"bwd_of_{_fun_name(fun)}"
+    if jitted:
+        from morphax._src.api.jit import jit
+
+        return jit(fwd), jit(bwd)
+    return fwd, bwd
 
 
 # -------------------------------------------------------------------------------------------- grad

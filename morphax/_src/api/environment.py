@@ -15,6 +15,7 @@ import numpy as np
 from morphax._src.config import config
 from morphax._src.core import pytree
 from morphax._src.core.avals import get_aval
+from morphax._src.runtime.array import Array
 from morphax._src.runtime.devices import local_devices
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "enable_custom_prng",
     "explain_cache_misses",
     "jax2tf_associative_scan_reductions",
+    "live_arrays",
     "legacy_prng_key",
     "no_execution",
     "no_tracing",
@@ -137,6 +139,13 @@ jax2tf_associative_scan_reductions = _flag(
     "jax2tf_associative_scan_reductions", "Accepted for JAX compatibility; no effect (jax2tf only)."
 )
 enable_custom_prng = _flag("jax_enable_custom_prng", "Accepted for JAX compatibility; no effect.")
+
+
+def live_arrays(platform=None):
+    """Every Array of this process that is alive and not deleted (one CPU platform)."""
+    import gc
+
+    return [x for x in gc.get_objects() if type(x) is Array and not x.is_deleted()]
 
 
 def checking_leaks():

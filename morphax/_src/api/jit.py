@@ -26,12 +26,13 @@ from morphax._src.api.jit_refs import StatefulCall, call_stateful, stateful_form
 from morphax._src.api.stages import Lowered, Traced, _short
 from morphax._src.api.tracing import _abstractify, _has_signature, flatten_fun
 from morphax._src.compiler.backends import NAMES as BACKEND_NAMES
-from morphax._src.config import config
+from morphax._src.config import TRACE_FLAGS, config
 from morphax._src.core import pytree, state_types
 from morphax._src.core import trace as _trace
+from morphax._src.core.jaxpr import check_jaxpr
 from morphax._src.errors import JaxRuntimeError
 from morphax._src.higher_order.pjit import pjit_p
-from morphax._src.runtime import call_fast
+from morphax._src.runtime import call_fast, guards
 from morphax._src.runtime.array import Array, type_key
 from morphax._src.runtime.eager import call_compiled
 from morphax._src.traceback_util import api_boundary, filter_leaving_boundary, register_boundary
@@ -159,22 +160,49 @@ class _Static:
         return repr(self.value)
 
 
+def _leaf_text(k) -> str:
+    """A cache key's entry for one argument, as a type: ``float32[3]``, ``float``."""
+    if isinstance(k, type):  # a Python scalar
+        return k.__name__
+    if isinstance(k, tuple):  # an Array: (shape, dtype, weak type)
+        return f"{np.dtype(k[1]).name}[{','.join(map(str, k[0]))}]" + (" (weak)" if k[2] else "")
+    return _short(k)
+
+
+def _key_differences(old, key) -> list[str]:
+    """What differs between two cache keys of one function, as sentences."""
+    o_tree, o_leaves, o_static, o_ctx = old
+    tree, leaves, static, ctx = key
+    out = []
+    if o_ctx != ctx:
+        changed = [f"{n}: {a!r} -> {b!r}" for n, a, b in zip(TRACE_FLAGS, o_ctx, ctx) if a != b]
+        out.append("a config flag that tracing depends on changed (" + "; ".join(changed) + ")")
+    if (o_static or ((), ())) != (static or ((), ())):  # the positional-arrays path keys ()
+        out.append(f"static arguments changed: {o_static} -> {static}")
+    for i, (a, b) in enumerate(zip(o_leaves, leaves)):
+        if _leaf_text(a) != _leaf_text(b):
+            out.append(f"argument {i} was {_leaf_text(a)}, is {_leaf_text(b)}")
+    # A key's structure is the argument count on the positional-arrays path, a treedef otherwise.
+    if not out and type(o_tree) is type(tree) and o_tree != tree:
+        out.append(f"the argument structure changed: {o_tree} -> {tree}")
+    return out
+
+
 def _explain_miss(cache: dict, key, name: str) -> str:
+    """Why `key` missed `cache`: the differences from the closest key traced before."""
     if not cache:
         return f"first call to {name}"
-    tree, leaves, static, x64 = key
-    for old in cache:
-        o_tree, o_leaves, o_static, o_x64 = old
-        if o_tree != tree:
+    closest = None
+    for old in list(cache):
+        if len(old[1]) != len(key[1]):
             continue
-        if o_x64 != x64:
-            return f"a tracing config flag changed (x64, threefry mode, ...): {o_x64} -> {x64}"
-        if o_static != static:
-            return f"static arguments changed: {o_static} -> {static}"
-        diffs = [f"leaf {i}: {a} -> {b}" for i, (a, b) in enumerate(zip(o_leaves, leaves)) if a != b]
-        if diffs:
-            return "argument types changed (" + "; ".join(diffs[:4]) + ")"
-    return "the argument structure changed: " + str(tree)
+        diffs = _key_differences(old, key)
+        if diffs and (closest is None or len(diffs) < len(closest)):
+            closest = diffs
+    if closest is None:
+        counts = sorted({len(old[1]) for old in list(cache)})
+        return f"the number of array arguments changed: {len(key[1])}, traced before with {counts}"
+    return "closest earlier call: " + "; ".join(closest[:4])
 
 
 class JitRecursionError(RecursionError):
@@ -360,8 +388,18 @@ class JitWrapped:
     def _trace(self, key, args, kwargs, static_pos, static_kw):
         dyn_args, dyn_kwargs, _, _ = self._split(args, kwargs)
         leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
+        if config.no_tracing:
+            raise RuntimeError(
+                f"re-tracing function {self._name} for `jit`, but 'no_tracing' is set: the call's "
+                f"signature ({_describe_key(key)}) is not in its cache. Call it once with this "
+                "signature before the `with morphax.no_tracing(True):` block."
+            )
         if config.log_compiles:
             logger.warning("Tracing %s because %s", self._name, _explain_miss(self._cache, key, self._name))
+        elif config.explain_cache_misses:
+            logger.warning(
+                "TRACING CACHE MISS for jit(%s): %s", self._name, _explain_miss(self._cache, key, self._name)
+            )
         static_pos_d = {i: s.value for i, s in static_pos}
         static_kw_d = {k: s.value for k, s in static_kw}
         nargs = len(args)
@@ -381,6 +419,8 @@ class JitWrapped:
             closed = trace_to_jaxpr(
                 flatten_fun(target, in_tree, out_store), [_abstractify(x) for x in leaves], debug_info=dbg
             )
+        if config.enable_checks:
+            check_jaxpr(closed.jaxpr)
         out_tree = out_store[0]
         single = pytree.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
         closed, lifted = closure_convert_tracers(closed)
@@ -608,6 +648,8 @@ def device_put(x, device=None, *, donate=False, may_alias=None):
     def put(v):
         if type(v) is Array:
             return v
+        if guards.active:
+            guards.host_to_device(v, explicit=True, what="device_put")
         if isinstance(v, (bool, int, float, complex)):
             return make_array(v, _dtypes.python_scalar_dtype(v), weak_type=type(v) is not bool)
         arr = np.asarray(v)

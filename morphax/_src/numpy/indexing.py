@@ -5,6 +5,9 @@ policy: reads clamp, updates are dropped, static Python ints out of bounds raise
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
@@ -68,8 +71,45 @@ def _insert_axes(y, parsed):
 # ------------------------------------------------------------------------------- x[idx]
 
 
+@dataclasses.dataclass(frozen=True)
+class Slice:
+    """`size` elements from `start` (which may be traced) every `stride`: what `morphax.ds` makes.
+
+    As an index, a concrete start is the slice ``start:start + size * stride:stride``; a traced
+    one takes the elements ``start + stride * arange(size)`` (clamped at the ends like any
+    array index)."""
+
+    start: Any
+    size: int
+    stride: int = 1
+
+    def __post_init__(self):
+        if not isinstance(self.size, (int, np.integer)) or self.size < 0:
+            raise TypeError(f"ds: size must be a static non-negative int, got {self.size!r}")
+        if not isinstance(self.stride, (int, np.integer)) or self.stride < 1:
+            raise TypeError(f"ds: stride must be a static positive int, got {self.stride!r}")
+
+    def as_index(self):
+        start = self.start
+        if isinstance(start, (int, np.integer)):
+            return slice(int(start), int(start) + self.size * self.stride, self.stride)
+        return L.add(L.mul(L.iota(get_aval(start).dtype, self.size), self.stride), start)
+
+
+def ds(start, size=None, stride=None):
+    """A `Slice` of `size` elements from `start` by `stride` (JAX's ``jax.ds``); as with
+    ``range``, one argument is the size (``ds(n)`` is ``ds(0, n)``)."""
+    if size is None:
+        start, size = 0, start
+    return Slice(start, size, 1 if stride is None else stride)
+
+
 def getitem(arr, idx):
     """`arr[idx]` with NumPy semantics; out-of-bounds array indices clamp (JAX's default)."""
+    if isinstance(idx, Slice) or (isinstance(idx, tuple) and any(isinstance(i, Slice) for i in idx)):
+        idx = tuple(
+            i.as_index() if isinstance(i, Slice) else i for i in (idx if isinstance(idx, tuple) else (idx,))
+        )
     return _rewriting_take(arr, idx)
 
 

@@ -23,7 +23,7 @@ from morphax._src.compiler import compile as _compile
 from morphax._src.config import config
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
-from morphax._src.runtime import dispatch, eager
+from morphax._src.runtime import dispatch, eager, guards
 from morphax._src.runtime.array import Array
 
 # Signatures kept per jitted function: a function called with ever-new shapes stops recording.
@@ -90,7 +90,7 @@ def run(table: FastCalls, args):
     state = config._call_state
     if entry.state is not state and entry.state != state:
         return None  # a flag changed since the signature was recorded
-    if _trace.ctx.trace is not _base_trace[0] or eager._float_checks:
+    if _trace.ctx.trace is not _base_trace[0] or eager._float_checks or guards.active:
         return None
     values = []
     for a in args:

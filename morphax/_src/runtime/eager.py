@@ -22,7 +22,7 @@ from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from morphax._src.core.trace import Tracer
-from morphax._src.runtime import dispatch
+from morphax._src.runtime import dispatch, guards
 from morphax._src.runtime.array import Array
 
 # NumPy reports float edge cases (log(-1), inf - inf) as RuntimeWarnings attributed to the calling
@@ -88,6 +88,8 @@ class EvalTrace(_trace.Trace):
                 return self.process_primitive(prim, args, params, True)
             finally:
                 events.complete(prim.name, "eager", start)
+        if guards.active:
+            guards.before_eager(prim.name, args)
         nargs = len(args)
         if nargs <= 2 and not prim.multiple_results and not prim.higher_order:
             out = self._fast_path(prim, args, params, nargs)
@@ -210,6 +212,8 @@ def _run_with_refs(prim, args, params):
 def call_compiled(args, jaxpr, name, backend=None, donate: tuple = ()):
     """Run the compiled `jaxpr` on `args` on the device stream; the Arrays at positions `donate`
     are consumed (their buffers may hold outputs)."""
+    if guards.active:
+        guards.before_call(name, args)
     executable = compile_jaxpr(jaxpr, name, backend, donate)
     outs = dispatch.execute(executable, args, executable.out_weak_types, donate=bool(donate))
     if _float_checks:

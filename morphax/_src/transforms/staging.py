@@ -318,7 +318,28 @@ def trace_to_jaxpr(
         if check_outputs is not None:
             check_outputs(outs)
         closed = trace.to_closed_jaxpr(outs)
+    if config.check_tracer_leaks:
+        del args, outs
+        _check_no_leaked_tracers(trace, debug_info)
     return closed
+
+
+def _check_no_leaked_tracers(trace, debug_info) -> None:
+    """jax_check_tracer_leaks: after a trace ends, none of its tracers may still be alive (one
+    kept in a global or a closure would carry a value without meaning out of the trace)."""
+    import gc
+
+    gc.collect()
+    leaked = [t for t in gc.get_referrers(trace) if isinstance(t, Tracer) and t._trace is trace]
+    if not leaked:
+        return
+    holders = sorted({type(h).__name__ for t in leaked for h in gc.get_referrers(t) if h is not leaked})
+    where = f" of {debug_info.func_src_info} for {debug_info.traced_for}" if debug_info is not None else ""
+    raise Exception(  # noqa: TRY002 - JAX raises a plain Exception here too
+        f"Leaked trace{where}: {len(leaked)} tracer(s) outlived it ({', '.join(map(repr, leaked[:3]))}), "
+        f"referred to by objects of type {', '.join(holders) or 'unknown'}. A traced value was stored "
+        "outside the function (a global, a list, self); return it instead."
+    )
 
 
 def closure_convert_tracers(closed: ClosedJaxpr):
