@@ -90,3 +90,20 @@ def test_device_and_memory():
     assert isinstance(dev, morphax.Device)
     assert (dev.platform, dev.id, dev.process_index) == ("cpu", 0, 0)
     assert [s.name for s in morphax.memory.Space] == ["Device", "Host", "Any"]
+
+
+def test_jaxpr_effects_of_debug_prints():
+    def f(x):
+        morphax.debug.print("{}", x)
+        return x
+
+    def g(x):
+        morphax.debug.print("{}", x, ordered=True)
+        return x
+
+    effects = lambda fun: {type(e) for e in morphax.make_jaxpr(fun)(1.0).effects}  # noqa: E731
+    assert effects(f) == {morphax.debug.DebugEffect}
+    assert effects(g) == {morphax.debug.OrderedDebugEffect}
+    assert effects(morphax.jit(f)) == {morphax.debug.DebugEffect}  # through a carried jaxpr
+    assert effects(lambda x: morphax.lax.cond(x > 0, g, lambda y: y, x)) == {morphax.debug.OrderedDebugEffect}
+    assert effects(lambda x: x + 1) == set()

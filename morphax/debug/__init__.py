@@ -7,5 +7,6 @@ from morphax._src.api.debugging import breakpoint
 from morphax._src.api.debugging import debug_callback as callback
 from morphax._src.api.debugging import debug_log as log
 from morphax._src.api.debugging import debug_print as print
+from morphax._src.core.effects import DebugEffect, OrderedDebugEffect
 
-__all__ = ["breakpoint", "callback", "log", "print"]
+__all__ = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback", "log", "print"]

@@ -12,6 +12,7 @@ import itertools
 import numpy as np
 
 from morphax._src.core.avals import ShapedArray
+from morphax._src.core.effects import jaxpr_effects
 
 
 class Var:
@@ -100,6 +101,11 @@ class Jaxpr:
     def out_avals(self):
         return [v.aval for v in self.outvars]
 
+    @property
+    def effects(self) -> set:
+        """The effects of its equations (core/effects.py), e.g. ``{DebugEffect}`` for a print."""
+        return jaxpr_effects(self)
+
     def __str__(self):
         return pretty_print(self)
 
@@ -125,6 +131,7 @@ class ClosedJaxpr:
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
+    effects = property(lambda self: self.jaxpr.effects)
 
     def __str__(self):
         return pretty_print(self.jaxpr)

@@ -102,6 +102,8 @@ class Primitive:
         self.is_identity = None
         # Must run even when its outputs are unused, and never be merged with an identical call.
         self.has_side_effects = False
+        # The effects (core/effects.py) an equation of it has: ``effect_rule(**params) -> set``.
+        self.effect_rule = None
         # Runs user Python on the host (callbacks): the runtime runs a program containing it on
         # the calling thread, never on a device stream, so a blocking callback stalls only its
         # own computation, and its exceptions are raised at the call as in JAX.

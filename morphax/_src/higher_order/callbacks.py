@@ -10,6 +10,7 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.core.batch_axes import bdim_to_front, moveaxis
+from morphax._src.core.effects import debug_effect, ordered_debug_effect
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import is_concrete_array, make_array
 from morphax._src.errors import JaxRuntimeError
@@ -79,6 +80,7 @@ debug_callback_p.kind = Kind.EFFECT
 debug_callback_p.higher_order = True
 # Never dead code: a pass that drops equations with unused results must keep this one.
 debug_callback_p.has_side_effects = True
+debug_callback_p.effect_rule = lambda *, ordered, **_: {ordered_debug_effect if ordered else debug_effect}
 debug_callback_p.calls_host = True
 
 
