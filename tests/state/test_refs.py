@@ -420,7 +420,37 @@ def test_while_loop_and_cond_with_refs():
     assert float(r[...]) == 14.0
 
 
+def test_refs_as_cond_operands_and_in_pytrees():
+    r = morphax.new_ref(jnp.zeros(3))
+    lax.cond(True, lambda q: q.__setitem__(0, 1.0), lambda q: None, r)
+    branches = [lambda q: q.__setitem__(1, 2.0), lambda q: q.__setitem__(2, 3.0)]
+    morphax.jit(lambda i: lax.switch(i, branches, r))(1)
+    np.testing.assert_array_equal(arr(r[...]), [1.0, 0.0, 3.0])
+    morphax.jit(lambda d: d["a"].__setitem__(0, 6.0))({"a": r})
+    morphax.jit(lambda q, n: q.__setitem__(1, float(n)), static_argnums=1)(r, 4)
+    morphax.jit(lambda q=None: q.__setitem__(2, 5.0))(q=r)
+    np.testing.assert_array_equal(arr(r[...]), [6.0, 4.0, 5.0])
+    with morphax.disable_jit():
+        morphax.jit(lambda q: q.__setitem__(0, 9.0))(r)
+    assert float(r[0]) == 9.0
+    # refs made inside a checkpointed function are discharged with it
+    f = morphax.checkpoint(
+        lambda x: (lambda q: (q.__setitem__(..., q[...] * 2), q[...])[1])(morphax.new_ref(x))
+    )
+    np.testing.assert_array_equal(arr(f(jnp.ones(2))), [2.0, 2.0])
+
+
 def test_control_flow_errors():
+    with pytest.raises(
+        TypeError, match=r"Ref\{float32\[3\]\} is the type of a mutable array reference, not of an array"
+    ):
+        lax.scan(lambda c, x: (c, x), 0.0, morphax.new_ref(jnp.zeros(3)))
+    r0 = morphax.new_ref(0.0)
+    with pytest.raises(
+        NotImplementedError,
+        match="A mutable array reference is passed to `checkpoint`, which cannot thread refs yet",
+    ):
+        morphax.jit(morphax.checkpoint(lambda x: (r0.__setitem__(..., x), x)[1]))(1.0)
     with pytest.raises(
         ValueError, match="scan: a mutable array reference cannot be a carry or a scanned-over input"
     ):
@@ -517,3 +547,14 @@ def test_vmap_of_refs():
         morphax.vmap(writes)(jnp.ones((2, 3)))
     with pytest.raises(ValueError, match="performing a swap operation with a vmapped value on an unbatched"):
         morphax.vmap(morphax.jit(writes))(jnp.ones((2, 3)))
+    with pytest.raises(
+        NotImplementedError, match="vmap of a ref `get` whose index is batched is not supported"
+    ):
+        morphax.vmap(lambda i: morphax.new_ref(jnp.arange(3.0))[i])(jnp.arange(2))
+
+    def e(x):
+        q = morphax.empty_ref(morphax.typeof(x))
+        q[...] = x * 2
+        return q[...]
+
+    np.testing.assert_array_equal(arr(morphax.vmap(e)(jnp.ones((2, 3)))), 2 * np.ones((2, 3)))

@@ -46,6 +46,13 @@ class AbstractRef:
     ndim = property(lambda self: self.inner_aval.ndim)
     size = property(lambda self: self.inner_aval.size)
 
+    def update(self, **_):
+        # Code that reshapes avals (scanning over an input, broadcasting) expects an array type.
+        raise TypeError(
+            f"{self} is the type of a mutable array reference, not of an array: it cannot be scanned "
+            "over, batched or returned. Close over the ref instead, or pass its value (ref[...])."
+        )
+
     def __eq__(self, other):
         return type(other) is AbstractRef and self.inner_aval == other.inner_aval
 
