@@ -271,21 +271,23 @@ def _tridiagonal_solve_shifted(sub, diag, sup, rhs, perturb):
     return jnp.concatenate([xs, x_last[None]], axis=0)
 
 
-def _inverse_iteration(alpha, beta, eigvals, key):
+def _inverse_iteration(alpha, beta, eigvals, key, t_norm, pivmin):
     """Eigenvectors (k, n) for the sorted `eigvals` by inverse iteration from random starts,
-    re-orthogonalizing vectors of eigenvalues closer than 1e-3 |T| (LAPACK's dstein)."""
+    re-orthogonalizing vectors of eigenvalues closer than 1e-3 |T| (LAPACK's dstein). `t_norm`
+    bounds |T|; `pivmin` is the smallest pivot the bisection allowed."""
     n, k = alpha.shape[0], eigvals.shape[0]
     dtype = beta.dtype
     real = alpha.dtype
     eps = np.finfo(real).eps
-    t_norm = jnp.maximum(jnp.abs(eigvals[0]), jnp.abs(eigvals[-1]))
     # NB: JAX groups eigenvalues closer than sqrt(eps) |T|; inverse iteration loses
     # orthogonality like eps |T| / gap, so that leaves ~sqrt(eps) errors (1e-8 in float64 on
-    # Wilkinson's W21+). LAPACK's dstein threshold, 1e-3 |T|, keeps them near 1e3 eps.
-    close = (eigvals[1:] - eigvals[:-1]) < 1e-3 * t_norm
+    # Wilkinson's W21+). LAPACK's dstein threshold, 1e-3 |T|, keeps them near 1e3 eps. The
+    # pivmin floor groups the eigenvalues of a (near) zero matrix, which bisection leaves
+    # pivmin apart (JAX returns NaN vectors there).
+    close = (eigvals[1:] - eigvals[:-1]) < jnp.maximum(1e-3 * t_norm, 10 * pivmin)
     cluster = jnp.concatenate([jnp.zeros((1,), jnp.int32), jnp.cumsum(~close).astype(jnp.int32)])
     same = (cluster[:, None] == cluster[None, :]) & (jnp.arange(k)[:, None] > jnp.arange(k)[None, :])
-    perturb = (eps * jnp.maximum(t_norm, np.finfo(real).tiny)).astype(dtype)
+    perturb = (eps * jnp.where(t_norm > 0, t_norm, 1)).astype(dtype)
     shifted = (alpha[:, None] - eigvals[None, :]).astype(dtype)  # (n, k)
 
     def orthogonalize(v):
@@ -301,8 +303,13 @@ def _inverse_iteration(alpha, beta, eigvals, key):
     def step(state):
         i, v, norm, _ = state
         w = _tridiagonal_solve_shifted(jnp.conj(beta), shifted, beta, v.T, perturb).T
+        # Scale by the largest entry first: the growth that signals convergence may
+        # overflow the sum of squares.
+        big = jnp.max(jnp.abs(w), axis=-1, keepdims=True)
+        w = w / jnp.where(big > 0, big, 1).astype(dtype)
         w_norm = jnp.linalg.norm(w, axis=-1)
-        return i + 1, orthogonalize(w / w_norm[:, None].astype(dtype)), w_norm, norm
+        growth = w_norm * big[:, 0]
+        return i + 1, orthogonalize(w / w_norm[:, None].astype(dtype)), growth, norm
 
     def keep_going(state):
         # Stop after 5 steps (as dstein) or once no norm grows by 10% any more.
@@ -399,4 +406,4 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
     _, _, values, _ = lax.while_loop(unfinished, bisect, (0, lower, 0.5 * (lower + upper), upper))
     if eigvals_only:
         return values
-    return values, _inverse_iteration(alpha, jnp.asarray(e), values, key).T
+    return values, _inverse_iteration(alpha, jnp.asarray(e), values, key, t_norm, pivmin[0]).T

@@ -232,6 +232,11 @@ def test_eigh_tridiagonal_clusters_complex_and_small():
         np.testing.assert_allclose(w, np.linalg.eigvalsh(_tri(dc, ec)), atol=1e-12)
         np.testing.assert_allclose(_tri(dc, ec) @ v, v * w, atol=1e-10)
         np.testing.assert_allclose(v.conj().T @ v, np.eye(5), atol=1e-10)
+        # The zero matrix and a multiple of the identity: any orthonormal basis will do.
+        for d3 in (np.zeros(4), np.full(4, 2.5)):
+            w, v = (np.asarray(x) for x in linalg.eigh_tridiagonal(jnp.asarray(d3), jnp.zeros(3)))
+            np.testing.assert_allclose(w, d3, atol=1e-12)
+            np.testing.assert_allclose(v.T @ v, np.eye(4), atol=1e-12)
         # One and zero rows.
         w, v = linalg.eigh_tridiagonal(jnp.asarray([3.0]), jnp.zeros(0))
         np.testing.assert_allclose(np.asarray(w), [3.0])
