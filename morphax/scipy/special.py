@@ -12,7 +12,10 @@ in JAX.
 
 from __future__ import annotations
 
+import fractions
 import functools
+import math
+import operator
 
 import numpy as np
 
@@ -20,138 +23,38 @@ import morphax
 import morphax.numpy as jnp
 from morphax import lax
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.numpy import util as _util
 from morphax._src.numpy.reductions import logsumexp  # noqa: F401
 from morphax.nn import log_softmax, softmax  # noqa: F401  (re-exported, as in JAX)
 from morphax.numpy import logaddexp as _logaddexp  # noqa: F401
+from morphax.scipy._special_exponential_integrals import exp1, expi, expn  # noqa: F401
+from morphax.scipy._special_faddeeva import dawsn, erfcx, wofz  # noqa: F401
+from morphax.scipy._special_gamma import (  # noqa: F401
+    _const,
+    _inexact,
+    _real_only,
+    comb,
+    digamma,
+    factorial,
+    gamma,
+    gammainc,
+    gammaincc,
+    gammaln,
+    gammasgn,
+    loggamma,
+    multigammaln,
+    poch,
+    polygamma,
+)
+from morphax.scipy._special_oscillatory_integrals import fresnel, sici  # noqa: F401
 
 __all__ = [
-    "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr", "erf", "erfc", "erfinv",
-    "expit", "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e",
-    "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
-    "poch", "polygamma", "rel_entr", "softmax", "xlog1py", "xlogy", "zeta",
+    "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn", "digamma",
+    "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "fresnel", "gamma",
+    "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div",
+    "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t",
+    "poch", "polygamma", "rel_entr", "sici", "softmax", "spence", "wofz", "xlog1py", "xlogy",
+    "zeta",
 ]  # fmt: skip
-
-
-def _inexact(name, *args):
-    _util.check_arraylike(name, *args)
-    return _util.promote_dtypes_inexact(*args)
-
-
-def _real_only(name, x):
-    if jnp.iscomplexobj(x):
-        raise ValueError(f"{name} does not support complex-valued inputs.")
-
-
-def _const(x, value):
-    return jnp.asarray(value, dtype=jnp.result_type(x))
-
-
-# ------------------------------------------------------------------------------ gamma family
-
-
-def gammaln(x):
-    """log|Gamma(x)|."""
-    (x,) = _inexact("gammaln", x)
-    return lax.lgamma(x)
-
-
-def gammasgn(x):
-    """The sign of Gamma(x): nan at the poles (non-positive integers) and at nan, -1 where Gamma
-    is negative (and at -0.0)."""
-    (x,) = _inexact("gammasgn", x)
-    _real_only("gammasgn", x)
-    floor_x = lax.floor(x)
-    negative = x < 0
-    nan = (negative & (x == floor_x)) | jnp.isnan(x)
-    minus = (negative & (floor_x % 2 != 0)) | ((x == 0) & jnp.signbit(x))
-    return jnp.where(nan, _const(x, np.nan), jnp.where(minus, _const(x, -1.0), _const(x, 1.0)))
-
-
-def gamma(x):
-    """Gamma(x) for real x (sign times exp of log|Gamma|)."""
-    (x,) = _inexact("gamma", x)
-    _real_only("gamma", x)
-    return gammasgn(x) * lax.exp(lax.lgamma(x))
-
-
-def loggamma(x):
-    """The principal log of Gamma; for real x, log Gamma(x) where x > 0 and nan elsewhere."""
-    (x,) = _inexact("loggamma", x)
-    _real_only("loggamma", x)
-    return jnp.where(x > 0, lax.lgamma(x), _const(x, np.nan))
-
-
-def digamma(x):
-    """psi(x) = d/dx log Gamma(x)."""
-    (x,) = _inexact("digamma", x)
-    return lax.digamma(x)
-
-
-def polygamma(n, x):
-    """The n-th derivative of digamma (n an integer array or scalar)."""
-    if not _dtypes.issubdtype(_dtypes.dtype(n), np.integer):
-        raise ValueError(f"Argument `n` to polygamma must be of integer type. Got dtype {_dtypes.dtype(n)}.")
-    n, x = _inexact("polygamma", n, x)
-    _real_only("polygamma", x)
-    return lax.polygamma(n, x)
-
-
-def gammainc(a, x):
-    """The regularized lower incomplete gamma function P(a, x)."""
-    a, x = _inexact("gammainc", a, x)
-    return lax.igamma(a, x)
-
-
-def gammaincc(a, x):
-    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
-    a, x = _inexact("gammaincc", a, x)
-    return lax.igammac(a, x)
-
-
-def multigammaln(a, d):
-    """The log of the multivariate gamma function of dimension `d` (a Python int)."""
-    d = int(d)
-    a, d_ = _inexact("multigammaln", a, d)
-    constant = 0.25 * d_ * (d_ - 1) * jnp.log(_const(a, np.pi))
-    b = jnp.arange(d, dtype=d_.dtype) / 2
-    return jnp.sum(gammaln(jnp.expand_dims(a, -1) - b), axis=-1) + constant
-
-
-def factorial(n, exact=False):
-    """n! = Gamma(n + 1) for real n (0 for negative n); exact=True is not supported (as in JAX)."""
-    if exact:
-        raise NotImplementedError("factorial with exact=True")
-    (n,) = _inexact("factorial", n)
-    return jnp.where(n < 0, _const(n, 0), lax.exp(lax.lgamma(n + 1)))
-
-
-def comb(N, k, exact=False, repetition=False):  # noqa: N803 - SciPy's names
-    """The number of combinations of N things taken k at a time (real arguments, via lgamma; with
-    `repetition`, multisets)."""
-    if exact:
-        raise NotImplementedError("comb with exact=True")
-    N, k = _inexact("comb", N, k)  # noqa: N806
-    if repetition:
-        return jnp.where((k == 0) & (N >= 0), _const(N, 1.0), comb(N + k - 1, k))
-    valid = (k <= N) & (N >= 0) & (k >= 0)
-    safe_n, safe_k = jnp.where(valid, N, 0.0), jnp.where(valid, k, 0.0)
-    result = lax.exp(gammaln(safe_n + 1) - gammaln(safe_k + 1) - gammaln(safe_n + 1 - safe_k))
-    return jnp.where(valid, result, _const(N, 0.0))
-
-
-@morphax.custom_jvp
-def poch(z, m):
-    """The rising factorial (Pochhammer symbol) Gamma(z + m) / Gamma(z)."""
-    z, m = _inexact("poch", z, m)
-    _real_only("poch", z)
-    return jnp.where(m == 0.0, _const(z, 1), gamma(z + m) / gamma(z))
-
-
-poch.defjvps(
-    lambda z_dot, ans, z, m: (digamma(z + m) - digamma(z)) * poch(z, m) * z_dot,
-    lambda m_dot, ans, z, m: digamma(z + m) * poch(z, m) * m_dot,
-)
 
 
 # ------------------------------------------------------------------------------- beta family
@@ -335,6 +238,72 @@ def _log_ndtr_jvp(series_order, primals, tangents):
     return ans, t * jnp.exp(_norm_logpdf(x) - ans)
 
 
+# Owen's T(h, a) = 1/(2 pi) integral_0^a exp(-h^2 (1 + x^2) / 2) / (1 + x^2) dx by Patefield and
+# Tandy's (2000) method T5, as JAX: 13-point Gauss quadrature in t = x^2 / a^2 (these nodes and
+# weights carry the 1/(2 pi) and the Jacobian), used for |a| <= 1; |a| > 1 reduces to it through
+# T(h, a) = (Phi(h) + Phi(ah))/2 - Phi(h) Phi(ah) - T(ah, 1/a) (for h >= 0) with exact values at
+# h = 0 and a = 1. JAX skips the other 17 regions of the method on purpose: every branch of a
+# select is evaluated anyway.
+_OWENS_T_NODES = np.array([
+    0.0035082039676451715, 0.031279042338030754, 0.085266826283219451, 0.16245071730812277,
+    0.25851196049125435, 0.36807553840697534, 0.48501092905604697, 0.60277514152618577,
+    0.71477884217753227, 0.81475510988760099, 0.89711029755948966, 0.95723808085944262,
+    0.99178832974629704,
+])  # fmt: skip
+_OWENS_T_WEIGHTS = np.array([
+    0.018831438115323503, 0.018567086243977649, 0.018042093461223386, 0.017263829606398753,
+    0.016243219975989857, 0.014994592034116705, 0.013535474469662088, 0.011886351605820165,
+    0.010070377242777432, 0.0081130545742299587, 0.0060419009528470239, 0.0038862217010742058,
+    0.0016793031084546090,
+])  # fmt: skip
+
+
+def _owens_t_quadrature(h, a):
+    """T(h, a) for 0 <= a <= 1 by the 13-point rule."""
+    r = jnp.expand_dims(a * a, -1) * _OWENS_T_NODES.astype(a.dtype)
+    integrand = jnp.exp(-0.5 * jnp.expand_dims(h * h, -1) * (1 + r)) / (1 + r)
+    return a * jnp.sum(integrand * _OWENS_T_WEIGHTS.astype(a.dtype), -1)
+
+
+@morphax.custom_jvp
+def _owens_t(h, a):
+    h, abs_a = jnp.abs(h), jnp.abs(a)
+    root_2 = np.sqrt(2.0)
+    small_a = abs_a <= 1
+    reduced_a = jnp.where(small_a, abs_a, 1 / abs_a)
+    reduced_h = jnp.where(small_a, h, abs_a * h)
+    result = _owens_t_quadrature(reduced_h, reduced_a)
+    result = jnp.where(reduced_h == 0, jnp.arctan(reduced_a) / (2 * np.pi), result)
+    result = jnp.where(
+        reduced_a == 1, 0.125 * lax.erfc(-reduced_h / root_2) * lax.erfc(reduced_h / root_2), result
+    )
+    # The reflection for |a| > 1, written with erf for small a h and with erfc otherwise, so that
+    # neither cancels.
+    erfc_h, erfc_ah = lax.erfc(h / root_2), lax.erfc(abs_a * h / root_2)
+    small_ah = 0.25 - 0.25 * lax.erf(h / root_2) * lax.erf(abs_a * h / root_2) - result
+    large_ah = 0.25 * (erfc_h + erfc_ah - erfc_h * erfc_ah) - result
+    result = jnp.where(small_a, result, jnp.where(abs_a * h <= 0.67, small_ah, large_ah))
+    result = jnp.sign(a) * result
+    return jnp.where(jnp.isnan(a) | jnp.isnan(h), _const(result, np.nan), result)
+
+
+@_owens_t.defjvp
+def _owens_t_jvp(primals, tangents):
+    (h, a), (h_dot, a_dot) = primals, tangents
+    # dT/dh = -phi(h) erf(a h / sqrt 2) / 2 and dT/da = exp(-(1 + a^2) h^2 / 2) / (2 pi (1 + a^2)).
+    d_h = -jnp.exp(-0.5 * h * h) * lax.erf(a * h / np.sqrt(2.0)) / (2 * np.sqrt(2 * np.pi))
+    d_a = jnp.exp(-0.5 * (1 + a * a) * h * h) / (2 * np.pi * (1 + a * a))
+    return _owens_t(h, a), d_h * h_dot + d_a * a_dot
+
+
+def owens_t(h, a):
+    """Owen's T function, 1/(2 pi) integral_0^a exp(-h^2 (1 + x^2) / 2) / (1 + x^2) dx."""
+    h, a = _inexact("owens_t", h, a)
+    _real_only("owens_t", h)
+    h, a = jnp.broadcast_arrays(h, a)
+    return _owens_t(h, a)
+
+
 # ------------------------------------------------------------------- logits, entropies, logs
 
 
@@ -506,3 +475,75 @@ def _zeta_jvp(primals, tangents):
     x, q = _inexact("zeta", x, q)
     x_dot, q_dot = tangents
     return zeta(x, q), morphax.jvp(_zeta_series, (x, q), (x_dot, q_dot))[1]
+
+
+# ------------------------------------------------------------------ Bernoulli numbers, Spence
+
+
+@functools.lru_cache(maxsize=64)
+def _bernoulli_float64(n):
+    """B_0 .. B_n (B_1 = -1/2) in float64: exactly, in rationals, by sum_{k<=m} C(m+1, k) B_k = 0
+    up to where float64 overflows (|B_n| passes 1.8e308 near n = 260), +-inf beyond."""
+    exact_up_to = min(n, 300)
+    values = [fractions.Fraction(1), fractions.Fraction(-1, 2)][: exact_up_to + 1]
+    for m in range(2, exact_up_to + 1):
+        if m % 2:
+            values.append(fractions.Fraction(0))
+        else:
+            values.append(-sum(math.comb(m + 1, k) * values[k] for k in range(m)) / (m + 1))
+    out = np.zeros(n + 1)
+    for m, value in enumerate(values):
+        try:
+            out[m] = float(value)
+        except OverflowError:
+            out[m] = np.inf if value > 0 else -np.inf
+    even = np.arange(exact_up_to + 1, n + 1)
+    even = even[even % 2 == 0]
+    out[even] = np.where((even // 2) % 2 == 1, np.inf, -np.inf)  # B_2k has the sign (-1)^(k+1)
+    return out
+
+
+def bernoulli(n):
+    """The Bernoulli numbers B_0 .. B_n (with B_1 = -1/2), in the default float dtype."""
+    n = operator.index(n)
+    if n < 0:
+        raise ValueError("n must be a non-negative integer.")
+    dtype = _dtypes.default_float_dtype()
+    values = _bernoulli_float64(n)
+    if dtype != np.float64:
+        # Overflow to +-inf explicitly rather than through a warning in the cast.
+        big = np.abs(values) > np.finfo(dtype).max
+        values = np.where(big, np.copysign(np.inf, values), values)
+    # NB: JAX sums zeta(2k) only to 49 terms (B_4 off by 3e-6); these are correctly rounded.
+    return jnp.asarray(values.astype(dtype))
+
+
+# Cephes' spence.c: -w A(w) / B(w) around w = 0, highest degree first.
+_SPENCE_A = [4.65128586073990045278e-5, 7.31589045238094711071e-3, 1.33847639578309018650e-1,
+             8.79691311754530315341e-1, 2.71149851196553469920e0, 4.25697156008121755724e0,
+             3.29771340985225106936e0, 1.00000000000000000126e0]  # fmt: skip
+_SPENCE_B = [6.90990488912553276999e-4, 2.54043763932544379113e-2, 2.82974860602568089943e-1,
+             1.41172597751831069617e0, 3.63800533345137075418e0, 5.03278880143316990390e0,
+             3.54771340985225096217e0, 9.99999999999999998740e-1]  # fmt: skip
+
+
+def spence(x):
+    """Spence's function integral_1^x log(t) / (1 - t) dt for real x >= 0 (nan below, as SciPy's
+    real spence); differentiable by composition."""
+    x = jnp.asarray(x)
+    if x.dtype not in (np.float32, np.float64):
+        raise TypeError(f"x.dtype={x.dtype} is not supported, see docstring for supported types.")
+    # Every branch sees a stand-in value (1.0) where it is not used, so gradients stay finite.
+    regular = (x > 0) & (x != 1)
+    xs = jnp.where(regular, x, _const(x, 1.0))
+    inverted = xs > 2
+    xs = jnp.where(inverted, 1 / xs, xs)
+    upper, lower = xs > 1.5, xs < 0.5
+    inverted = inverted | upper
+    w = jnp.where(upper, 1 / xs - 1, jnp.where(lower, -xs, xs - 1))
+    y = -w * jnp.polyval(np.array(_SPENCE_A, x.dtype), w) / jnp.polyval(np.array(_SPENCE_B, x.dtype), w)
+    one_minus = jnp.where(lower, 1 - xs, _const(x, 0.5))
+    y = jnp.where(lower, np.pi**2 / 6 - jnp.log(xs) * jnp.log(one_minus) - y, y)
+    y = jnp.where(inverted, -0.5 * jnp.log(xs) ** 2 - y, y)
+    edge = jnp.where(x == 0, _const(x, np.pi**2 / 6), jnp.where(x == 1, _const(x, 0.0), _const(x, np.nan)))
+    return jnp.where(regular & jnp.isfinite(x), y, edge)
