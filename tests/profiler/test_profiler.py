@@ -168,9 +168,21 @@ def test_every_call_of_a_jitted_function_is_recorded(tmp_path):
     assert len(runs) == 3
 
 
+def _hooks():
+    """Which hot-path hooks are on: eager dispatch's timed method, the jitted fast path's
+    decline, the general dispatch's flag."""
+    return (
+        eager.EvalTrace.process_primitive is eager._timed_process_primitive,
+        call_fast.run is call_fast._declined,
+        dispatch._profiling,
+    )
+
+
 def test_nothing_is_recorded_outside_a_trace(tmp_path):
     assert not events.on
-    assert not (eager._profiling or dispatch._profiling or call_fast._profiling)
+    assert _hooks() == (False, False, False)
+    assert eager.EvalTrace.process_primitive is eager._untimed_process_primitive
+    assert call_fast.run is call_fast._run
     before = list(events._events)
     with profiler.TraceAnnotation("outside"):
         jnp.sin(jnp.ones(3)) + 1.0
@@ -179,9 +191,9 @@ def test_nothing_is_recorded_outside_a_trace(tmp_path):
     assert events._events == before == []
     assert not profiler.TraceAnnotation.is_enabled()
     with profiler.trace(tmp_path):
-        assert events.on and eager._profiling and dispatch._profiling and call_fast._profiling
+        assert events.on and _hooks() == (True, True, True)
         assert profiler.TraceAnnotation.is_enabled()
-    assert not (events.on or eager._profiling or dispatch._profiling or call_fast._profiling)
+    assert not events.on and _hooks() == (False, False, False)
     jnp.cos(jnp.ones(3))
     assert events._events == []
 

@@ -33,17 +33,6 @@ _get_ident = threading.get_ident
 _base_trace = _trace._base_trace_holder  # [the base trace]: current when nothing is tracing
 
 
-_profiling = False  # whether a profiler trace is being collected (events.py)
-
-
-def _on_profiling(on):
-    global _profiling
-    _profiling = on
-
-
-events.add_listener(_on_profiling)
-
-
 class FastCalls(dict):
     """signature -> _Entry, for one jitted function."""
 
@@ -73,10 +62,7 @@ def remember(table: FastCalls, args, closed, name, backend, out_tree, single) ->
 
 
 def run(table: FastCalls, args):
-    """The outputs of the call, or None when it must take the general path (always while a
-    profiler trace is collected: the general path records the call)."""
-    if _profiling:
-        return None
+    """The outputs of the call, or None when it must take the general path."""
     try:
         key = tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args])
     except AttributeError:  # not all Arrays (a tracer, a NumPy array, a Python scalar)
@@ -118,3 +104,21 @@ def run(table: FastCalls, args):
     if entry.single:
         return arrays[0]
     return pytree.tree_unflatten(entry.out_tree, arrays)
+
+
+# While a profiler trace is collected (events.py), every call takes the general path, which
+# records it: `run` is swapped for a function that declines, so outside a trace the fast path
+# has no check at all.
+_run = run
+
+
+def _declined(table, args):
+    return None
+
+
+def _on_profiling(on):
+    global run
+    run = _declined if on else _run
+
+
+events.add_listener(_on_profiling)

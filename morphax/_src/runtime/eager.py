@@ -81,13 +81,7 @@ def _wrap(out, aval: ShapedArray) -> Array:
 class EvalTrace(_trace.Trace):
     """Evaluate primitives immediately."""
 
-    def process_primitive(self, prim, args, params, _timed=False):
-        if _profiling and not _timed:
-            start = events.now()
-            try:
-                return self.process_primitive(prim, args, params, True)
-            finally:
-                events.complete(prim.name, "eager", start)
+    def process_primitive(self, prim, args, params):
         if guards.active:
             guards.before_eager(prim.name, args)
         nargs = len(args)
@@ -228,13 +222,21 @@ def clear_caches():
 
 # jax_debug_nans / jax_debug_infs, folded into one module global so the hot path pays one read.
 _float_checks = False
-# Whether a profiler trace is being collected (events.py): the one read eager dispatch pays.
-_profiling = False
+# While a profiler trace is collected (events.py), eager operations are timed by swapping the
+# class's method, so outside a trace eager dispatch has no check at all.
+_untimed_process_primitive = EvalTrace.process_primitive
+
+
+def _timed_process_primitive(self, prim, args, params):
+    start = events.now()
+    try:
+        return _untimed_process_primitive(self, prim, args, params)
+    finally:
+        events.complete(prim.name, "eager", start)
 
 
 def _on_profiling(on):
-    global _profiling
-    _profiling = on
+    EvalTrace.process_primitive = _timed_process_primitive if on else _untimed_process_primitive
 
 
 def _on_float_flags(name, value):
