@@ -2,9 +2,10 @@
 in-memory list of timed events a running trace collects (`morphax.profiler` writes them out).
 
 Instrumented places sit next to the counters tests assert on (jit's traces, the compiler's
-lowerings and compiles, the C builds) and on the dispatch paths. Cold places read `events.on`;
-hot paths (eager dispatch, a jitted call) keep their own module flag, set through `add_listener`,
-so when nothing is tracing they pay one global read. Imports nothing of morphax.
+lowerings and compiles, the C builds) and on the dispatch paths. Cold places read `events.on`.
+Hot paths are switched through `add_listener` instead: eager dispatch and the jitted fast path
+swap in a timed (or declining) function while a trace runs and pay nothing otherwise; the general
+dispatch path keeps a module flag (one global read). Imports nothing of morphax.
 """
 
 from __future__ import annotations
