@@ -1,4 +1,4 @@
-"""`morphax.profiler`: traces for ui.perfetto.dev / chrome://tracing / TensorBoard, user
+"""`morphax.profiler`: traces for ui.perfetto.dev and chrome://tracing, user
 annotations, reading traces back, and memory profiles of live arrays, mirroring ``jax.profiler``.
 See docs/profiling.md."""
 

@@ -117,7 +117,7 @@ def trace(
     tracing, compiles (jaxpr passes, lowering, the backend's build, the C compiler), program
     runs and their steps on the thread that ran them (the device stream runs queued work),
     eager operations, host transfers and waits, and `TraceAnnotation`s. Open it in
-    ui.perfetto.dev, chrome://tracing or TensorBoard's profile plugin (docs/profiling.md).
+    ui.perfetto.dev or chrome://tracing (docs/profiling.md).
 
     `create_perfetto_trace` also writes ``perfetto_trace.json.gz`` there; `create_perfetto_link`
     writes it, prints a ui.perfetto.dev link to it, and blocks until the link has been opened.
@@ -149,7 +149,7 @@ def start_server(port: int, requires_backend: bool = True) -> ProfilerServer:
     NB: JAX starts a gRPC profiler service here that TensorBoard connects to for on-demand
     captures. morphax has no such service: this returns a `ProfilerServer` that records the
     port (with `.listening == False`) and logs a warning naming what to use instead
-    (`trace(log_dir)` or `start_trace`/`stop_trace`, whose files TensorBoard also reads). Like
+    (`trace(log_dir)` or `start_trace`/`stop_trace`). Like
     JAX it raises ValueError while another server is active."""
     global _server
     if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port < 65536:

@@ -1,5 +1,5 @@
 """Trace files: the events of a session (`_src/events.py`) as Chrome/Perfetto trace-event JSON,
-gzip'd, where TensorBoard and JAX put theirs:
+gzip'd, in JAX's (TensorBoard's) folder layout:
 
     <log_dir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.trace.json.gz
 
