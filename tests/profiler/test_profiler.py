@@ -428,6 +428,25 @@ def test_device_memory_profile_is_a_gzipped_pprof_of_live_arrays(tmp_path):
         profiler.device_memory_profile("tpu")
 
 
+def _make_weights():
+    return jnp.ones((123,)) * 2.0
+
+
+def test_memory_profile_has_allocation_stacks_under_tracemalloc():
+    import tracemalloc
+
+    tracemalloc.start(25)
+    try:
+        weights = _make_weights()
+        _, _, samples = _parse_profile(profiler.device_memory_profile())
+    finally:
+        tracemalloc.stop()
+    frames = next(f for value, _, f in samples if value == [1, 123 * 4])
+    assert any(frame.startswith("test_profiler.py:") for frame in frames), frames
+    assert frames[0] != "Array f32[123]"
+    del weights
+
+
 def test_every_public_name_of_jax_profiler_exists():
     from pathlib import Path
 
