@@ -323,6 +323,25 @@ def test_profile_options(tmp_path):
     assert path.parent.name == "my_run"
     names = {e["name"] for e in _spans(_load(path))}
     assert "kept" in names and "sin" not in names
+    options.host_tracer_level = 0
+    options.session_id = "silent"
+    with profiler.trace(tmp_path, profiler_options=options):
+        with profiler.TraceAnnotation("dropped"):
+            jnp.sin(jnp.ones(3))
+    assert _spans(_load(tmp_path / "plugins" / "profile" / "silent" / path.name)) == []
+
+
+def test_a_trace_that_cannot_be_written_ends_the_session(tmp_path):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    profiler.start_trace(not_a_dir)
+    jnp.ones(2) + 1.0
+    with pytest.raises(OSError):
+        profiler.stop_trace()
+    assert not events.on
+    with profiler.trace(tmp_path / "ok"):  # a new session starts
+        pass
+    _trace_path(tmp_path / "ok")
 
 
 def test_profiler_server_and_subprocess(caplog):
