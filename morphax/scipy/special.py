@@ -1,13 +1,17 @@
-"""`morphax.scipy.special`: special functions, mirroring ``jax.scipy.special``.
+"""`morphax.scipy.special`: special functions, mirroring ``jax.scipy.special`` (all 53 names).
 
 Written on morphax's public API (`morphax.numpy`, `morphax.lax`), so every function traces,
 differentiates, vectorizes and compiles like any composition of primitives. Algorithms and edge
-conventions are JAX's (which follow SciPy's): the gamma family from lax.lgamma/digamma/igamma,
-betaln with SciPy's `algdiv` correction for large arguments, ndtri by Cephes' rational
-approximations, log_ndtr with its asymptotic series in the far left tail, the Hurwitz zeta's
-derivatives from Johansson's series expansion. Derivatives that the plain composition would get
-wrong at the domain's edges (xlogy at x = 0, logit, log_ndtr in the tails) are custom JVPs, as
-in JAX.
+conventions are JAX's (which follow SciPy's): betaln with SciPy's `algdiv` correction for large
+arguments, ndtri by Cephes' rational approximations, log_ndtr with its asymptotic series in the
+far left tail, the Hurwitz zeta's derivatives from Johansson's series expansion, Owen's T by
+Patefield and Tandy's T5 quadrature, spence by Cephes. Derivatives that the plain composition
+would get wrong at the domain's edges (xlogy at x = 0, logit, log_ndtr in the tails) are custom
+JVPs, as in JAX. Families with longer algorithms live in private siblings re-exported here:
+`_special_gamma` (the gamma family), `_special_faddeeva` (wofz, erfcx, dawsn),
+`_special_exponential_integrals` (expn, exp1, expi), `_special_oscillatory_integrals` (sici,
+fresnel), `_special_hypergeometric` (hyp1f1, hyp2f1), `_special_bessel` (bessel_jn) and
+`_special_spherical_harmonics` (sph_harm_y).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.numpy.reductions import logsumexp  # noqa: F401
 from morphax.nn import log_softmax, softmax  # noqa: F401  (re-exported, as in JAX)
 from morphax.numpy import logaddexp as _logaddexp  # noqa: F401
+from morphax.scipy._special_bessel import bessel_jn  # noqa: F401
 from morphax.scipy._special_exponential_integrals import exp1, expi, expn  # noqa: F401
 from morphax.scipy._special_faddeeva import dawsn, erfcx, wofz  # noqa: F401
 from morphax.scipy._special_gamma import (  # noqa: F401
@@ -45,14 +50,16 @@ from morphax.scipy._special_gamma import (  # noqa: F401
     poch,
     polygamma,
 )
+from morphax.scipy._special_hypergeometric import hyp1f1, hyp2f1  # noqa: F401
 from morphax.scipy._special_oscillatory_integrals import fresnel, sici  # noqa: F401
+from morphax.scipy._special_spherical_harmonics import sph_harm_y  # noqa: F401
 
 __all__ = [
-    "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn", "digamma",
+    "bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn", "digamma",
     "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "fresnel", "gamma",
-    "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div",
+    "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "hyp2f1", "i0", "i0e", "i1", "i1e", "kl_div",
     "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t",
-    "poch", "polygamma", "rel_entr", "sici", "softmax", "spence", "wofz", "xlog1py", "xlogy",
+    "poch", "polygamma", "rel_entr", "sici", "softmax", "spence", "sph_harm_y", "wofz", "xlog1py", "xlogy",
     "zeta",
 ]  # fmt: skip
 
