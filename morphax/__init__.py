@@ -25,6 +25,7 @@ from morphax import (
     tree_util,
 )
 from morphax._src import prims as _prims  # noqa: F401  (registers the primitive catalogue)
+from morphax._src.api import pullback as _pullback
 from morphax._src.api.autodiff import (
     closure_convert,
     custom_gradient,
@@ -118,8 +119,16 @@ from morphax._src.version import __version__  # noqa: E402, F401
 
 # JAX's `jax.memory` namespace: the memory spaces buffers may live in.
 memory = _SimpleNamespace(Space=MemorySpace)
+# JAX's `jax.ad` namespace: the markers of `vjp_fun.with_refs`.
+ad = _SimpleNamespace(
+    DontWant=_pullback.DontWant,
+    DidntWant=_pullback.DidntWant,
+    GradRef=_pullback.GradRef,
+    GradValue=_pullback.GradValue,
+)
 
 __all__ = [
+    "ad",
     "Device",
     "ds",
     "fwd_and_bwd",

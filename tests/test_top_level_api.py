@@ -107,3 +107,29 @@ def test_jaxpr_effects_of_debug_prints():
     assert effects(morphax.jit(f)) == {morphax.debug.DebugEffect}  # through a carried jaxpr
     assert effects(lambda x: morphax.lax.cond(x > 0, g, lambda y: y, x)) == {morphax.debug.OrderedDebugEffect}
     assert effects(lambda x: x + 1) == set()
+
+
+def test_vjp_function_is_a_pytree_with_refs():
+    def f(x, w):
+        return jnp.sin(x) * w
+
+    ones = jnp.ones(3)
+    _, f_vjp = morphax.vjp(f, ones, ones)
+    # the pullback passes through jit as residual arrays
+    gx, gw = morphax.jit(lambda pullback, ct: pullback(ct))(f_vjp, ones)
+    np.testing.assert_allclose(gx, np.cos(1.0) * np.ones(3), rtol=1e-6)
+    np.testing.assert_allclose(gw, np.sin(1.0) * np.ones(3), rtol=1e-6)
+    # JAX 0.10.2's answers for the same program
+    skipped, gw = f_vjp.with_refs(morphax.ad.DontWant(), morphax.ad.GradValue())(ones)
+    assert skipped == morphax.ad.DidntWant()
+    np.testing.assert_allclose(gw, [0.84147096] * 3, rtol=1e-6)
+    ref = morphax.new_ref(jnp.zeros(3))
+    marker, _ = f_vjp.with_refs(ref, morphax.ad.GradValue())(ones)
+    assert marker == morphax.ad.GradRef()
+    np.testing.assert_allclose(ref[...], [0.5403023] * 3, rtol=1e-6)
+    f_vjp.with_refs(ref, morphax.ad.DontWant())(ones)
+    np.testing.assert_allclose(ref[...], [1.0806046] * 3, rtol=1e-6)
+    with pytest.raises(TypeError, match="structure of the primal inputs"):
+        f_vjp.with_refs(ref)
+    with pytest.raises(TypeError, match="takes one cotangent argument"):
+        f_vjp(ones, ones)

@@ -7,12 +7,12 @@ what to do, and calls the trace machinery in `transforms/ad.py`.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import numpy as np
 
 from morphax._src import events
+from morphax._src.api.pullback import VJP, check_cotangents
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
@@ -158,33 +158,11 @@ def _drop_outputs(lin, n):
 # --------------------------------------------------------------------------------------------- vjp
 
 
-def _check_cotangents(out_tree, out_avals, cts):
-    ct_leaves, ct_tree = pytree.tree_flatten(cts)
-    if ct_tree != out_tree:
-        raise TypeError(
-            "Tree structure of cotangent input to the vjp function does not match the structure of the "
-            f"primal output: got {ct_tree}, expected {out_tree}."
-        )
-    for a, ct in zip(out_avals, ct_leaves):
-        ca = get_aval(ct)
-        if ca.shape != a.shape:
-            raise ValueError(
-                f"Shape of cotangent input to the vjp function {ca.shape} does not match the shape of the "
-                f"primal output {a.shape}."
-            )
-        want = tangent_dtype(a.dtype)
-        if ca.dtype != want and not (
-            ca.weak_type and _dtypes.is_inexact(ca.dtype) and _dtypes.is_inexact(want)
-        ):
-            raise TypeError(
-                f"Type of cotangent input to the vjp function ({ca.dtype.name}) is not the expected tangent "
-                f"type ({want.name}) of the primal output (dtype {a.dtype.name})."
-            )
-    return ct_leaves
-
-
 def vjp(fun, *primals, has_aux=False):
-    """Returns (primals_out, vjp_fun) where vjp_fun maps output cotangents to input cotangents."""
+    """Returns (primals_out, vjp_fun) where vjp_fun maps output cotangents to input cotangents.
+
+    `vjp_fun` is a `VJP` (api/pullback.py): a pytree over the residuals, so it can be passed to
+    a jitted function, and ``vjp_fun.with_refs(...)`` skips or accumulates chosen cotangents."""
     p_leaves, p_tree = pytree.tree_flatten(primals)
     store: dict = {}
     name = _fun_name(fun)
@@ -194,22 +172,8 @@ def vjp(fun, *primals, has_aux=False):
     _check_outputs_are_arrays(fun, out_p[:n])
     if has_aux:
         lin = _drop_outputs(lin, n)
-    out_tree = store["out_tree"]
-    out_avals = [get_aval(o) for o in out_p[:n]]
-    in_avals = [get_aval(p) for p in p_leaves]
-
-    def vjp_fun(cts):
-        ct_leaves = _check_cotangents(out_tree, out_avals, cts)
-        ct_leaves = [
-            make_array(c, dtype=a.dtype) if _dtypes.is_python_scalar(c) else c
-            for c, a in zip(ct_leaves, out_avals)
-        ]
-        with events.span(f"transpose(jvp({name}))", "autodiff"):
-            cts_in = lin.transpose(ct_leaves)
-        dense = [zeros_like_aval(tangent_aval(a)) if is_zero(c) else c for c, a in zip(cts_in, in_avals)]
-        return pytree.tree_unflatten(p_tree, dense)
-
-    primals_out = pytree.tree_unflatten(out_tree, out_p[:n])
+    vjp_fun = VJP.of(lin, p_tree, store["out_tree"], [get_aval(o) for o in out_p[:n]], name)
+    primals_out = pytree.tree_unflatten(store["out_tree"], out_p[:n])
     if has_aux:
         return primals_out, vjp_fun, pytree.tree_unflatten(store["aux_tree"], out_p[n:])
     return primals_out, vjp_fun
@@ -218,70 +182,27 @@ def vjp(fun, *primals, has_aux=False):
 # ------------------------------------------------------------------------------------ fwd_and_bwd
 
 
-@dataclasses.dataclass(eq=False)  # compared by identity: one per trace of `fwd`
-class _PullbackStructure:
-    """What `bwd` needs besides the residual arrays: the linear jaxpr and the pytree layouts."""
-
-    jaxpr: Jaxpr
-    out_zero_avals: list
-    in_avals: list
-    in_tree: object
-    out_tree: object
-    out_avals: list
-    single: bool
-
-
-class Residuals:
-    """What `fwd` of `fwd_and_bwd` returns for `bwd`: a pytree whose leaves are the residual
-    arrays of the linearization and whose structure holds the linear program."""
-
-    def __init__(self, arrays, structure: _PullbackStructure):
-        self.arrays = list(arrays)
-        self.structure = structure
-
-
-pytree.register_pytree_node(Residuals, lambda r: (r.arrays, r.structure), lambda s, a: Residuals(a, s))
-
-
 def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
     """``fwd, bwd = fwd_and_bwd(f, argnums)``: ``fwd(*args)`` is ``(f(*args), residuals)`` (plus
     aux with `has_aux`) and ``bwd(residuals, cotangent)`` the cotangents of the arguments
-    `argnums` selects (a tuple for a tuple of argnums), as ``jax.fwd_and_bwd``. Jitted by
-    default: one trace of `fwd` serves every call, so `bwd` compiles once too."""
+    `argnums` selects (a tuple for a tuple of argnums), as ``jax.fwd_and_bwd``. The residuals
+    are the pullback (a `VJP` pytree). Jitted by default: one trace of `fwd` serves every call,
+    and its pullback's structure with it, so `bwd` compiles once too."""
 
     def fwd(*args):
         single, nums = _normalize_argnums(argnums, len(args), "fwd_and_bwd")
         f_partial, dyn = _partial_with(fun, args, {}, nums)
-        p_leaves, p_tree = pytree.tree_flatten(dyn)
-        store: dict = {}
-        out_p, lin = ad.linearize_flat(_flat_fun(f_partial, p_tree, has_aux, store), p_leaves)
-        n = store["n_out"]
-        _check_outputs_are_arrays(fun, out_p[:n])
-        if has_aux:
-            lin = _drop_outputs(lin, n)
-        structure = _PullbackStructure(
-            lin.jaxpr.jaxpr,
-            lin.out_zero_avals,
-            lin.in_avals,
-            p_tree,
-            store["out_tree"],
-            [get_aval(o) for o in out_p[:n]],
-            single,
-        )
-        out = (pytree.tree_unflatten(store["out_tree"], out_p[:n]), Residuals(lin.jaxpr.consts, structure))
-        return (*out, pytree.tree_unflatten(store["aux_tree"], out_p[n:])) if has_aux else out
+        out = vjp(f_partial, *dyn, has_aux=has_aux)
+        out[1].single = single
+        return out
 
     def bwd(residuals, cotangents):
-        if not isinstance(residuals, Residuals):
+        if not isinstance(residuals, VJP):
             raise TypeError(
                 f"fwd_and_bwd: bwd takes the residuals fwd returned, got {type(residuals).__name__}"
             )
-        s = residuals.structure
-        lin = ad.LinearFunction(ClosedJaxpr(s.jaxpr, residuals.arrays), s.out_zero_avals, s.in_avals)
-        cts_in = lin.transpose(_check_cotangents(s.out_tree, s.out_avals, cotangents))
-        dense = [zeros_like_aval(tangent_aval(a)) if is_zero(c) else c for c, a in zip(cts_in, s.in_avals)]
-        out = pytree.tree_unflatten(s.in_tree, dense)
-        return out[0] if s.single else out
+        out = residuals(cotangents)
+        return out[0] if residuals.single else out
 
     fwd.__name__, bwd.__name__ = f"fwd_of_{_fun_name(fun)}", f"bwd_of_{_fun_name(fun)}"
     if jitted:
@@ -574,7 +495,7 @@ def linear_transpose(fun, *primals, reduce_axes=()):
 
     def transposed(*cts):
         ct = cts[0] if len(cts) == 1 else cts
-        ct_leaves = _check_cotangents(out_tree, out_avals, ct)
+        ct_leaves = check_cotangents(out_tree, out_avals, ct)
         cts_in = ad.backward_pass(closed, ct_leaves)
         dense = [zeros_like_aval(a) if is_zero(c) else c for c, a in zip(cts_in, in_avals)]
         return pytree.tree_unflatten(p_tree, dense)
