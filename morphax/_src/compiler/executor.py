@@ -353,7 +353,7 @@ def profiled(executable: Executable) -> Executable:
     plain = executable.fn
     timed = _timed_fns.get(plain)
     if timed is None:
-        timed = _timed_fns[plain] = _timed_program(plain)
+        timed = _timed_fns[plain] = _timed_program(plain, executable.segments)
     name, backend = executable.name, getattr(plain, "_morphax_backend", executable.backend)
     origin, queued_at = events.current_thread_id(), events.now()
 
@@ -386,12 +386,15 @@ def _step_name(line: str, env: dict) -> str | None:
     return None
 
 
-def _timed_program(fn):
+def _timed_program(fn, segments=()):
+    """`fn` generated again with each step timed; a native segment's span also says how many
+    steps (kernels, BLAS calls, loops) run inside it, which are not timed one by one."""
     source = getattr(fn, "_morphax_source", None)
     if source is None:  # not a generated program (a test's stand-in): time it as one step
         return fn
     env = dict(fn.__globals__)
     env["_mx_now"], env["_mx_step"] = events.now, events.complete
+    inside = {name: (steps, scratch) for name, steps, scratch in segments}
     header, *body = source.splitlines()
     lines = [header]
     for line in body:
@@ -402,9 +405,12 @@ def _timed_program(fn):
         if name is None:
             lines.append(line)
             continue
+        args = {"code": stripped}
+        if name in inside:
+            args["native steps"], args["scratch bytes"] = inside[name]
         lines.append("    _mx_t = _mx_now()")
         lines.append(line)
-        lines.append(f"    _mx_step({name!r}, 'kernel', _mx_t, _mx_now(), {{'code': {stripped!r}}})")
+        lines.append(f"    _mx_step({name!r}, 'kernel', _mx_t, _mx_now(), {args!r})")
     fn_name = header[len("def ") : header.index("(")]
     exec(compile("\n".join(lines) + "\n", f"<morphax profiled {fn_name}>", "exec"), env)
     return env.pop(fn_name)
