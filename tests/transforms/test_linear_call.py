@@ -247,6 +247,23 @@ def test_grad_and_vjp_call_the_custom_transpose():
     assert "transpose_thunk=_div" in str(closed) and eqn.params["transpose_thunk"].__name__ == "_div"
 
 
+def test_inside_control_flow_and_checkpoint():
+    wrong_t = lambda r, c: 2.0 * c / r  # noqa: E731  (twice the true transpose)
+    lc = lambda x, r: linear_call(_div, wrong_t, r, x)  # noqa: E731
+
+    def body(c, r):
+        return lc(c, r), c
+
+    loss = lambda x: morphax.lax.scan(body, x, jnp.array([1.0, 2.0]))[0]  # noqa: E731
+    assert float(morphax.grad(loss)(3.0)) == 2.0  # (2 / 1) * (2 / 2)
+    branch = lambda x: morphax.lax.cond(x > 0, lambda x: lc(x, 4.0), lambda x: x, x)  # noqa: E731
+    assert float(morphax.grad(branch)(3.0)) == 0.5
+    g = morphax.grad(morphax.checkpoint(lambda x: jnp.sin(lc(x, 4.0))))(3.0)
+    np.testing.assert_allclose(float(g), 0.5 * np.cos(0.75), rtol=1e-6)
+    # Forward over reverse: the transposed call's tangents go through the transpose.
+    assert float(morphax.hessian(lambda x: lc(x, 4.0) ** 2)(3.0)) == 0.25
+
+
 def test_transpose_of_transpose_calls_fun_again():
     fun_calls, t_calls = [], []
 

@@ -118,7 +118,7 @@ def _transpose(cts, *args, callee, transpose_thunk, num_callee_consts, num_res):
         what = (
             "residual_args"
             if any(is_undefined_primal(a) for a in args[num_callee_consts:n_fixed])
-            else ("a value the function closes over")
+            else "a value the function closes over"
         )
         raise TypeError(
             f"linear_call: cannot transpose {transpose_thunk.partner} with respect to {what}: it is "
@@ -275,7 +275,8 @@ def linear_call(fun, fun_transpose, residual_args, linear_args):
     Example: ``linear_call(lambda r, x: x / r, lambda r, t: t / r, 3.0, x)``.
 
     `fun_transpose` is traced (and its output checked against `linear_args`) the first time a
-    transposition needs it.
+    transposition needs it, so, as in JAX, values it needs from an enclosing `jit` or `vmap`
+    should come in through `residual_args` rather than its closure.
     """
     res_leaves, res_tree = pytree.tree_flatten(residual_args)
     lin_leaves, lin_tree = pytree.tree_flatten(linear_args)
