@@ -12,7 +12,9 @@ so the compiled programs stay functional and every backend works unchanged.
 from __future__ import annotations
 
 from morphax._src.core import state_types
-from morphax._src.core.avals import get_aval
+from morphax._src.core.ad_util import Zero, instantiate, is_zero, tangent_aval
+from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import bdim_to_front, moveaxis
 from morphax._src.core.jaxpr import (
     ClosedJaxpr,
     Jaxpr,
@@ -20,6 +22,7 @@ from morphax._src.core.jaxpr import (
     Literal,
     Var,
     any_eqn,
+    eval_jaxpr,
     split_list,
     sub_jaxprs,
 )
@@ -31,7 +34,18 @@ from morphax._src.higher_order.pjit import pjit_p
 from morphax._src.higher_order.scan import scan_p
 from morphax._src.higher_order.while_loop import while_p
 from morphax._src.prims.conversion import full
-from morphax._src.prims.state import empty_ref_p, free_ref_p, freeze_p, new_ref_p
+from morphax._src.prims.state import (
+    _GRAD_HINT,
+    TangentRef,
+    empty_ref_p,
+    free_ref_p,
+    freeze_p,
+    new_ref_p,
+    read_whole,
+    write_whole,
+)
+from morphax._src.transforms import ad
+from morphax._src.transforms.batching import batch_jaxpr
 from morphax._src.transforms.staging import StagingTrace, trace_to_jaxpr
 
 __all__ = ["discharge_state", "has_state", "run_with_refs"]
@@ -410,3 +424,95 @@ def _install_partial_eval():
 
 
 _install_partial_eval()
+
+
+# ------------------------------------------------ control flow given refs under jvp and vmap
+#
+# Under jvp or vmap (outside jit), a loop, branch or call that receives a ref is run in its
+# discharged form: the ref's value (and tangent) goes in, the final value comes out and is
+# written back, so the primitive's own rules only ever see functional programs.
+
+
+def _is_ref_value(x) -> bool:
+    return type(x) is Ref or is_ref_aval(getattr(x, "aval", None))
+
+
+def _unbatched_aval(x, d):
+    a = get_aval(x)
+    if d is None:
+        return a
+    inner = a.inner_aval if is_ref_aval(a) else a
+    one = ShapedArray(inner.shape[:d] + inner.shape[d + 1 :], inner.dtype, inner.weak_type)
+    return state_types.AbstractRef(one) if is_ref_aval(a) else one
+
+
+def _discharged_call(prim, args, params, dims=None):
+    slots, first = [], {}
+    for i, x in enumerate(args):
+        slots.append(first.setdefault(id(x), i) if _is_ref_value(x) else i)
+    dims = dims if dims is not None else [None] * len(args)
+    avals = tuple(_unbatched_aval(x, d) for x, d in zip(args, dims))
+    closed, n_out = one_equation_discharged(prim, avals, tuple(slots), params)
+    keep = sorted(set(slots))
+    refs = [k for k in keep if _is_ref_value(args[k])]
+    return closed, n_out, keep, refs
+
+
+def _jvp_with_refs(prim, rule):
+    def jvp(primals, tangents, **params):
+        if not any(_is_ref_value(p) for p in primals):
+            return rule(primals, tangents, **params)
+        closed, n_out, keep, refs = _discharged_call(prim, primals, params)
+        vals, tans = [], []
+        for k in keep:
+            p, t = primals[k], tangents[k]
+            if _is_ref_value(p):
+                vals.append(read_whole(p))
+                tans.append(t.value if type(t) is TangentRef else Zero(tangent_aval(get_aval(vals[-1]))))
+            else:
+                vals.append(p)
+                tans.append(t)
+        outs, outs_t = ad.jvp_flat(lambda *a: eval_jaxpr(closed.jaxpr, closed.consts, *a), vals, tans)
+        for k, v, vt in zip(refs, outs[n_out:], outs_t[n_out:]):
+            write_whole(primals[k], v)
+            if type(tangents[k]) is TangentRef:
+                tangents[k].value = instantiate(vt)
+            elif not is_zero(vt):
+                raise ValueError(
+                    f"{prim.name}: performing a write with a differentiated value on a non-differentiated "
+                    f"array reference of type {get_aval(primals[k])}. {_GRAD_HINT}"
+                )
+        return outs[:n_out], outs_t[:n_out]
+
+    return jvp
+
+
+def _batch_with_refs(prim, rule):
+    def batch(vals, dims, *, axis_data, **params):
+        if not any(_is_ref_value(v) for v in vals):
+            return rule(vals, dims, axis_data=axis_data, **params)
+        closed, n_out, keep, refs = _discharged_call(prim, vals, params, dims)
+        ins = [read_whole(vals[k]) if k in refs else vals[k] for k in keep]
+        batched, out_batched = batch_jaxpr(closed, axis_data, [dims[k] for k in keep])
+        outs = eval_jaxpr(batched.jaxpr, batched.consts, *ins)
+        out_dims = [0 if b else None for b in out_batched]
+        for k, v, d in zip(refs, outs[n_out:], out_dims[n_out:]):
+            rd = dims[k]
+            if rd is None and d is not None:
+                raise ValueError(
+                    f"{prim.name}: performing a write with a vmapped value on an unbatched array "
+                    f"reference of type {get_aval(vals[k])}. Move the array reference to be an argument "
+                    "to the vmapped function, or create it inside it."
+                )
+            if rd is not None:
+                v = bdim_to_front(v, d, axis_data.size)
+                v = moveaxis(v, 0, rd)
+            write_whole(vals[k], v)
+        return outs[:n_out], out_dims[:n_out]
+
+    return batch
+
+
+for _prim in (scan_p, while_p, cond_p, pjit_p):
+    _prim.jvp = _jvp_with_refs(_prim, _prim.jvp)
+    _prim.batch = _batch_with_refs(_prim, _prim.batch)

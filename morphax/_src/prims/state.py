@@ -374,9 +374,12 @@ free_ref_p.discharge = _free_ref_discharge
 
 # ------------------------------------------------------------------------------------- JVP
 #
-# A differentiated ref is a pair of refs (primal, tangent); every operation acts on both. A ref
-# whose tangent is a symbolic zero (made outside the differentiated function) may be read, and
-# written with values that carry no derivative.
+# The tangent of a ref made inside the differentiated function is a `TangentRef`: a box holding
+# the tangent of the ref's current value, updated functionally (the discharge rules above) as
+# the primal ref is written, in program order. Its tangent computations are therefore ordinary
+# linear operations, so linearization and transposition (grad) work as for arrays. A ref whose
+# tangent is a symbolic zero (made outside the differentiated function) may be read, and written
+# with values that carry no derivative, as in JAX.
 
 _GRAD_HINT = (
     "Move the array reference to be an argument of the differentiated function, create it from "
@@ -385,10 +388,43 @@ _GRAD_HINT = (
 )
 
 
+class TangentRef:
+    """The tangent of a differentiated ref: the tangent of its current value."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self):
+        return f"TangentRef({self.value!r})"
+
+
+def _tangent_ref(name, t):
+    if type(t) is not TangentRef:
+        raise NotImplementedError(
+            f"Differentiating `{name}` on a mutable array reference passed into a loop or branch body "
+            "(or a custom-rule call) is not supported: wrap the differentiated function in "
+            "morphax.jit, which turns its refs into functional code, or pass ref[...] values instead."
+        )
+    return t
+
+
+def _tangent_of_new(x_aval, t):
+    if not _dtypes.is_inexact(x_aval.dtype):
+        return Zero(tangent_aval(x_aval))  # integer refs carry no derivative
+    return TangentRef(instantiate(t) if is_zero(t) else t)
+
+
 def _new_ref_jvp(primals, tangents, *, memory_space, kind):
     (x,), (t,) = primals, tangents
     out = new_ref_p.bind(x, memory_space=memory_space, kind=kind)
-    return out, new_ref_p.bind(instantiate(t), memory_space=memory_space, kind=kind)
+    return out, _tangent_of_new(get_aval(x), t)
+
+
+def _empty_ref_jvp(primals, tangents, *, ty, memory_space):
+    out = empty_ref_p.bind(ty=ty, memory_space=memory_space)
+    return out, _tangent_of_new(ty, Zero(tangent_aval(ty)))
 
 
 def _get_jvp(primals, tangents, *, tree):
@@ -396,7 +432,7 @@ def _get_jvp(primals, tangents, *, tree):
     out = get_p.bind(ref, *idx, tree=tree)
     if is_zero(tangents[0]):
         return out, Zero(tangent_aval(get_aval(out)))
-    return out, get_p.bind(tangents[0], *idx, tree=tree)
+    return out, index_read(_tangent_ref("get", tangents[0]).value, tree, idx)
 
 
 def _write_jvp(prim, primals, tangents, tree):
@@ -410,7 +446,10 @@ def _write_jvp(prim, primals, tangents, tree):
                 f"array reference of type {get_aval(ref)}. {_GRAD_HINT}"
             )
         return out, ([] if prim.multiple_results else Zero(tangent_aval(get_aval(out))))
-    return out, prim.bind(ref_t, instantiate(val_t), *idx, tree=tree)
+    cell = _tangent_ref(prim.name, ref_t)
+    new_t, out_t = prim.discharge(cell.value, instantiate(val_t), *idx, tree=tree)
+    cell.value = new_t
+    return out, out_t
 
 
 def _swap_jvp(primals, tangents, *, tree):
@@ -423,31 +462,24 @@ def _addupdate_jvp(primals, tangents, *, tree):
 
 def _freeze_jvp(primals, tangents):
     out = freeze_p.bind(primals[0])
-    return out, (Zero(tangent_aval(get_aval(out))) if is_zero(tangents[0]) else freeze_p.bind(tangents[0]))
+    if is_zero(tangents[0]):
+        return out, Zero(tangent_aval(get_aval(out)))
+    return out, _tangent_ref("freeze", tangents[0]).value
 
 
 def _free_ref_jvp(primals, tangents):
-    free_ref_p.bind(primals[0])
-    if not is_zero(tangents[0]):
-        free_ref_p.bind(tangents[0])
-    return [], []
+    return free_ref_p.bind(primals[0]), []
 
 
 def _no_transpose(name):
     def rule(*args, **params):
         raise NotImplementedError(
-            f"Reverse-mode differentiation (grad, vjp) through the ref operation `{name}` outside "
-            "jit is not supported: wrap the differentiated function in morphax.jit (its refs are "
-            "then discharged into functional code, which grad handles), or use jvp/jacfwd."
+            f"Reverse-mode differentiation (grad, vjp) through the ref operation `{name}` staged in a "
+            "linear program is not supported: wrap the differentiated function in morphax.jit (its "
+            "refs are then discharged into functional code, which grad handles)."
         )
 
     return rule
-
-
-def _empty_ref_jvp(primals, tangents, *, ty, memory_space):
-    return empty_ref_p.bind(ty=ty, memory_space=memory_space), empty_ref_p.bind(
-        ty=ty, memory_space=memory_space
-    )
 
 
 new_ref_p.jvp = _new_ref_jvp
