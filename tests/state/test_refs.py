@@ -75,6 +75,20 @@ def test_new_ref_copies_its_initial_value():
     np.testing.assert_array_equal(arr(v), [9.0, 1.0, 2.0])
 
 
+def test_refs_own_their_buffers():
+    x = jnp.ones(2)
+    r = morphax.new_ref(x)
+    x.delete()  # the ref copied it
+    v = r[...]
+    v.delete()  # reads copy too
+    f = morphax.jit(lambda r, x: (r.__setitem__(..., x), x)[1])
+    x = jnp.full(2, 3.0, jnp.float32)
+    y = f(r, x)
+    x.delete()
+    y.delete()  # the value written back is not the returned (or the given) array
+    np.testing.assert_array_equal(arr(r[...]), [3.0, 3.0])
+
+
 def test_x64_ref():
     with morphax.enable_x64():
         r = morphax.new_ref(np.arange(3.0))

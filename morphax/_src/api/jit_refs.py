@@ -5,6 +5,9 @@ the refs' values and returns their final values after its outputs, so the compil
 ordinary. Each call reads the refs, runs the program and writes the final values back: eagerly
 by swapping the refs' buffers, under a transformation through the state primitives (so vmap and
 jvp see plain reads and writes around the call). Functions that touch no ref never get here.
+
+NB: JAX's make_jaxpr of such a jit shows the ref operations inside the jit equation; here the
+jit equation is functional, between a read and a write of each ref.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr
 from morphax._src.core.state_types import Ref, is_ref_aval
 from morphax._src.higher_order.state_discharge import discharge_state, has_state
+from morphax._src.prims.conversion import copy
 from morphax._src.prims.state import read_whole, write_whole
 
 __all__ = ["StatefulCall", "call_stateful", "stateful_form"]
@@ -128,9 +132,12 @@ def call_stateful(sc: StatefulCall, lifted, leaves, name, run_eagerly, bind_call
         for i in sc.ref_positions:
             vals[i] = inputs[i].current_array()
         outs = run_eagerly(vals)
+        results = outs[: sc.n_out]
         for i, v in zip(sc.ref_positions, outs[sc.n_out :]):
+            if any(v is x for x in vals) or any(v is o for o in results):
+                v = copy(v)  # a forwarded input or a returned array: the ref must own its buffer
             inputs[i].store(v)
-        return outs[: sc.n_out]
+        return results
     for i in sc.ref_positions:
         vals[i] = read_whole(inputs[i])
     outs = bind_call(vals)

@@ -25,7 +25,6 @@ from morphax._src.core.state_types import (
     format_index,
     full_index,
     indexed_shape,
-    is_full_index,
     is_ref_aval,
     numpy_index,
 )
@@ -175,9 +174,8 @@ def _host_value(x, dtype) -> np.ndarray:
 
 def _new_ref_impl(x, *, memory_space, kind):
     aval = _new_ref_abstract_eval(get_aval(x), memory_space=memory_space, kind=kind)
-    if not is_concrete_array(x):
-        x = make_array(np.array(x, dtype=aval.dtype), dtype=aval.dtype, weak_type=aval.weak_type)
-    # The Array is immutable, so the ref may start out sharing it: its first write copies.
+    # A copy: the ref must not share a buffer the caller may donate or delete later.
+    x = make_array(np.array(_host_value(x, aval.dtype)), dtype=aval.dtype, weak_type=aval.weak_type)
     return Ref(x, aval)
 
 
@@ -191,8 +189,7 @@ def _empty_ref_impl(*, ty, memory_space):
 def _get_impl(ref, *idx, tree):
     ref = _concrete_ref("get", ref)
     _get_abstract_eval(ref.aval, *[get_aval(i) for i in idx], tree=tree)
-    if ref._np is None and is_full_index(ref.shape, tree):
-        return ref.current_array()  # Arrays are immutable: the whole value needs no copy
+    # Reads copy (as JAX's do): the caller may donate or delete what it gets.
     buf = ref._np if ref._np is not None else ref._array._value
     out = np.array(buf[numpy_index(ref.shape, tree, idx)], dtype=ref.dtype)
     return make_array(out, dtype=ref.dtype, weak_type=ref.weak_type)
@@ -201,10 +198,6 @@ def _get_impl(ref, *idx, tree):
 def _swap_impl(ref, val, *idx, tree):
     ref = _concrete_ref("swap", ref)
     _swap_abstract_eval(ref.aval, get_aval(val), *[get_aval(i) for i in idx], tree=tree)
-    if is_full_index(ref.shape, tree) and is_concrete_array(val):
-        old = ref.current_array()
-        ref.store(val)  # Arrays are immutable: the ref may hold this one until its next write
-        return old
     buf = ref.host_buffer()
     where = numpy_index(ref.shape, tree, idx)
     old = np.array(buf[where])
