@@ -159,6 +159,17 @@ def test_use_after_freeze_or_free_under_jit():
     np.testing.assert_array_equal(
         arr(morphax.jit(lambda x: morphax.freeze(morphax.new_ref(x)))(jnp.ones(2))), np.ones(2)
     )
+    r = morphax.new_ref(jnp.ones(2))
+    with pytest.raises(
+        NotImplementedError,
+        match=r"freeze: a mutable array reference \(Ref\{float32\[2\]\}\) passed to or closed over by a jitted function",
+    ):
+        morphax.jit(lambda: morphax.freeze(r))()
+    with pytest.raises(
+        NotImplementedError, match="free_ref: a mutable array reference .* cannot be invalidated inside it"
+    ):
+        morphax.jit(morphax.free_ref)(r)
+    assert float(r[0]) == 1.0  # still usable
 
 
 # ---------------------------------------------------------------------------------- errors

@@ -54,12 +54,14 @@ __all__ = ["discharge_state", "has_state", "run_with_refs"]
 class _Cell:
     """A ref during discharge: its current value, and what invalidated it (if anything)."""
 
-    __slots__ = ("value", "aval", "invalid")
+    __slots__ = ("value", "aval", "invalid", "external")
 
-    def __init__(self, value, aval):
+    def __init__(self, value, aval, external=False):
         self.value = value
         self.aval = aval
         self.invalid = None
+        # A ref given to the program (not made inside it): the program cannot invalidate it.
+        self.external = external
 
 
 def _uses_state(eqn) -> bool:
@@ -94,7 +96,7 @@ def _discharge(closed: ClosedJaxpr) -> ClosedJaxpr:
     def fun(*args):
         env_args = list(args)
         for i in ref_in:
-            env_args[i] = _Cell(args[i], j.invars[i].aval)
+            env_args[i] = _Cell(args[i], j.invars[i].aval, external=True)
         outs = _eval(j, closed.consts, env_args)
         _check_no_ref_outputs(outs, "a function")
         return list(outs) + [env_args[i].value for i in ref_in]
@@ -162,6 +164,12 @@ def _state_eqn(prim, ins, params):
     if type(cell) is not _Cell:
         raise ValueError(f"`{prim.name}` must be called on `Ref` types: {get_aval(cell)}.")
     _check_valid(prim.name, cell)
+    if cell.external and (prim is freeze_p or prim is free_ref_p):
+        raise NotImplementedError(
+            f"{prim.name}: a mutable array reference ({cell.aval}) passed to or closed over by a jitted "
+            f"function (or a loop or branch body) cannot be invalidated inside it. Call {prim.name} "
+            "outside, after the call, or read the value with ref[...] inside."
+        )
     new, out = prim.discharge(cell.value, *ins[1:], **params)
     cell.value = new
     if prim is freeze_p or prim is free_ref_p:
