@@ -37,11 +37,13 @@ from morphax._src.prims.conversion import full
 from morphax._src.prims.state import (
     _GRAD_HINT,
     TangentRef,
+    addupdate_p,
     empty_ref_p,
     free_ref_p,
     freeze_p,
     new_ref_p,
     read_whole,
+    swap_p,
     write_whole,
 )
 from morphax._src.transforms import ad
@@ -270,11 +272,6 @@ def _while_rule(ins, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
             "while_loop: a mutable array reference cannot be part of the carry; close over it in the "
             "loop body instead (its writes are kept across iterations)."
         )
-    if any(e.primitive in STATE_PRIMS and e.primitive.name in ("swap", "addupdate") for e in cond_jaxpr.eqns):
-        raise NotImplementedError(
-            "while_loop: cond_fun writes to a mutable array reference; only the body may write. Move "
-            "the write into body_fun."
-        )
     # The refs either function uses, once each, become leading carries of both.
     unique: list = []
     for x in cc + bc:
@@ -286,6 +283,10 @@ def _while_rule(ins, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     b_refs = [i for i, x in enumerate(bc) if type(x) is _Cell]
     nu, nk = len(unique), len(carry)
     c_slots, b_slots = tuple(slot(cc[i]) for i in c_refs), tuple(slot(bc[i]) for i in b_refs)
+    if c_refs and any_eqn(cond_jaxpr, lambda e: e.primitive is swap_p or e.primitive is addupdate_p):
+        return _while_cond_writes(
+            cc, bc, carry, unique, c_refs, b_refs, c_slots, b_slots, cond_jaxpr, body_jaxpr
+        )
 
     def build():
         dcc = discharge_state(cond_jaxpr)  # in: cc, carry; out: pred, finals
@@ -319,6 +320,54 @@ def _while_rule(ins, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     )  # fmt: skip
     for u, v in zip(unique, outs[:nu]):
         u.value = v
+    return outs[nu:]
+
+
+def _while_cond_writes(cc, bc, carry, unique, c_refs, b_refs, c_slots, b_slots, cond_jaxpr, body_jaxpr):
+    """A while_loop whose cond_fun writes refs, with JAX's semantics: the loop test itself is
+    pure, and each iteration first redoes the test's writes, then runs the body (so the writes of
+    the final, false test are not kept)."""
+    dcc, db = discharge_state(cond_jaxpr), discharge_state(body_jaxpr)
+    nu = len(unique)
+    n_pcc, n_pbc = len(cc) - len(c_refs), len(bc) - len(b_refs)
+
+    def run(closed, n_ops, refs, slots, plain, u, xs):
+        it = iter(plain)
+        vals = [u[slots[refs.index(i)]] if i in refs else next(it) for i in range(n_ops)]
+        outs = eval_jaxpr(closed.jaxpr, closed.consts, *vals, *xs)
+        n = len(outs) - len(slots)
+        for k, s in enumerate(slots):
+            u[s] = outs[n + k]
+        return outs[:n]
+
+    def cond_fun(*args):
+        pcc, u, xs = split_list(list(args), n_pcc, nu)
+        return run(dcc, len(cc), c_refs, c_slots, pcc, u, xs)[:1]
+
+    def body_fun(*args):
+        pcc, pbc, u, xs = split_list(list(args), n_pcc, n_pbc, nu)
+        run(dcc, len(cc), c_refs, c_slots, pcc, u, xs)
+        xs = run(db, len(bc), b_refs, b_slots, pbc, u, xs)
+        return [*u, *xs]
+
+    def hoisted(fun, avals):
+        traced = trace_to_jaxpr(fun, avals)
+        j = traced.jaxpr
+        return ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), []), list(traced.consts)
+
+    pcc = [x for x in cc if type(x) is not _Cell]
+    pbc = [x for x in bc if type(x) is not _Cell]
+    u = [c.value for c in unique]
+    state = [get_aval(x) for x in (*u, *carry)]
+    cond, c_consts = hoisted(cond_fun, [get_aval(x) for x in pcc] + state)
+    body, b_consts = hoisted(body_fun, [get_aval(x) for x in (*pcc, *pbc)] + state)
+    outs = while_p.bind(
+        *c_consts, *pcc, *b_consts, *pcc, *pbc, *u, *carry,
+        cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=len(c_consts) + len(pcc),
+        body_nconsts=len(b_consts) + len(pcc) + len(pbc),
+    )  # fmt: skip
+    for c, v in zip(unique, outs[:nu]):
+        c.value = v
     return outs[nu:]
 
 
