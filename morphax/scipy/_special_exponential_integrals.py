@@ -12,8 +12,6 @@ the closed forms dE_n/dx = -E_(n-1) and dEi/dx = exp(x)/x (custom JVPs, as in JA
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 import morphax
@@ -125,15 +123,21 @@ def _expn_value(n, x):
     return jnp.where(nan, _const(x, np.nan), value)
 
 
-@functools.partial(morphax.custom_jvp, nondiff_argnums=(0,))
+# NB: JAX makes n a non-differentiable argument (nondiff_argnums); here it is an ordinary one whose
+# tangent is dropped (E_n is defined for integer n only), which also lets vmap batch over n.
+@morphax.custom_jvp
 def _expn(n, x):
     return _expn_value(n, x)
 
 
-@_expn.defjvp
-def _expn_jvp(n, primals, tangents):
-    (x,), (x_dot,) = primals, tangents
-    return _expn(n, x), -x_dot * _expn(n - 1, x)
+def _expn_x_tangent(x_dot, ans, n, x):
+    # dE_n/dx = -E_(n-1) for n >= 1, and E_0 = exp(-x)/x has E_0' = -(1 + 1/x) E_0.
+    # NB: JAX uses -E_(n-1) for n = 0 too, so its second derivative of exp1 is nan.
+    lower = _expn(jnp.maximum(n - 1, 0), x)
+    return -x_dot * jnp.where(n == 0, (1 + 1 / x) * lower, lower)
+
+
+_expn.defjvps(lambda n_dot, ans, n, x: jnp.zeros_like(ans), _expn_x_tangent)
 
 
 def expn(n, x):
