@@ -65,6 +65,71 @@ def test_eager_2d_and_scalar_refs():
     assert repr(b) == "Ref([ True, False], dtype=bool)"
 
 
+ADVANCED = [
+    (np.array([0, 2]),),
+    (slice(None), np.array([1, 3])),
+    (np.array([0, 2]), np.array([1, 3])),
+    (np.array([0, 2]), slice(1, 3)),
+    (1, np.array([3, 0, 3])),
+    (np.array([[0], [2]]), np.array([1, 3])),
+    (np.array([2, -1, 0]),),
+    (slice(None, None, 2), np.array([-4, 2])),
+]
+
+
+@pytest.mark.parametrize("idx", ADVANCED, ids=range(len(ADVANCED)))
+def test_integer_array_indexing_against_numpy(idx):
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    want = x[idx]
+    traced = tuple(jnp.asarray(i) if isinstance(i, np.ndarray) else i for i in idx)
+    r = morphax.new_ref(jnp.asarray(x))
+    np.testing.assert_array_equal(arr(r[traced]), want)
+    np.testing.assert_array_equal(arr(morphax.jit(lambda ref: ref[traced])(r)), want)
+    upd = np.arange(want.size, dtype=np.float32).reshape(want.shape) + 100
+    expect = x.copy()
+    expect[idx] = upd
+    r[traced] = jnp.asarray(upd)
+    np.testing.assert_array_equal(arr(r[...]), expect)
+    q = morphax.new_ref(jnp.asarray(x))
+    morphax.jit(lambda ref, u: ref.__setitem__(traced, u))(q, jnp.asarray(upd))
+    np.testing.assert_array_equal(arr(q[...]), expect)
+
+
+def test_integer_array_out_of_bounds_and_repeats():
+    # as jnp: reads clamp, writes drop, negatives wrap; addupdate adds repeated positions
+    r = morphax.new_ref(jnp.arange(12.0).reshape(3, 4))
+    np.testing.assert_array_equal(arr(r[jnp.array([5, -1])]), np.arange(12.0).reshape(3, 4)[[2, 2]])
+    w = morphax.new_ref(jnp.arange(4.0))
+    w[jnp.array([1, 7, -1])] = jnp.array([10.0, 20.0, 30.0])
+    np.testing.assert_array_equal(arr(w[...]), [0.0, 10.0, 2.0, 30.0])
+    f = morphax.jit(lambda ref, i, v: ref.__setitem__(i, v))
+    w2 = morphax.new_ref(jnp.arange(4.0))
+    f(w2, jnp.array([1, 7, -1]), jnp.array([10.0, 20.0, 30.0]))
+    np.testing.assert_array_equal(arr(w2[...]), [0.0, 10.0, 2.0, 30.0])
+    for run in (lambda g: g(), lambda g: morphax.jit(g)()):
+        a = morphax.new_ref(jnp.zeros(3))
+        run(lambda a=a: a.addupdate(jnp.ones(3), (jnp.array([0, 0, 1]),)))
+        np.testing.assert_array_equal(arr(a[...]), [2.0, 1.0, 0.0])
+    m = morphax.new_ref(jnp.ones((3, 4)))
+    text = str(morphax.make_jaxpr(lambda ref, i: ref[i, 1:])(m, jnp.array([0, 2])))
+    assert "c:f32[2,3] <- a[b,1:]" in text
+
+    def f2(x):
+        q = morphax.new_ref(x)
+        q[jnp.array([0, 2])] = q[jnp.array([1, 1])] * 3.0
+        return q[...].sum()
+
+    np.testing.assert_array_equal(arr(morphax.grad(f2)(jnp.arange(4.0))), [0.0, 7.0, 0.0, 1.0])
+    with pytest.raises(
+        IndexError, match=r"the integer-array indices have shapes \[\(2,\), \(3,\)\] that do not broadcast"
+    ):
+        m[jnp.array([0, 1]), jnp.array([0, 1, 2])]
+    with pytest.raises(
+        NotImplementedError, match="vmap of a ref `get` with an integer-array index is not supported"
+    ):
+        morphax.vmap(lambda x: morphax.new_ref(x)[jnp.array([0, 1])])(jnp.ones((2, 3)))
+
+
 def test_new_ref_copies_its_initial_value():
     x = jnp.arange(3.0)
     r = morphax.new_ref(x)
@@ -198,13 +263,11 @@ def test_index_and_value_errors():
         h[None]
     with pytest.raises(TypeError, match="boolean indices are not supported on a Ref"):
         h[True]
-    with pytest.raises(
-        NotImplementedError, match=r"integer-array \(advanced\) indexing of a Ref is not supported"
-    ):
-        h[jnp.array([0, 2])]
     with pytest.raises(NotImplementedError, match="negative slice steps are not supported on a Ref"):
         h[::-1]
-    with pytest.raises(TypeError, match="a Ref index must be made of integers, slices and '...'"):
+    with pytest.raises(
+        TypeError, match="a Ref index must be made of integers, integer arrays, slices and '...'"
+    ):
         h[1.0]
     with pytest.raises(
         TypeError, match=r"cannot be converted to a NumPy array directly: read its value with ref\[...\]"

@@ -192,21 +192,24 @@ pytype_aval_mappings[Ref] = _ref_aval
 # ----------------------------------------------------------------------------------- indexers
 #
 # A ref index is kept as a static `tree` (one entry per axis of the ref, Ellipsis expanded and
-# trailing axes filled with full slices) plus the dynamic scalar indices, which are operands:
+# trailing axes filled with full slices) plus its dynamic parts, which are operands:
 #   ("int", i)                     a static index, 0 <= i < dim
-#   ("dyn",)                       the next dynamic scalar operand (wrapped if negative, then
-#                                  clamped into range, as dynamic_slice does)
+#   ("dyn",)                       the next operand, an integer scalar
+#   ("arr", shape)                 the next operand, an integer array of `shape` (advanced)
 #   ("slice", start, size, step)   a static slice: `size` elements from `start`, `step` apart
+# Without "arr" entries a dynamic scalar is wrapped if negative, then clamped into range (as
+# dynamic_slice does). With them the index follows NumPy's advanced indexing, integer entries
+# included, with jnp's out-of-bounds rule: reads clamp, writes drop (negatives wrap first).
 
 
 def _is_int_scalar(x) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
-def encode_index(shape, idx, what: str, is_dynamic_scalar):
+def encode_index(shape, idx, what: str, int_array_shape):
     """(tree, dynamic operands) for indexing a ref of `shape` with `idx`.
 
-    `is_dynamic_scalar(x)` says whether `x` is an integer scalar array or tracer (an operand).
+    `int_array_shape(x)` is the shape of `x` when it is an integer array or tracer, else None.
     """
     if not isinstance(idx, tuple):
         idx = (idx,)
@@ -239,7 +242,8 @@ def encode_index(shape, idx, what: str, is_dynamic_scalar):
             if not -dim <= k < dim:
                 raise ValueError(f"Out of bound indexer: idx={k}, dim={dim}.")
             tree.append(("int", k % dim))
-        elif isinstance(i, slice):
+            continue
+        if isinstance(i, slice):
             for part in (i.start, i.stop, i.step):
                 if part is not None and not _is_int_scalar(part):
                     raise TypeError(
@@ -254,28 +258,51 @@ def encode_index(shape, idx, what: str, is_dynamic_scalar):
                     "read the value with ref[...] and reverse it with lax.rev."
                 )
             tree.append(("slice", start, len(range(start, stop, step)), step))
-        elif is_dynamic_scalar(i):
-            tree.append(("dyn",))
-            dyn.append(i)
-        else:
-            dtype = getattr(i, "dtype", None)
-            shp = getattr(i, "shape", None)
-            if dtype is not None and np.dtype(dtype).kind in "iu" and shp:
-                raise NotImplementedError(
-                    f"{what}: integer-array (advanced) indexing of a Ref is not supported (index of "
-                    f"shape {tuple(shp)} on axis {axis}). Read the value with ref[...] and index the "
-                    "array, or write it back with ref[...] = value.at[idx].set(...)."
-                )
+            continue
+        shp = int_array_shape(i)
+        if shp is None:
             raise TypeError(
-                f"{what}: a Ref index must be made of integers, slices and '...', got {i!r} of type "
-                f"{type(i).__name__} on axis {axis}."
+                f"{what}: a Ref index must be made of integers, integer arrays, slices and '...', got "
+                f"{i!r} of type {type(i).__name__} on axis {axis}."
             )
-    return tuple(tree), dyn
+        tree.append(("arr", tuple(shp)) if shp else ("dyn",))
+        dyn.append(i)
+    tree = tuple(tree)
+    if any(e[0] == "arr" for e in tree):
+        try:
+            np.broadcast_shapes(*[e[1] for e in tree if e[0] == "arr"])
+        except ValueError:
+            shapes = [e[1] for e in tree if e[0] == "arr"]
+            raise IndexError(
+                f"{what}: the integer-array indices have shapes {shapes} that do not broadcast together."
+            ) from None
+    return tree, dyn
+
+
+def is_advanced(tree) -> bool:
+    return any(e[0] == "arr" for e in tree)
+
+
+def advanced_layout(tree):
+    """(broadcast shape of the advanced indices, whether they keep their place): NumPy puts the
+    broadcast dims where the advanced entries are when those are adjacent, else first."""
+    adv = [k for k, e in enumerate(tree) if e[0] != "slice"]
+    shape = np.broadcast_shapes(*[e[1] if e[0] == "arr" else () for e in tree if e[0] != "slice"])
+    return tuple(shape), adv == list(range(adv[0], adv[-1] + 1))
 
 
 def indexed_shape(shape, tree) -> tuple:
-    """The shape of ``ref[idx]``: integer entries drop their axis."""
-    return tuple(e[2] for e in tree if e[0] == "slice")
+    """The shape of ``ref[idx]``: integer entries drop their axis; NumPy's rule for arrays."""
+    sliced = [e[2] if e[0] == "slice" else None for e in tree]
+    if not is_advanced(tree):
+        return tuple(n for n in sliced if n is not None)
+    bshape, in_place = advanced_layout(tree)
+    if not in_place:
+        return bshape + tuple(n for n in sliced if n is not None)
+    first = next(k for k, e in enumerate(tree) if e[0] != "slice")
+    before = tuple(n for n in sliced[:first] if n is not None)
+    after = tuple(n for n in sliced[first:] if n is not None)
+    return before + bshape + after
 
 
 def is_full_index(shape, tree) -> bool:
@@ -295,29 +322,35 @@ def format_index(shape, tree, dyn_names) -> str:
     for e, d in zip(tree, shape):
         if e[0] == "int":
             parts.append(str(e[1]))
-        elif e[0] == "dyn":
+        elif e[0] in ("dyn", "arr"):
             parts.append(next(names))
         else:
             _, start, size, step = e
-            stop = start + (size - 1) * step + 1 if size else start
+            stop = start + size * step
             text = ("" if start == 0 else str(start)) + ":" + ("" if stop >= d else str(stop))
             parts.append(text + (f":{step}" if step != 1 else ""))
     return "[" + ",".join(parts) + "]"
 
 
-def numpy_index(shape, tree, dyn_values) -> tuple:
-    """The NumPy basic index for `tree`, dynamic scalars wrapped and clamped (dynamic_slice's
-    rule), so the eager reference agrees with compiled code."""
+def numpy_index(shape, tree, dyn_values, *, for_write=False) -> tuple:
+    """The NumPy index for `tree` on NumPy operands. Basic: dynamic scalars wrapped and clamped.
+    Advanced: negatives wrapped, then reads clamp and writes map out-of-bounds entries to `dim`
+    (one past the end, for the caller to drop)."""
+    advanced = is_advanced(tree)
     vals = iter(dyn_values)
     out = []
     for e, d in zip(tree, shape):
         if e[0] == "int":
             out.append(e[1])
-        elif e[0] == "dyn":
-            k = int(np.asarray(next(vals)))
-            if k < 0:
-                k += d
-            out.append(min(max(k, 0), d - 1))
+        elif e[0] in ("dyn", "arr"):
+            k = np.asarray(next(vals)).astype(np.int64)
+            k = np.where(k < 0, k + d, k)
+            if not advanced:
+                out.append(int(min(max(int(k), 0), d - 1)))
+            elif for_write:
+                out.append(np.where((k < 0) | (k >= d), d, k))
+            else:
+                out.append(np.clip(k, 0, d - 1))
         else:
             _, start, size, step = e
             out.append(slice(start, start + size * step, step) if size else slice(start, start))

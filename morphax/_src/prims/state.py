@@ -26,16 +26,18 @@ from morphax._src.core.state_types import (
     full_index,
     indexed_shape,
     is_ref_aval,
-    numpy_index,
 )
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import is_concrete_array, make_array
-from morphax._src.prims.conversion import convert_element_type, full
-from morphax._src.prims.dynamic_slicing import dynamic_slice, dynamic_update_slice
-from morphax._src.prims.selection import select
-from morphax._src.prims.shape import broadcast_in_dim, reshape
-from morphax._src.prims.slicing import pad
-from morphax._src.prims.slicing import slice as lax_slice
+from morphax._src.prims.ref_indexing import (
+    eager_add,
+    eager_read,
+    eager_write,
+    index_add,
+    index_read,
+    index_write,
+)
+from morphax._src.prims.shape import broadcast_in_dim
 
 __all__ = [
     "addupdate_p",
@@ -85,12 +87,15 @@ def _ref_operand(name, aval) -> AbstractRef:
 
 
 def _check_indices(name, idx_avals, tree):
-    n_dyn = sum(1 for e in tree if e[0] == "dyn")
-    if len(idx_avals) != n_dyn:
-        raise TypeError(f"`{name}`: the index has {n_dyn} dynamic entries but {len(idx_avals)} were given")
-    for a in idx_avals:
-        if a.shape != () or a.dtype.kind not in "iu":
-            raise TypeError(f"`{name}`: dynamic ref indices must be integer scalars, got {a.str_short()}")
+    dyn = [e for e in tree if e[0] in ("dyn", "arr")]
+    if len(idx_avals) != len(dyn):
+        raise TypeError(f"`{name}`: the index has {len(dyn)} dynamic entries but {len(idx_avals)} were given")
+    for a, e in zip(idx_avals, dyn):
+        want = () if e[0] == "dyn" else e[1]
+        if tuple(a.shape) != want or a.dtype.kind not in "iu":
+            raise TypeError(
+                f"`{name}`: a dynamic ref index must be an integer array of shape {want}, got {a.str_short()}"
+            )
 
 
 def _new_ref_abstract_eval(x, *, memory_space, kind):
@@ -191,26 +196,22 @@ def _get_impl(ref, *idx, tree):
     _get_abstract_eval(ref.aval, *[get_aval(i) for i in idx], tree=tree)
     # Reads copy (as JAX's do): the caller may donate or delete what it gets.
     buf = ref._np if ref._np is not None else ref._array._value
-    out = np.array(buf[numpy_index(ref.shape, tree, idx)], dtype=ref.dtype)
-    return make_array(out, dtype=ref.dtype, weak_type=ref.weak_type)
+    return make_array(eager_read(buf, tree, idx), dtype=ref.dtype, weak_type=ref.weak_type)
 
 
 def _swap_impl(ref, val, *idx, tree):
     ref = _concrete_ref("swap", ref)
     _swap_abstract_eval(ref.aval, get_aval(val), *[get_aval(i) for i in idx], tree=tree)
     buf = ref.host_buffer()
-    where = numpy_index(ref.shape, tree, idx)
-    old = np.array(buf[where])
-    buf[where] = _host_value(val, ref.dtype)
+    old = eager_read(buf, tree, idx)
+    eager_write(buf, tree, idx, _host_value(val, ref.dtype))
     return make_array(old, dtype=ref.dtype, weak_type=ref.weak_type)
 
 
 def _addupdate_impl(ref, val, *idx, tree):
     ref = _concrete_ref("addupdate", ref)
     _addupdate_abstract_eval(ref.aval, get_aval(val), *[get_aval(i) for i in idx], tree=tree)
-    buf = ref.host_buffer()
-    where = numpy_index(ref.shape, tree, idx)
-    buf[where] = (buf[where] + _host_value(val, ref.dtype)).astype(ref.dtype, copy=False)
+    eager_add(ref.host_buffer(), tree, idx, _host_value(val, ref.dtype))
     return []
 
 
@@ -272,70 +273,7 @@ addupdate_p.pp_rule = _addupdate_pp
 
 # --------------------------------------------------------------------------- discharge rules
 #
-# On the ref's value `x` (an array or tracer): a static window (lax.slice), else a dynamic one
-# (dynamic_slice clamps its starts, which is JAX's rule for dynamic ref indices); strided slices
-# take every step-th element of the window, and writes put them back with an interior pad.
-
-
-def _window(tree, dyn):
-    vals = iter(dyn)
-    starts, spans, steps = [], [], []
-    for e in tree:
-        if e[0] == "int":
-            starts.append(e[1])
-            spans.append(1)
-            steps.append(1)
-        elif e[0] == "dyn":
-            starts.append(next(vals))
-            spans.append(1)
-            steps.append(1)
-        else:
-            _, start, size, step = e
-            starts.append(start)
-            spans.append((size - 1) * step + 1 if size else 0)
-            steps.append(step)
-    return starts, spans, steps
-
-
-def _read_window(x, starts, spans):
-    if all(type(s) is int for s in starts):
-        if list(starts) == [0] * len(starts) and tuple(spans) == tuple(get_aval(x).shape):
-            return x
-        return lax_slice(x, starts, [s + n for s, n in zip(starts, spans)])
-    return dynamic_slice(x, starts, spans)
-
-
-def index_read(x, tree, dyn):
-    """``x[idx]`` for a ref indexer: the functional meaning of `get`."""
-    shape = get_aval(x).shape
-    starts, spans, steps = _window(tree, dyn)
-    w = _read_window(x, starts, spans)
-    if any(s != 1 for s in steps):
-        w = lax_slice(w, [0] * len(spans), spans, steps)
-    out_shape = indexed_shape(shape, tree)
-    if tuple(get_aval(w).shape) != out_shape:
-        w = reshape(w, out_shape)
-    return w
-
-
-def index_write(x, tree, dyn, val):
-    """`x` with ``x[idx]`` replaced by `val`: the functional meaning of `swap`."""
-    aval = get_aval(x)
-    starts, spans, steps = _window(tree, dyn)
-    val = convert_element_type(val, aval.dtype)
-    sizes = [1 if e[0] != "slice" else e[2] for e in tree]
-    if 0 in sizes:
-        return x
-    if tuple(get_aval(val).shape) != tuple(sizes):
-        val = reshape(val, sizes)
-    if any(s != 1 for s in steps):
-        config = [(0, 0, s - 1) for s in steps]
-        dense = pad(val, np.zeros((), aval.dtype), config)
-        mask = pad(full(sizes, True), False, config)
-        val = select(mask, dense, _read_window(x, starts, spans))
-    if all(type(s) is int and s == 0 for s in starts) and tuple(spans) == tuple(aval.shape):
-        return val
-    return dynamic_update_slice(x, val, starts)
+# The functional meaning of each operation on the ref's current value `x` (ref_indexing.py).
 
 
 def _get_discharge(x, *idx, tree):
@@ -347,7 +285,7 @@ def _swap_discharge(x, val, *idx, tree):
 
 
 def _addupdate_discharge(x, val, *idx, tree):
-    return index_write(x, tree, idx, index_read(x, tree, idx) + val), []
+    return index_add(x, tree, idx, val), []
 
 
 def _freeze_discharge(x):
@@ -504,7 +442,12 @@ def _out_axis(tree, d):
     return sum(1 for e in tree[:d] if e[0] == "slice")
 
 
-def _check_index_unbatched(name, dims):
+def _check_index_unbatched(name, dims, tree):
+    if any(e[0] == "arr" for e in tree):
+        raise NotImplementedError(
+            f"vmap of a ref `{name}` with an integer-array index is not supported: read the whole value "
+            "with ref[...] and index the array (or write it back with ref[...] = value.at[idx].set(v))."
+        )
     if any(dd is not None for dd in dims):
         raise NotImplementedError(
             f"vmap of a ref `{name}` whose index is batched is not supported: read the whole value "
@@ -527,7 +470,7 @@ def _empty_ref_batch(vals, dims, *, axis_data, ty, memory_space):
 
 def _get_batch(vals, dims, *, axis_data, tree):
     ref, *idx = vals
-    _check_index_unbatched("get", dims[1:])
+    _check_index_unbatched("get", dims[1:], tree)
     d = dims[0]
     if d is None:
         raise NotImplementedError("vmap of a ref read with a batched index is not supported")
@@ -536,7 +479,7 @@ def _get_batch(vals, dims, *, axis_data, tree):
 
 def _write_batch(prim, vals, dims, axis_data, tree):
     ref, val, *idx = vals
-    _check_index_unbatched(prim.name, dims[2:])
+    _check_index_unbatched(prim.name, dims[2:], tree)
     d, vd = dims[0], dims[1]
     if d is None:
         raise ValueError(
@@ -585,25 +528,27 @@ free_ref_p.batch = _free_ref_batch
 # ------------------------------------------------------------------------- the Ref surface
 
 
-def _is_dynamic_scalar(x) -> bool:
+def _int_array_shape(x):
+    """The shape of an integer array or tracer used as an index, else None."""
     if isinstance(x, Tracer) or is_concrete_array(x) or isinstance(x, np.ndarray):
         aval = get_aval(x)
-        return aval.shape == () and aval.dtype.kind in "iu"
-    return False
+        if aval.dtype.kind in "iu":
+            return tuple(aval.shape)
+    return None
 
 
 def _ref_getitem(ref, idx):
-    tree, dyn = encode_index(get_aval(ref).shape, idx, "Ref.__getitem__", _is_dynamic_scalar)
+    tree, dyn = encode_index(get_aval(ref).shape, idx, "Ref.__getitem__", _int_array_shape)
     return get_p.bind(ref, *dyn, tree=tree)
 
 
 def _ref_setitem(ref, idx, value):
-    tree, dyn = encode_index(get_aval(ref).shape, idx, "Ref.__setitem__", _is_dynamic_scalar)
+    tree, dyn = encode_index(get_aval(ref).shape, idx, "Ref.__setitem__", _int_array_shape)
     swap_p.bind(ref, value, *dyn, tree=tree)
 
 
 def _ref_addupdate(ref, idx, value):
-    tree, dyn = encode_index(get_aval(ref).shape, idx, "Ref.addupdate", _is_dynamic_scalar)
+    tree, dyn = encode_index(get_aval(ref).shape, idx, "Ref.addupdate", _int_array_shape)
     addupdate_p.bind(ref, value, *dyn, tree=tree)
 
 
