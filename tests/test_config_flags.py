@@ -37,9 +37,9 @@ def test_every_jax_flag_is_accepted_with_jaxs_default():
 def test_unknown_and_unsupported_values_raise():
     with pytest.raises(AttributeError, match="unknown option 'jax_no_such_flag'"):
         config.update("jax_no_such_flag", 1)
-    with pytest.raises(NotImplementedError, match="jax_num_cpu_devices=4"):
-        config.update("jax_num_cpu_devices", 4)
-    config.update("jax_num_cpu_devices", -1)  # the default is fine
+    with pytest.raises(NotImplementedError, match="jax_error_checking_behavior_nan='raise'"):
+        config.update("jax_error_checking_behavior_nan", "raise")
+    config.update("jax_error_checking_behavior_nan", "ignore")  # the default is fine
     with pytest.raises(ValueError, match="must be one of"):
         config.update("jax_transfer_guard", "sometimes")
     with pytest.raises(ValueError, match="must be one of"):

@@ -76,6 +76,8 @@ _KNOWN = {
     # False: reduce_sum of float16/bfloat16 raises.
     "jax_allow_f16_reductions": ("allow_f16_reductions", lambda: True),
     "jax_default_device": ("default_device", lambda: None),
+    # How many CPU devices (runtime/devices.py); -1: XLA_FLAGS's count, else one.
+    "jax_num_cpu_devices": ("num_cpu_devices", lambda: -1),
     # Which compiler backend jit uses: "c" (fused native kernels; falls back to "numpy" where no C
     # compiler works) or "numpy" (every equation runs its NumPy reference).
     "morphax_backend": ("morphax_backend", lambda: os.environ.get("MORPHAX_BACKEND", "c")),
@@ -129,6 +131,7 @@ _thread_dicts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # update() racing an override's enter/exit (either could otherwise lose the other's write).
 _lock = threading.RLock()
 _listeners: list = []
+_validators: list = []
 
 
 # The flags that change what tracing produces (`Config.trace_context`), kept as one tuple in
@@ -204,6 +207,8 @@ class Config(threading.local):
         """Set the process-wide value; threads inside an override of `name` keep their override."""
         attr = self._attr(name, "update")
         value = _coerce(name, attr, value)
+        for check in _validators:
+            check(name, value)
         with _lock:
             _global_values[attr] = value
             for d in list(_thread_dicts.values()):
@@ -250,6 +255,10 @@ class Config(threading.local):
         thread-local; caches that depend on flags clear here."""
         _listeners.append(fn)
 
+    def add_validator(self, fn) -> None:
+        """``fn(name, value)`` runs before a flag changes and may refuse the value by raising."""
+        _validators.append(fn)
+
     @staticmethod
     def _notify(name, value):
         for listener in list(_listeners):
@@ -260,6 +269,8 @@ class Config(threading.local):
         """Thread-local override of one flag for the duration of a ``with`` block (nests)."""
         attr = self._attr(name, "_override")
         value = _coerce(name, attr, value)
+        for check in _validators:
+            check(name, value)
         d = self.__dict__
         with _lock:
             was_overridden = attr in d["_overridden"]

@@ -134,7 +134,6 @@ NO_EFFECT: dict = {
 
 # flag -> (JAX's default, what morphax lacks for other values)
 DEFAULT_ONLY: dict = {
-    "jax_num_cpu_devices": (-1, "several CPU devices are not implemented yet; morphax has one"),
     "jax_error_checking_behavior_divide": (
         "ignore",
         "raising on division by zero is not implemented; use morphax.experimental.checkify",

@@ -184,7 +184,7 @@ def copy_to_host_async(x):
 
 def local_device_count(backend=None) -> int:
     """The number of devices this process drives."""
-    return len(local_devices(backend))
+    return len(local_devices(backend=backend))
 
 
 def process_index(backend=None) -> int:
