@@ -29,6 +29,13 @@ def bessel_jn(z, *, v, n_iter=50):
     n_iter = operator.index(n_iter)
     if v < 0 or n_iter < v:
         raise ValueError(f"bessel_jn needs 0 <= v <= n_iter; got v={v}, n_iter={n_iter}.")
+    if z.dtype not in (np.float32, np.float64):
+        # NB: half precisions recur in float32 (the 1e-16 seed alone underflows in float16).
+        return _bessel_jn(z.astype(np.float32), v, n_iter).astype(z.dtype)
+    return _bessel_jn(z, v, n_iter)
+
+
+def _bessel_jn(z, v, n_iter):
     # NB: JAX's recurrence overflows (and returns nan) in float32 for |z| below ~3 with the
     # default n_iter, and returns nan at z = 0. Here the running values are divided by a power of
     # two whenever they pass it (the divisors are carried out and applied to the stored orders in

@@ -243,6 +243,12 @@ def test_bessel_jn_against_scipy(dtype):
     # z = 0 exactly: J_0 = 1 and the rest 0 (JAX: nan); shapes follow z
     np.testing.assert_array_equal(np.asarray(ms.bessel_jn(0.0, v=2)), [1.0, 0.0, 0.0])
     assert ms.bessel_jn(np.ones((2, 3), dtype), v=1, n_iter=30).shape == (2, 2, 3)
+    # half precision recurs in float32 (JAX's float16 recurrence overflows)
+    half = ms.bessel_jn(np.array([0.5, 3.0], np.float16), v=2)
+    assert half.dtype == np.float16
+    np.testing.assert_allclose(
+        np.asarray(half, np.float64), [ss.jv(k, [0.5, 3.0]) for k in range(3)], atol=2e-3
+    )
 
 
 def test_bessel_jn_derivative_jit_and_vmap():
@@ -287,6 +293,13 @@ def test_sph_harm_y_against_scipy(dtype):
     np.testing.assert_allclose(
         np.asarray(poles), ss.sph_harm_y([0, 2, 3], [0, 1, 0], [0.0, np.pi, np.pi], 0.3), atol=2e-6
     )
+    low = ms.sph_harm_y(
+        np.array([1, 1, 0]), np.array([-1, 1, 0]), np.array([0.3, 1.0, 2.0]), np.array([0.1, 0.2, 0.5])
+    )
+    np.testing.assert_allclose(
+        np.asarray(low), ss.sph_harm_y([1, 1, 0], [-1, 1, 0], [0.3, 1.0, 2.0], [0.1, 0.2, 0.5]), atol=2e-6
+    )
+    np.testing.assert_allclose(np.asarray(ms.sph_harm_y(0, 0, 0.3, 0.1)), 0.5 / np.sqrt(np.pi), rtol=1e-6)
     clipped = ms.sph_harm_y(np.array([4]), np.array([1]), np.array([0.7]), np.array([0.2]), n_max=2)
     np.testing.assert_allclose(np.asarray(clipped), ss.sph_harm_y([2], [1], [0.7], [0.2]), atol=2e-6)
 
