@@ -13,6 +13,7 @@ import morphax
 import morphax.numpy as jnp
 from morphax import lax
 from morphax._src.api.jit import trace_counters
+from morphax._src.core.jaxpr import jaxpr_as_fun
 from morphax._src.core.state_types import InvalidRefError
 
 
@@ -362,10 +363,17 @@ def test_make_jaxpr_shows_the_ref_operations():
     assert "d:f32[3] = freeze b" in text
     text = str(morphax.make_jaxpr(lambda: morphax.empty_ref(morphax.ShapeDtypeStruct((2,), jnp.float32)))())
     assert "a:Ref{f32[2]} = empty_ref[memory_space=None ty=f32[2]]" in text
-    # jit discharges its refs: its call is functional, between a read and a write of the ref
+    # a jit call that takes refs stays one equation holding the ref operations, as in JAX
     r = morphax.new_ref(jnp.zeros(3))
     text = str(morphax.make_jaxpr(morphax.jit(lambda ref: ref.__setitem__(0, 1.0)))(r))
-    assert "<- a[...]" in text and "a[...] <- a[...]" in text and "pjit[" in text
+    assert text.startswith(
+        "{ lambda ; a:Ref{f32[3]}. let\n    pjit[\n      jaxpr={ lambda ; b:Ref{f32[3]}. let"
+    )
+    assert "c:f32[], b[0] <- b[0], 1.0:f32[]" in text
+    c = morphax.new_ref(jnp.zeros(3))
+    text = str(morphax.make_jaxpr(morphax.jit(lambda x: c.__setitem__(..., x)))(jnp.ones(3)))
+    assert text.startswith("{ lambda a:Ref{f32[3]}; b:f32[3]. let\n    pjit[")
+    assert text.rstrip().endswith("] a b\n  in () }")
 
 
 def test_refs_created_inside_jit():
@@ -420,6 +428,23 @@ def test_jit_errors():
         match=r"jit\(alias\).trace/lower: the function takes or closes over mutable array references",
     ):
         alias.lower(rr, rr)
+
+
+def test_staged_jit_calls_with_refs_run_everywhere():
+    r = morphax.new_ref(jnp.zeros(3))
+
+    @morphax.jit
+    def f(ref, x):
+        ref[...] += x
+        return ref[0] * 2
+
+    closed = morphax.make_jaxpr(f)(r, jnp.ones(3))
+    assert float(jaxpr_as_fun(closed)(r, jnp.ones(3))[0]) == 2.0  # evaluated eagerly
+    assert float(lax.fori_loop(0, 2, lambda i, a: a + f(r, jnp.ones(3)), 0.0)) == 4.0 + 6.0
+    np.testing.assert_array_equal(arr(r[...]), 3 * np.ones(3))
+    np.testing.assert_array_equal(
+        arr(morphax.vmap(lambda x: f(morphax.new_ref(x), x))(jnp.ones((2, 3)))), [4.0, 4.0]
+    )
 
 
 def test_nested_jit_with_refs():

@@ -523,8 +523,8 @@ class JitWrapped:
             def eager(vals):
                 return call_compiled(vals, sc.discharged, self._name, self._compiler_backend)
 
-        def bind(vals):
-            return pjit_p.bind(*vals, jaxpr=sc.discharged, name=self._name)
+        def bind(vals, closed):
+            return pjit_p.bind(*vals, jaxpr=closed, name=self._name)
 
         return call_stateful(sc, lifted, leaves, self._name, eager, bind)
 

@@ -6,17 +6,20 @@ ordinary. Each call reads the refs, runs the program and writes the final values
 by swapping the refs' buffers, under a transformation through the state primitives (so vmap and
 jvp see plain reads and writes around the call). Functions that touch no ref never get here.
 
-NB: JAX's make_jaxpr of such a jit shows the ref operations inside the jit equation; here the
-jit equation is functional, between a read and a write of each ref.
+Staged by make_jaxpr (or inside another jit or a loop body), the call stays one jit equation
+that takes the refs, as in JAX; under jvp and vmap it is the functional call between a read and
+a write of each ref, which those transformations handle like any other state operations.
 """
 
 from __future__ import annotations
 
+from morphax._src.core import trace as _trace
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr
 from morphax._src.core.state_types import Ref, is_ref_aval
 from morphax._src.higher_order.state_discharge import discharge_state, has_state
 from morphax._src.prims.conversion import copy
 from morphax._src.prims.state import read_whole, write_whole
+from morphax._src.transforms.staging import StagingTrace
 
 __all__ = ["StatefulCall", "call_stateful", "stateful_form"]
 
@@ -106,7 +109,7 @@ def call_stateful(sc: StatefulCall, lifted, leaves, name, run_eagerly, bind_call
     """Run `sc` on this call's arguments: read the refs, run the program, write them back.
 
     `run_eagerly(vals)` runs `sc.discharged` compiled (None when a transformation is tracing);
-    `bind_call(vals)` binds it as a jit call on the current trace.
+    `bind_call(vals, closed)` binds `closed` as a jit call on the current trace.
     """
     inputs = list(sc.const_refs) + list(lifted) + list(leaves)
     seen: dict[int, int] = {}
@@ -120,6 +123,10 @@ def call_stateful(sc: StatefulCall, lifted, leaves, name, run_eagerly, bind_call
                 f"appeared at both {a} and {b}. Pass it once."
             )
         seen[id(r)] = i
+    if type(_trace.ctx.trace) is StagingTrace:
+        # Staged (make_jaxpr, an enclosing jit or loop body): one jit equation that takes the refs
+        # and holds their operations, as JAX prints it; whoever compiles it discharges it.
+        return bind_call(inputs, sc.closed)
     vals = list(inputs)
     if run_eagerly is not None:
         for i in sc.ref_positions:
@@ -140,7 +147,7 @@ def call_stateful(sc: StatefulCall, lifted, leaves, name, run_eagerly, bind_call
         return results
     for i in sc.ref_positions:
         vals[i] = read_whole(inputs[i])
-    outs = bind_call(vals)
+    outs = bind_call(vals, sc.discharged)
     for i, v in zip(sc.ref_positions, outs[sc.n_out :]):
         write_whole(inputs[i], v)
     return outs[: sc.n_out]

@@ -90,6 +90,8 @@ class EvalTrace(_trace.Trace):
             if out is not None:
                 return out
         if prim.eager_compiled:
+            if state_types.state_used[0] and any(type(x) is state_types.Ref for x in args):
+                return _run_with_refs(prim, args, params)  # a staged jit call that takes refs
             return call_compiled(args, params[prim.call_jaxpr_param], params.get("name", prim.name))
         if prim.higher_order:
             if state_types.state_used[0] and prim not in state_types.STATE_PRIMS:
