@@ -22,10 +22,11 @@ def _normalized_legendre(n_max, x, sin_theta):
     (zero where m > l), shape (n_max + 1, n_max + 1, len(x))."""
     size = n_max + 1
     m = np.arange(size, dtype=np.float64)
-    # The diagonal: P_0^0 = 1 / sqrt(4 pi), P_m^m = -sqrt(1 + 1/(2m)) sin(theta) P_(m-1)^(m-1).
-    factors = np.cumprod(np.concatenate([[0.5 / np.sqrt(np.pi)], -np.sqrt(1 + 0.5 / m[1:])]))
-    powers = sin_theta[None, :] ** jnp.asarray(m[:, None], x.dtype)
-    diagonal = jnp.asarray(factors[:, None], x.dtype) * powers  # P_m^m, indexed by m
+    # The diagonal: P_0^0 = 1 / sqrt(4 pi), P_m^m = -sqrt(1 + 1/(2m)) sin(theta) P_(m-1)^(m-1)
+    # (products rather than powers of sin(theta), whose derivative would be nan at the poles).
+    diagonal = [jnp.full_like(x, 0.5 / np.sqrt(np.pi))]
+    for order in range(1, size):
+        diagonal.append(diagonal[-1] * (-np.sqrt(1 + 0.5 / order)) * sin_theta)
     rows = [jnp.zeros((size, x.shape[0]), x.dtype).at[0].set(diagonal[0])]
     if n_max >= 1:
         # Row l = 1: P_1^0 = sqrt(3) x P_0^0 and P_1^1 on the diagonal.

@@ -315,6 +315,9 @@ def test_sph_harm_y_derivatives_jit_and_vmap():
                 modes=("fwd", "rev"),
                 rtol=1e-3,
             )
+        # at the pole: d/dtheta Re Y_2^1 = -sqrt(15 / (8 pi)) cos(phi) cos(2 theta), finite
+        pole = morphax.grad(lambda t: jnp.real(ms.sph_harm_y(2, 1, t, 0.1)))(0.0)
+        np.testing.assert_allclose(float(pole), -np.sqrt(15 / (8 * np.pi)) * np.cos(0.1), rtol=1e-12)
     theta32, phi32 = theta.astype(np.float32), phi.astype(np.float32)
     eager = np.asarray(ms.sph_harm_y(n, m, theta32, phi32))
     fn = lambda t, p: ms.sph_harm_y(n, m, t, p, n_max=4)  # noqa: E731
