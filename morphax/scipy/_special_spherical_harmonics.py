@@ -56,7 +56,13 @@ def sph_harm_y(n, m, theta, phi, diff_n=None, n_max=None):
         raise NotImplementedError("The 'diff_n' argument to jax.scipy.special.sph_harm_y is not supported.")
     _util.check_arraylike("sph_harm_y", n, m, theta, phi)
     if n_max is None:
-        n_max = int(np.max(_util.host_value(n, "scipy.special.sph_harm_y", "`n` (or pass n_max)")))
+        try:
+            n_max = int(np.max(_util.host_value(n, "scipy.special.sph_harm_y", "n")))
+        except ValueError:
+            raise ValueError(
+                "scipy.special.sph_harm_y: the degrees `n` are traced, so their maximum is unknown; pass "
+                "n_max (a Python int, at least max(n)) to use sph_harm_y within jit or other transformations."
+            ) from None
     n_max = int(n_max)
     theta, phi = _util.promote_dtypes_inexact(theta, phi)
     n, m, theta, phi = jnp.broadcast_arrays(jnp.asarray(n), jnp.asarray(m), theta, phi)
