@@ -17,7 +17,7 @@ import numpy as np
 from morphax._src.checkify.errors import Error, ErrorEffect, update_error
 from morphax._src.core import pytree
 from morphax._src.core.avals import ShapedArray
-from morphax._src.core.jaxpr import ClosedJaxpr, Literal
+from morphax._src.core.jaxpr import ClosedJaxpr, interpret
 from morphax._src.core.memo import memoized
 from morphax._src.core.primitive import Primitive
 from morphax._src.core.trace import Tracer
@@ -41,30 +41,17 @@ def _as_value(x, aval):
 
 def checkify_jaxpr(closed: ClosedJaxpr, enabled: frozenset, error: Error, *args):
     """Evaluate `closed` on `args` on the current trace, with checks; returns (error, outputs)."""
-    jaxpr = closed.jaxpr
-    env: dict[int, object] = {}
-    for v, x in zip(jaxpr.constvars, closed.consts):
-        env[id(v)] = x
-    for v, x in zip(jaxpr.invars, args):
-        env[id(v)] = x
+    state = [error]
 
-    def read(v):
-        return v.val if type(v) is Literal else env[id(v)]
-
-    for eqn in jaxpr.eqns:
-        ins = [read(v) for v in eqn.invars]
+    def run_eqn(eqn, ins):
         rule = error_checks.get(eqn.primitive)
         if rule is None:
-            out = eqn.primitive.bind(*ins, **eqn.params)
-        else:
-            error, out = rule(error, enabled, *ins, **eqn.params)
-        if eqn.primitive.multiple_results:
-            for v, x in zip(eqn.outvars, out):
-                env[id(v)] = x
-        else:
-            env[id(eqn.outvars[0])] = out
-    outs = [_as_value(read(v), v.aval) for v in jaxpr.outvars]
-    return error, outs
+            return eqn.primitive.bind(*ins, **eqn.params)
+        state[0], out = rule(state[0], enabled, *ins, **eqn.params)
+        return out
+
+    outs = interpret(closed.jaxpr, closed.consts, args, run_eqn)
+    return state[0], [_as_value(x, v.aval) for x, v in zip(outs, closed.jaxpr.outvars)]
 
 
 def error_leaf_avals(effects) -> list[ShapedArray]:

@@ -309,11 +309,10 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
 # ----------------------------------------------------------------------------------------- evaluator
 
 
-def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
-    """Interpret `jaxpr` by binding each equation's primitive, so it runs under whatever trace is
-    current (eagerly, or inside another transformation). Returns the list of outputs."""
-    if len(args) != len(jaxpr.invars):
-        raise TypeError(f"eval_jaxpr: jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
+def interpret(jaxpr: Jaxpr, consts, args, run_eqn) -> list:
+    """Walk `jaxpr` in order, computing each equation with ``run_eqn(eqn, input values)`` (a list
+    of outputs for a multiple-results primitive); returns the output values. Every jaxpr
+    interpreter (eval_jaxpr, checkify, state discharge) is this loop with its own `run_eqn`."""
     env: dict[int, object] = {}
     for v, x in zip(jaxpr.constvars, consts):
         env[id(v)] = x
@@ -324,14 +323,25 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
         return v.val if type(v) is Literal else env[id(v)]
 
     for eqn in jaxpr.eqns:
-        ins = [read(v) for v in eqn.invars]
-        out = eqn.primitive.bind(*ins, **eqn.params)
+        out = run_eqn(eqn, [read(v) for v in eqn.invars])
         if eqn.primitive.multiple_results:
             for v, x in zip(eqn.outvars, out):
                 env[id(v)] = x
         else:
             env[id(eqn.outvars[0])] = out
     return [read(v) for v in jaxpr.outvars]
+
+
+def _bind_eqn(eqn, ins):
+    return eqn.primitive.bind(*ins, **eqn.params)
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
+    """Interpret `jaxpr` by binding each equation's primitive, so it runs under whatever trace is
+    current (eagerly, or inside another transformation). Returns the list of outputs."""
+    if len(args) != len(jaxpr.invars):
+        raise TypeError(f"eval_jaxpr: jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
+    return interpret(jaxpr, consts, args, _bind_eqn)
 
 
 def jaxpr_as_fun(closed: ClosedJaxpr):
