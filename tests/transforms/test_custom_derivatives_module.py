@@ -67,3 +67,23 @@ def test_stages_arg_info_and_wrapped():
     assert isinstance(lowered, stages.Lowered) and lowered.args_info == traced.args_info
     compiled = lowered.compile()
     assert isinstance(compiled, stages.Compiled) and compiled.out_info.shape == (2, 3)
+
+
+def test_custom_jvp_nondiff_arg_may_be_batched_or_traced():
+    # JAX 0.10.2 gives these values: the nondiff argument is batched under vmap, traced under jit.
+    import functools
+
+    @functools.partial(morphax.custom_jvp, nondiff_argnums=(0,))
+    def f(n, x):
+        return jnp.floor(n) * jnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(n, primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(n, x), jnp.floor(n) * jnp.cos(x) * t
+
+    n, x = jnp.full(3, 2.5), jnp.ones(3)
+    np.testing.assert_allclose(morphax.vmap(f)(n, x), [1.6829419] * 3, rtol=1e-6)
+    np.testing.assert_allclose(morphax.vmap(morphax.grad(f, argnums=1))(n, x), [1.0806046] * 3, rtol=1e-6)
+    np.testing.assert_allclose(morphax.jit(morphax.vmap(f))(n, x), [1.6829419] * 3, rtol=1e-6)
+    np.testing.assert_allclose(morphax.jit(f)(2.5, 1.0), 1.6829419, rtol=1e-6)

@@ -18,6 +18,7 @@ from morphax._src.core.ad_util import Zero, instantiate, is_zero, tangent_aval, 
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.pytree_keys import keystr
+from morphax._src.core.trace import Tracer
 
 
 @functools.lru_cache(maxsize=1024)
@@ -122,15 +123,32 @@ class custom_jvp:
         nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
         leaves, in_tree = pytree.tree_flatten(diff)
         out_tree_box = []
+        n_diff = len(leaves)
+        nd_leaves, nd_tree = pytree.tree_flatten([nondiff[i] for i in sorted(nondiff)])
+        # Traced values in nondiff positions (a batched array under vmap) must not be closed
+        # over by the function and its rule, which transformations run on their own traces:
+        # they travel as extra inputs, whose tangents the rule never sees.
+        traced_nondiff = any(isinstance(x, Tracer) for x in nd_leaves)
 
-        flat_fun = _flat_primal_fun(self.fun, nondiff, in_tree, len(args), out_tree_box)
+        def nondiff_of(extra):
+            if not traced_nondiff:
+                return nondiff
+            return dict(zip(sorted(nondiff), pytree.tree_unflatten(nd_tree, extra)))
 
-        def flat_jvp(primals, tangents):
+        def flat_fun(*xs):
+            inner = _flat_primal_fun(self.fun, nondiff_of(xs[n_diff:]), in_tree, len(args), out_tree_box)
+            return inner(*xs[:n_diff])
+
+        flat_fun.__name__ = getattr(self.fun, "__name__", "custom_fun")  # how staged calls print
+
+        def flat_jvp(all_primals, all_tangents):
+            primals, tangents = all_primals[:n_diff], all_tangents[:n_diff]
+            nondiff_now = nondiff_of(all_primals[n_diff:])
             p_args = pytree.tree_unflatten(in_tree, primals)
             t_args = pytree.tree_unflatten(
                 in_tree, [_tangent_for_user(t, self.symbolic_zeros) for t in tangents]
             )
-            nd = [nondiff[i] for i in sorted(nondiff)]
+            nd = [nondiff_now[i] for i in sorted(nondiff_now)]
             res = self.jvp(*nd, tuple(p_args), tuple(t_args))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(
@@ -157,6 +175,8 @@ class custom_jvp:
             return p_leaves, t_leaves
 
         flat_jvp.__name__ = getattr(self.jvp, "__name__", "jvp")
+        if traced_nondiff:
+            leaves = list(leaves) + nd_leaves
         outs = _call_with_trace(
             "process_custom_jvp_call",
             lambda: flat_fun(*leaves),
