@@ -19,10 +19,10 @@ from morphax._src.core.jaxpr import (
     ClosedJaxpr,
     Jaxpr,
     JaxprEqn,
-    Literal,
     Var,
     any_eqn,
     eval_jaxpr,
+    interpret,
     split_list,
     sub_jaxprs,
 )
@@ -116,40 +116,26 @@ def _check_no_ref_outputs(outs, what):
 
 
 def _eval(jaxpr: Jaxpr, consts, args):
-    env: dict[int, object] = {}
-    for v, x in zip(jaxpr.constvars, consts):
-        env[id(v)] = x
-    for v, x in zip(jaxpr.invars, args):
-        env[id(v)] = x
+    return interpret(jaxpr, consts, args, _discharge_eqn)
 
-    def read(v):
-        return v.val if type(v) is Literal else env[id(v)]
 
-    for eqn in jaxpr.eqns:
-        ins = [read(v) for v in eqn.invars]
-        prim = eqn.primitive
-        if prim in STATE_PRIMS:
-            out = _state_eqn(prim, ins, eqn.params)
-        elif any(type(x) is _Cell for x in ins):
-            rule = _rules.get(prim)
-            if rule is None:
-                raise NotImplementedError(
-                    f"A mutable array reference is passed to `{prim.name}`, which cannot thread refs "
-                    "yet (jit, scan, fori_loop, while_loop and cond can). Pass its value (ref[...]) "
-                    "instead and write the result back with ref[...] = result."
-                )
-            out = rule(ins, **eqn.params)
-        else:
-            params = eqn.params
-            if prim.higher_order and any(has_state(s) for s in sub_jaxprs(params)):
-                params = _discharge_params(params)
-            out = prim.bind(*ins, **params)
-        if prim.multiple_results:
-            for v, x in zip(eqn.outvars, out):
-                env[id(v)] = x
-        else:
-            env[id(eqn.outvars[0])] = out
-    return [read(v) for v in jaxpr.outvars]
+def _discharge_eqn(eqn, ins):
+    prim = eqn.primitive
+    if prim in STATE_PRIMS:
+        return _state_eqn(prim, ins, eqn.params)
+    if any(type(x) is _Cell for x in ins):
+        rule = _rules.get(prim)
+        if rule is None:
+            raise NotImplementedError(
+                f"A mutable array reference is passed to `{prim.name}`, which cannot thread refs "
+                "yet (jit, scan, fori_loop, while_loop and cond can). Pass its value (ref[...]) "
+                "instead and write the result back with ref[...] = result."
+            )
+        return rule(ins, **eqn.params)
+    params = eqn.params
+    if prim.higher_order and any(has_state(s) for s in sub_jaxprs(params)):
+        params = _discharge_params(params)
+    return prim.bind(*ins, **params)
 
 
 def _state_eqn(prim, ins, params):
