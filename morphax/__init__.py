@@ -94,6 +94,7 @@ from morphax._src.api.jit import (
     jit,
 )
 from morphax._src.api.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr
+from morphax._src.api.pmap import pmap
 from morphax._src.api.vmap import vmap
 from morphax._src.config import config, enable_x64, make_user_context
 from morphax._src.core.dtypes import float0
@@ -198,6 +199,7 @@ __all__ = [
     "device_put",
     "disable_jit",
     "vmap",
+    "pmap",
     "debug",
     "named_call",
     "named_scope",

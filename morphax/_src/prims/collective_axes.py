@@ -1,8 +1,11 @@
 """Named axes for the collectives: resolving axis names against the axis environment that vmap
-(and later pmap) binds, with errors that name the unbound axis; `axis_size`; the check every
+and pmap bind, with errors that name the unbound axis; `axis_size`; the check every
 collective runs when it is typed; and the small helpers the collectives share."""
 
 from __future__ import annotations
+
+import contextlib
+import threading
 
 import numpy as np
 
@@ -22,8 +25,8 @@ __all__ = ["axis_size"]
 def _unbound(name, prim_name: str) -> NameError:
     return NameError(
         f"unbound axis name: {name}. The collective {prim_name} refers to an axis name that no enclosing "
-        f"transformation binds; run it inside vmap(f, axis_name={name!r}) (or a nest of vmaps binding "
-        "every name it mentions)."
+        f"transformation binds; run it inside vmap(f, axis_name={name!r}) or pmap(f, axis_name={name!r}) "
+        "(or a nest of them binding every name it mentions)."
     )
 
 
@@ -80,13 +83,38 @@ def _check_size(prim_name: str, axis_name, traced_size, size):
         )
 
 
-def _impl_unbound(prim_name: str, key: str):
-    def impl(*args, **params):
-        names = params[key]
-        name = names[0] if isinstance(names, tuple) and names else names
-        raise _unbound(name, prim_name)
+# ------------------------------------------------------------------------------------------------
+# The device axis context: while a device runs its share of a pmap or shard_map program, the
+# runner binds each mapped axis name to (communicator, this device's rank in it) on the device's
+# thread, and the collectives' impls (collectives_on_devices.py) exchange values through it.
 
-    return impl
+
+class _DeviceAxes(threading.local):
+    def __init__(self):
+        self.bound = {}
+
+
+_device_axes = _DeviceAxes()
+
+
+@contextlib.contextmanager
+def bind_device_axes(mapping):
+    """Bind axis names to (communicator, rank) on this thread inside the block (inner bindings
+    of a name shadow outer ones)."""
+    prev = _device_axes.bound
+    _device_axes.bound = {**prev, **mapping}
+    try:
+        yield
+    finally:
+        _device_axes.bound = prev
+
+
+def device_axis(name, prim_name: str):
+    """(communicator, rank) bound to `name` on this thread; the unbound-name error otherwise."""
+    hit = _device_axes.bound.get(name)
+    if hit is None:
+        raise _unbound(name, prim_name)
+    return hit
 
 
 def _no_cases(rng):

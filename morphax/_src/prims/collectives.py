@@ -7,7 +7,9 @@ name(s) in `named_axes_param`; BatchTrace runs the primitive's batch rule when i
 mentioned, even for unbatched operands (psum of a value every member shares is value * size;
 axis_index is iota over the batch), and hands the primitive on to the enclosing traces otherwise.
 A psum over several names reduces over the trace's own axis and rebinds itself with the rest.
-With no transformation binding a name, evaluation raises `NameError` naming the axis.
+With no transformation binding a name, evaluation raises `NameError` naming the axis; while a
+device runs its share of a pmap/shard_map program, the impls exchange values through the device's
+communicator (collectives_on_devices.py).
 
 Axis names are any hashable objects except None; integers are names too (JAX's positional axes
 in psum are not supported). Primitives that need the size of their axis to type their result
@@ -32,13 +34,13 @@ from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import bdim_to_front, moveaxis
 from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.prims import collectives_on_devices as _on_devices
 from morphax._src.prims._ad import defjvp_zero, deflinear
 from morphax._src.prims.arithmetic import add, div, mul
 from morphax._src.prims.collective_axes import (
     _check_bound,
     _check_size,
     _env_size,
-    _impl_unbound,
     _names_tuple,
     _no_groups,
     _rebind_leaves,
@@ -94,7 +96,7 @@ def _reduction_collective(name, reduce_fn, unmapped_fn):
     prim.kind = Kind.OPAQUE
     prim.named_axes_param = "axes"
     prim.abstract_eval = _reduction_abstract_eval(name)
-    prim.impl = _impl_unbound(name, "axes")
+    prim.impl = _on_devices.reduction_impl(name)
     prim.test_spec = _spec()
 
     def batch(vals, dims, *, axis_data, axes, axis_index_groups):
@@ -215,7 +217,7 @@ def pmean(x, axis_name, *, axis_index_groups=None):
 axis_index_p = Primitive("axis_index")
 axis_index_p.kind = Kind.OPAQUE
 axis_index_p.named_axes_param = "axis_name"
-axis_index_p.impl = _impl_unbound("axis_index", "axis_name")
+axis_index_p.impl = _on_devices.axis_index_impl
 axis_index_p.abstract_eval = lambda *, axis_name: ShapedArray((), np.dtype(np.int32))
 axis_index_p.test_spec = _spec()
 
@@ -264,7 +266,7 @@ def _all_gather_abstract_eval(x, *, axis_name, axis, tiled, axis_index_groups, a
 all_gather_p = Primitive("all_gather")
 all_gather_p.kind = Kind.OPAQUE
 all_gather_p.named_axes_param = "axis_name"
-all_gather_p.impl = _impl_unbound("all_gather", "axis_name")
+all_gather_p.impl = _on_devices.all_gather_impl
 all_gather_p.abstract_eval = _all_gather_abstract_eval
 all_gather_p.test_spec = _spec()
 
@@ -314,7 +316,7 @@ def _psum_scatter_abstract_eval(x, *, axis_name, scatter_dimension, axis_index_g
 psum_scatter_p = Primitive("psum_scatter")
 psum_scatter_p.kind = Kind.OPAQUE
 psum_scatter_p.named_axes_param = "axis_name"
-psum_scatter_p.impl = _impl_unbound("psum_scatter", "axis_name")
+psum_scatter_p.impl = _on_devices.psum_scatter_impl
 psum_scatter_p.abstract_eval = _psum_scatter_abstract_eval
 psum_scatter_p.test_spec = _spec()
 
@@ -434,7 +436,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
 ppermute_p = Primitive("ppermute")
 ppermute_p.kind = Kind.OPAQUE
 ppermute_p.named_axes_param = "axis_name"
-ppermute_p.impl = _impl_unbound("ppermute", "axis_name")
+ppermute_p.impl = _on_devices.ppermute_impl
 ppermute_p.test_spec = _spec()
 
 
@@ -537,7 +539,7 @@ def _all_to_all_abstract_eval(x, *, axis_name, split_axis, concat_axis, axis_ind
 all_to_all_p = Primitive("all_to_all")
 all_to_all_p.kind = Kind.OPAQUE
 all_to_all_p.named_axes_param = "axis_name"
-all_to_all_p.impl = _impl_unbound("all_to_all", "axis_name")
+all_to_all_p.impl = _on_devices.all_to_all_impl
 all_to_all_p.abstract_eval = _all_to_all_abstract_eval
 all_to_all_p.test_spec = _spec()
 

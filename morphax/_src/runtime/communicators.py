@@ -1,0 +1,300 @@
+"""Communicators: how the participants of a collective (the devices of a pmap or shard_map, or
+the processes of a distributed run) exchange values.
+
+`Communicator` is the interface every implementation follows: ranks are 0..size-1, every
+participant calls the same methods in the same order, each call blocks until every participant
+has made it, and values are NumPy arrays. `ThreadCommunicator` is the in-process implementation
+whose participants are device streams (threads): one rendezvous per collective call. Instead of
+hanging it fails loudly: a participant that fails (`abort`) makes the others raise at once, a
+participant that never arrives makes the others raise after `timeout` seconds (default
+`DEFAULT_TIMEOUT_S`), and participants that disagree on a call's shapes, dtypes or operation all
+raise an error naming both sides.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+
+__all__ = [
+    "CollectiveError",
+    "CollectiveMismatchError",
+    "CollectiveTimeoutError",
+    "Communicator",
+    "DEFAULT_TIMEOUT_S",
+    "ThreadCommunicator",
+]
+
+# Seconds a participant waits for the others at one collective before it raises; the
+# MORPHAX_COLLECTIVE_TIMEOUT environment variable overrides it, a constructor argument too.
+DEFAULT_TIMEOUT_S = float(os.environ.get("MORPHAX_COLLECTIVE_TIMEOUT", "60"))
+
+
+class CollectiveError(RuntimeError):
+    """A collective could not complete: another participant failed."""
+
+
+class CollectiveTimeoutError(CollectiveError):
+    """A participant did not reach a collective within the communicator's timeout."""
+
+
+class CollectiveMismatchError(ValueError):
+    """Participants called one collective with different shapes, dtypes or operations."""
+
+
+_REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+
+
+class Communicator:
+    """The collective operations between `size` participants (ranks 0..size-1). Each method
+    takes the caller's rank and its NumPy value and returns the caller's result."""
+
+    size: int
+
+    def all_reduce(self, rank: int, x, op: str):
+        """`op` ("sum", "max" or "min") of every rank's `x`; every rank receives the result."""
+        raise NotImplementedError
+
+    def all_gather(self, rank: int, x):
+        """Every rank's `x` stacked along a new leading axis: shape (size, *x.shape)."""
+        raise NotImplementedError
+
+    def all_to_all(self, rank: int, x, split_axis: int, concat_axis: int):
+        """Rank i splits `x` along `split_axis` into `size` blocks and sends block j to rank j;
+        each rank concatenates the blocks it receives, ordered by sender, along `concat_axis`."""
+        raise NotImplementedError
+
+    def ppermute(self, rank: int, x, perm):
+        """For each (source, destination) in `perm`, destination receives source's `x`; ranks
+        that are no pair's destination receive zeros."""
+        raise NotImplementedError
+
+    def barrier(self, rank: int) -> None:
+        raise NotImplementedError
+
+    def subgroups(self, groups) -> list:
+        """One communicator per group of ranks (`groups`: disjoint lists of ranks), in which
+        a member's rank is its position in its group. Every participant gets the same objects."""
+        raise NotImplementedError
+
+
+def _describe(x) -> str:
+    return f"{np.dtype(x.dtype).name}{list(x.shape)}"
+
+
+class _Round:
+    """One collective call: what each rank brought, and what each takes away."""
+
+    __slots__ = ("entries", "results", "error", "taken")
+
+    def __init__(self, size):
+        self.entries = [None] * size
+        self.results = None
+        self.error = None
+        self.taken = 0
+
+
+class _Shared:
+    """State shared by a communicator and its subgroups: one condition to wake every waiter and
+    the first failure (a failed participant dooms every group it belongs to)."""
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.failure = None  # (rank in the root communicator, exception)
+
+
+class ThreadCommunicator(Communicator):
+    """Participants are threads of this process (device streams): each collective is a
+    rendezvous, combined by the last participant to arrive."""
+
+    def __init__(self, size: int, timeout: float | None = None, *, _shared=None, _root_ranks=None):
+        if size < 1:
+            raise ValueError(f"ThreadCommunicator: size must be at least 1, got {size}")
+        self.size = int(size)
+        self.timeout = DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
+        self._shared = _shared or _Shared()
+        # This communicator's ranks as ranks of the root communicator (for messages).
+        self._root_ranks = list(range(size)) if _root_ranks is None else list(_root_ranks)
+        self._calls = [0] * self.size
+        self._rounds: dict[int, _Round] = {}
+        self._subgroups: dict = {}
+
+    def __repr__(self):
+        return f"ThreadCommunicator(size={self.size}, timeout={self.timeout})"
+
+    # -------------------------------------------------------------------------------- failure
+
+    def abort(self, rank: int, error: BaseException) -> None:
+        """Record that participant `rank` failed: every participant waiting now, or arriving
+        later, at any collective of this communicator or its subgroups raises."""
+        with self._shared.cond:
+            if self._shared.failure is None:
+                self._shared.failure = (self._root_ranks[rank], error)
+            self._shared.cond.notify_all()
+
+    def _raise_failure(self, rank, what):
+        failed, error = self._shared.failure
+        if isinstance(error, (CollectiveError, CollectiveMismatchError)):
+            raise type(error)(str(error))
+        raise CollectiveError(
+            f"{what}: participant {failed} failed ({type(error).__name__}: {error}), so rank "
+            f"{self._root_ranks[rank]} cannot complete the collective."
+        ) from error
+
+    # ----------------------------------------------------------------------------- rendezvous
+
+    def _exchange(self, rank: int, what: str, signature, x, combine):
+        """Deposit (`signature`, `x`) for this rank's next call; the last rank to arrive checks
+        that all signatures agree and runs `combine(values) -> per-rank results`."""
+        if not 0 <= rank < self.size:
+            raise ValueError(f"{what}: rank {rank} is outside the communicator of size {self.size}")
+        shared = self._shared
+        deadline = time.monotonic() + self.timeout
+        with shared.cond:
+            if shared.failure is not None:
+                self._raise_failure(rank, what)
+            k = self._calls[rank]
+            self._calls[rank] = k + 1
+            rnd = self._rounds.get(k)
+            if rnd is None:
+                rnd = self._rounds[k] = _Round(self.size)
+            rnd.entries[rank] = (what, signature, x)
+            last = all(e is not None for e in rnd.entries)
+        if last:
+            error, results = None, None
+            try:
+                error = self._mismatch(rnd.entries)
+                if error is None:
+                    results = combine([e[2] for e in rnd.entries])
+            except Exception as e:  # noqa: BLE001 - every participant sees it
+                error = e
+            with shared.cond:
+                rnd.error, rnd.results = error, results
+                shared.cond.notify_all()
+        with shared.cond:
+            while rnd.results is None and rnd.error is None:
+                if shared.failure is not None:
+                    self._raise_failure(rank, what)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    missing = [self._root_ranks[r] for r, e in enumerate(rnd.entries) if e is None]
+                    err = CollectiveTimeoutError(
+                        f"{what}: participant(s) {missing} did not arrive within {self.timeout:g} s "
+                        f"(rank {self._root_ranks[rank]} waited at collective call #{k}); a participant "
+                        "died, hangs, or skipped this collective. Raise the limit with "
+                        "MORPHAX_COLLECTIVE_TIMEOUT=seconds if the work before it is that long."
+                    )
+                    if shared.failure is None:
+                        shared.failure = (self._root_ranks[rank], err)
+                    shared.cond.notify_all()
+                    raise err
+                shared.cond.wait(left)
+            rnd.taken += 1
+            if rnd.taken == self.size:
+                del self._rounds[k]
+            if rnd.error is not None:
+                err = rnd.error
+                raise type(err)(*err.args) if isinstance(err, CollectiveMismatchError) else err
+            return rnd.results[rank]
+
+    def _mismatch(self, entries):
+        what0, sig0, _ = entries[0]
+        for r, (what, sig, _) in enumerate(entries[1:], 1):
+            if what != what0 or sig != sig0:
+                return CollectiveMismatchError(
+                    f"collective mismatch between participants: rank {self._root_ranks[0]} called "
+                    f"{what0} with {sig0}, but rank {self._root_ranks[r]} called {what} with {sig}. "
+                    "Every participant must call the same collectives, in the same order, on values "
+                    "of the same shape and dtype."
+                )
+        return None
+
+    # ----------------------------------------------------------------------------- operations
+
+    def all_reduce(self, rank, x, op):
+        if op not in _REDUCERS:
+            raise ValueError(f"all_reduce: op must be one of {sorted(_REDUCERS)}, got {op!r}")
+        x = np.asarray(x)
+        fn = _REDUCERS[op]
+
+        def combine(values):
+            total = values[0]
+            for v in values[1:]:  # in rank order, so every run rounds the same way
+                total = fn(total, v)
+            total = np.asarray(total, dtype=x.dtype)
+            return [total if r == 0 else total.copy() for r in range(self.size)]
+
+        return self._exchange(rank, f"all_reduce({op})", _describe(x), x, combine)
+
+    def all_gather(self, rank, x):
+        x = np.asarray(x)
+
+        def combine(values):
+            stacked = np.stack(values)
+            return [stacked if r == 0 else stacked.copy() for r in range(self.size)]
+
+        return self._exchange(rank, "all_gather", _describe(x), x, combine)
+
+    def all_to_all(self, rank, x, split_axis, concat_axis):
+        x = np.asarray(x)
+        n = self.size
+        if x.shape[split_axis] % n:
+            raise ValueError(
+                f"all_to_all: the split axis {split_axis} of {_describe(x)} is not divisible by the "
+                f"communicator size {n}"
+            )
+
+        def combine(values):
+            blocks = [np.split(v, n, axis=split_axis) for v in values]
+            return [np.concatenate([blocks[i][j] for i in range(n)], axis=concat_axis) for j in range(n)]
+
+        sig = (_describe(x), int(split_axis), int(concat_axis))
+        return self._exchange(rank, "all_to_all", sig, x, combine)
+
+    def ppermute(self, rank, x, perm):
+        x = np.asarray(x)
+        perm = tuple((int(s), int(d)) for s, d in perm)
+
+        def combine(values):
+            out = [None] * self.size
+            for s, d in perm:
+                out[d] = values[s].copy()
+            return [np.zeros_like(values[0]) if o is None else o for o in out]
+
+        return self._exchange(rank, "ppermute", (_describe(x), perm), x, combine)
+
+    def barrier(self, rank):
+        self._exchange(rank, "barrier", None, None, lambda values: [None] * self.size)
+
+    def subgroups(self, groups) -> list:
+        key = tuple(tuple(int(r) for r in g) for g in groups)
+        with self._shared.cond:
+            hit = self._subgroups.get(key)
+            if hit is not None:
+                return hit
+            seen = [r for g in key for r in g]
+            if len(set(seen)) != len(seen) or any(not 0 <= r < self.size for r in seen):
+                raise ValueError(
+                    f"subgroups: groups {[list(g) for g in key]} must be disjoint lists of ranks in "
+                    f"[0, {self.size})"
+                )
+            subs = [
+                ThreadCommunicator(
+                    len(g), self.timeout, _shared=self._shared, _root_ranks=[self._root_ranks[r] for r in g]
+                )
+                for g in key
+            ]
+            self._subgroups[key] = subs
+            return subs
+
+    def group_of(self, rank: int, groups):
+        """(communicator, rank in it) of `rank`'s group among `subgroups(groups)`."""
+        subs = self.subgroups(groups)
+        for g, sub in zip(groups, subs):
+            g = [int(r) for r in g]
+            if rank in g:
+                return sub, g.index(rank)
+        raise ValueError(f"rank {rank} is in none of the groups {[list(g) for g in groups]}")
