@@ -27,6 +27,8 @@ LAYERS = {
     "higher_order": 4,
     "compiler": 5,
     "runtime": 6,
+    "sharding": 6,
+    "distributed": 6,
     "numpy": 7,
     "api": 8,
     "profiler": 8,

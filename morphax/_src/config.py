@@ -78,6 +78,12 @@ _KNOWN = {
     "jax_default_device": ("default_device", lambda: None),
     # How many CPU devices (runtime/devices.py); -1: XLA_FLAGS's count, else one.
     "jax_num_cpu_devices": ("num_cpu_devices", lambda: -1),
+    # Seconds a collective between processes (morphax.distributed) waits for the others to arrive
+    # before it raises instead of hanging.
+    "morphax_collective_timeout": (
+        "morphax_collective_timeout",
+        lambda: float(os.environ.get("MORPHAX_COLLECTIVE_TIMEOUT", "60")),
+    ),
     # Which compiler backend jit uses: "c" (fused native kernels; falls back to "numpy" where no C
     # compiler works) or "numpy" (every equation runs its NumPy reference).
     "morphax_backend": ("morphax_backend", lambda: os.environ.get("MORPHAX_BACKEND", "c")),

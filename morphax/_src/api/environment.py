@@ -1,6 +1,7 @@
 """Top-level helpers about the process and its configuration: the config flags usable as context
 managers (``with morphax.debug_nans(True):``), `ensure_compile_time_eval`, `typeof`,
-`copy_to_host_async`, the process/device counts of a single-process run, and
+`copy_to_host_async`, the process/device counts (several processes after
+morphax.distributed.initialize), and
 `print_environment_info`."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 from morphax._src.config import config
 from morphax._src.core import pytree
 from morphax._src.core.avals import get_aval
+from morphax._src.runtime import devices as _devices
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.devices import local_devices
 
@@ -188,13 +190,15 @@ def local_device_count(backend=None) -> int:
 
 
 def process_index(backend=None) -> int:
-    """This process's index among the processes of a run (one process here: 0)."""
-    return 0
+    """This process's index among the processes of a run (its MPI rank after
+    morphax.distributed.initialize; 0 in a one-process run)."""
+    return _devices.process_index()
 
 
 def process_count(backend=None) -> int:
-    """The number of processes of the run (one here)."""
-    return 1
+    """The number of processes of the run (the MPI world's size after
+    morphax.distributed.initialize; 1 in a one-process run)."""
+    return _devices.process_count()
 
 
 def process_indices(backend=None) -> list:

@@ -1,5 +1,7 @@
 """The devices known to the runtime: N CPU devices in one process (``jax_num_cpu_devices`` or
-``XLA_FLAGS=--xla_force_host_platform_device_count=N``; one by default)."""
+``XLA_FLAGS=--xla_force_host_platform_device_count=N``; one by default), and, once
+``morphax.distributed.initialize`` has registered the processes of a run, the global list of every
+process's devices."""
 
 from __future__ import annotations
 
@@ -24,13 +26,13 @@ class Device:
     """A device computations run on (``jax.Device``): here a CPU device, each with its own stream
     (runtime/dispatch.py), all in host memory."""
 
-    def __init__(self, platform: str, id: int, process_index: int = 0):
+    def __init__(self, platform: str, id: int, process_index: int = 0, local_hardware_id: int | None = None):
         self.platform = platform
         self.id = id
         self.device_kind = platform
         self.process_index = process_index
         self.host_id = process_index
-        self.local_hardware_id = id
+        self.local_hardware_id = id if local_hardware_id is None else local_hardware_id
 
     def __repr__(self):
         return f"CpuDevice(id={self.id})" if self.platform == "cpu" else f"Device({self.platform}, {self.id})"
@@ -42,7 +44,13 @@ class Device:
 # Created on first use, as JAX's backends: the count may be set (config or XLA_FLAGS) after
 # `import morphax` and before the first computation.
 _devices: list[Device] | None = None
+# Set by register_processes (morphax.distributed): every process's devices, and this process's index.
+_global_devices: list[Device] | None = None
+_process_index = 0
+_process_count = 1
 _lock = threading.Lock()
+# JAX numbers a CPU device of a multi-process run process_index * 2048 + its local index.
+CPU_IDS_PER_PROCESS = 2048
 _XLA_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
 
 
@@ -68,6 +76,47 @@ def initialized() -> bool:
     return _devices is not None
 
 
+def requested_local_count() -> int:
+    """How many CPU devices this process will make (its config, read now)."""
+    return len(_devices) if _devices is not None else _requested_count()
+
+
+def register_processes(process_index: int, local_ids: list[list[int]]) -> None:
+    """Make this process's devices as process `process_index` of ``len(local_ids)`` processes,
+    where process p drives the CPU devices of local indices ``local_ids[p]`` (global ids
+    ``p * 2048 + i``, as JAX numbers them). Called by morphax.distributed.initialize before any
+    computation (the devices of a process are made once)."""
+    global _devices, _global_devices, _process_index, _process_count
+    with _lock:
+        everyone = [
+            Device("cpu", p * CPU_IDS_PER_PROCESS + i, process_index=p, local_hardware_id=i)
+            for p, ids in enumerate(local_ids)
+            for i in ids
+        ]
+        mine = [d for d in everyone if d.process_index == process_index]
+        if _devices is not None and [d.id for d in _devices] != [d.id for d in mine]:
+            raise RuntimeError(
+                "morphax.distributed.initialize() must be called before any computation is executed: "
+                f"this process's devices exist already ({_devices}). Call it right after `import morphax`."
+            )
+        if _devices is None:
+            _devices = mine
+        # Keep the Device objects this process already uses (arrays and contexts hold them).
+        by_id = {d.id: d for d in _devices}
+        _global_devices = [by_id.get(d.id, d) for d in everyone]
+        _process_index, _process_count = process_index, len(local_ids)
+
+
+def process_index() -> int:
+    """This process's index among the registered processes (0 in a one-process run)."""
+    return _process_index
+
+
+def process_count() -> int:
+    """How many processes the registered devices span (1 in a one-process run)."""
+    return _process_count
+
+
 def _check_count_update(name, value):
     if name == "jax_num_cpu_devices" and _devices is not None and value not in (-1, len(_devices)):
         raise RuntimeError(
@@ -87,15 +136,21 @@ def default_device() -> Device:
 
 
 def devices(backend=None) -> list[Device]:
-    return list(_all())
+    """Every device of the run: this process's, and after morphax.distributed.initialize every
+    other process's too."""
+    _all()
+    return list(_global_devices if _global_devices is not None else _devices)
 
 
 def local_devices(process_index=None, backend=None) -> list[Device]:
-    return list(_all())
+    """The devices of process `process_index` (this process by default)."""
+    if process_index is None or (_global_devices is None and process_index == _process_index):
+        return list(_all())
+    return [d for d in devices() if d.process_index == process_index]
 
 
 def device_count(backend=None) -> int:
-    return len(_all())
+    return len(devices())
 
 
 def local_device_count(backend=None) -> int:

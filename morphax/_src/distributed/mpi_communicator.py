@@ -1,0 +1,317 @@
+"""`MPICommunicator`: the Communicator interface (all_reduce, all_gather, all_to_all, ppermute,
+barrier, subgroups) between processes, over an mpi4py communicator, one rank per process.
+
+MPI's collectives block forever when a peer never arrives, so every call here is made of
+non-blocking MPI operations polled against a deadline (``morphax_collective_timeout`` seconds,
+60 by default, or the communicator's own `timeout`): a peer that died or called something else
+makes the others raise `CollectiveTimeoutError` naming the peers they wait for. Before moving any
+data, the processes exchange a small header (the collective, its arguments, dtype and shape), so
+processes that disagree raise a ValueError naming both sides instead of exchanging garbage.
+
+mpi4py is imported only when a communicator is made (morphax.distributed.initialize)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import zlib
+
+import numpy as np
+
+from morphax._src.config import config
+
+__all__ = ["CollectiveTimeoutError", "MPICommunicator", "mpi"]
+
+# The header every process sends every other before a collective: JSON, padded to this size.
+HEADER_BYTES = 4096
+_HEADER_TAG, _DATA_TAG, _BYTES_TAG = 17, 18, 19
+_REDUCTIONS = {"sum": np.sum, "max": np.max, "min": np.min}
+
+
+class CollectiveTimeoutError(RuntimeError):
+    """A collective between processes did not complete within its timeout: a peer died, hangs,
+    or called a different sequence of collectives."""
+
+
+def mpi():
+    """The mpi4py.MPI module (MPI is initialized on first import), or a clear ImportError."""
+    try:
+        from mpi4py import MPI
+    except ImportError as e:
+        raise ImportError(
+            "morphax.distributed needs mpi4py and an MPI library; install them with "
+            "`pip install 'morphax[distributed]'` (pip wheels of mpi4py and MPICH, no system MPI needed)."
+        ) from e
+    return MPI
+
+
+def _as_bytes(x: np.ndarray) -> np.ndarray:
+    """x's buffer as a flat uint8 array (any dtype, bfloat16 included: MPI moves bytes)."""
+    return np.ascontiguousarray(x).reshape(-1).view(np.uint8)
+
+
+def _describe(header: dict) -> str:
+    args = ", ".join(f"{k}={v}" for k, v in header.get("args", {}).items())
+    shape = ",".join(str(d) for d in header["shape"])
+    return f"{header['collective']}({args}) on {header['dtype']}[{shape}]"
+
+
+class MPICommunicator:
+    """Collectives between the processes of an mpi4py intracommunicator `comm` (which this object
+    owns and frees in `free`). Rank r of the interface is rank r of `comm`; a process acts only as
+    its own rank (`self.rank`). `timeout`: seconds a call waits for the others (None: the
+    ``morphax_collective_timeout`` config flag, read at each call)."""
+
+    def __init__(self, comm, timeout: float | None = None):
+        MPI = mpi()
+        self._comm = comm
+        self.size = comm.Get_size()
+        self.rank = comm.Get_rank()
+        self.timeout = timeout
+        # Process indices (ranks of MPI_COMM_WORLD) of this communicator's ranks, for messages.
+        self.processes = list(
+            comm.Get_group().Translate_ranks(list(range(self.size)), MPI.COMM_WORLD.Get_group())
+        )
+        self._calls = 0
+        self._failed: str | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self):
+        return f"MPICommunicator(size={self.size}, rank={self.rank}, processes={self.processes})"
+
+    # -- the interface ---------------------------------------------------------------------------
+
+    def all_reduce(self, rank, x, op="sum"):
+        """Every rank gets the reduction (sum, max or min) of all ranks' `x`."""
+        if op not in _REDUCTIONS:
+            raise ValueError(
+                f"MPICommunicator.all_reduce: op must be one of {sorted(_REDUCTIONS)}, got {op!r}"
+            )
+        x = np.asarray(x)
+        # NB: the reduction is an all-gather followed by a NumPy reduction in rank order rather
+        # than MPI_Allreduce: every rank gets bitwise the same result, NaNs propagate through max
+        # and min as in JAX, and every dtype works (bfloat16, bool), for size-times the memory.
+        gathered = self._collective(rank, "all_reduce", x, {"op": op}, self._gather_data)
+        return np.asarray(_REDUCTIONS[op](gathered, axis=0), dtype=x.dtype)
+
+    def all_gather(self, rank, x):
+        """All ranks' `x` stacked along a new leading axis: shape (size, *x.shape)."""
+        return self._collective(rank, "all_gather", np.asarray(x), {}, self._gather_data)
+
+    def all_to_all(self, rank, x, split_axis, concat_axis):
+        """Rank i splits `x` along `split_axis` into `size` blocks, sends block j to rank j, and
+        concatenates the blocks it receives (ordered by sender) along `concat_axis`."""
+        x = np.asarray(x)
+        for what, axis in (("split_axis", split_axis), ("concat_axis", concat_axis)):
+            if not (isinstance(axis, (int, np.integer)) and -x.ndim <= axis < x.ndim):
+                raise ValueError(
+                    f"MPICommunicator.all_to_all: {what}={axis!r} is not an axis of an array of shape {x.shape}"
+                )
+        split_axis, concat_axis = int(split_axis) % x.ndim, int(concat_axis) % x.ndim
+        if x.shape[split_axis] % self.size:
+            raise ValueError(
+                f"MPICommunicator.all_to_all: the split axis {split_axis} of shape {x.shape} has size "
+                f"{x.shape[split_axis]}, which the {self.size} ranks do not divide evenly"
+            )
+
+        def exchange(x, what):
+            blocks = np.stack(np.split(x, self.size, axis=split_axis))
+            received = np.empty_like(blocks)
+            if blocks.size:
+                self._wait(
+                    [self._comm.Ialltoall(_as_bytes(blocks), received.reshape(-1).view(np.uint8))], what
+                )
+            return np.concatenate(list(received), axis=concat_axis)
+
+        args = {"split_axis": split_axis, "concat_axis": concat_axis}
+        return self._collective(rank, "all_to_all", x, args, exchange)
+
+    def ppermute(self, rank, x, perm):
+        """Rank s sends `x` to rank d for each (s, d) in `perm`; a rank no one sends to gets zeros."""
+        x = np.asarray(x)
+        perm = [(int(s), int(d)) for s, d in perm]
+        for s, d in perm:
+            if not (0 <= s < self.size and 0 <= d < self.size):
+                raise ValueError(
+                    f"MPICommunicator.ppermute: pair {(s, d)} of perm names a rank outside 0..{self.size - 1}"
+                )
+        for side, name in ((0, "source"), (1, "destination")):
+            seen = [p[side] for p in perm]
+            if len(set(seen)) != len(seen):
+                raise ValueError(
+                    f"MPICommunicator.ppermute: perm {perm} repeats a {name}; each rank may appear once as each"
+                )
+
+        def exchange(x, what):
+            out = np.zeros_like(x)
+            sources = [s for s, d in perm if d == self.rank]
+            requests, peers = [], []
+            for s, d in perm:
+                if s == self.rank and d == self.rank:
+                    out[...] = x
+                elif s == self.rank and x.size:
+                    requests.append(self._comm.Isend(_as_bytes(x), dest=d, tag=_DATA_TAG))
+                    peers.append(None)
+            if sources and sources[0] != self.rank and x.size:
+                requests.append(
+                    self._comm.Irecv(out.reshape(-1).view(np.uint8), source=sources[0], tag=_DATA_TAG)
+                )
+                peers.append(sources[0])
+            self._wait(requests, what, peers)
+            return out
+
+        digest = zlib.crc32(json.dumps(sorted(perm)).encode())
+        return self._collective(rank, "ppermute", x, {"perm_crc32": digest}, exchange)
+
+    def barrier(self, rank):
+        """Return once every rank has called barrier (the header exchange is the barrier)."""
+        self._collective(rank, "barrier", np.zeros((0,), np.uint8), {}, lambda x, what: None)
+
+    def subgroups(self, groups):
+        """One communicator per group of ranks (`groups`: lists of ranks, each rank in at most
+        one): entry g is this process's communicator over groups[g], its ranks numbered by position
+        in the group, or None where this process is not in groups[g]. Every rank must call it."""
+        groups = [[int(r) for r in g] for g in groups]
+        flat = [r for g in groups for r in g]
+        if (
+            any(not g for g in groups)
+            or len(set(flat)) != len(flat)
+            or any(not 0 <= r < self.size for r in flat)
+        ):
+            raise ValueError(
+                f"MPICommunicator.subgroups: groups {groups} must be non-empty lists of distinct ranks "
+                f"in 0..{self.size - 1}, each rank in at most one group"
+            )
+        digest = zlib.crc32(json.dumps(groups).encode())
+        self._collective(
+            self.rank, "subgroups", np.zeros((0,), np.uint8), {"groups_crc32": digest}, lambda x, w: None
+        )
+        MPI = mpi()
+        mine = next((g for g, members in enumerate(groups) if self.rank in members), None)
+        color = MPI.UNDEFINED if mine is None else mine
+        key = 0 if mine is None else groups[mine].index(self.rank)
+        # Every rank has just agreed to split (the header exchange above), so the blocking
+        # MPI_Comm_split cannot wait for a missing peer.
+        sub = self._comm.Split(color, key)
+        return [MPICommunicator(sub, self.timeout) if g == mine else None for g in range(len(groups))]
+
+    # -- beyond the interface: what the process-level helpers need ------------------------------
+
+    def all_gather_bytes(self, payload: bytes) -> list[bytes]:
+        """Every rank's `payload` (any lengths), in rank order."""
+
+        def exchange(x, what):
+            sizes = self._exchange_headers({"collective": "all_gather_bytes", "nbytes": len(payload)}, what)
+            out = [payload if r == self.rank else bytearray(sizes[r]["nbytes"]) for r in range(self.size)]
+            requests, peers = [], []
+            for r in range(self.size):
+                if r != self.rank:
+                    if payload:
+                        requests.append(self._comm.Isend(payload, dest=r, tag=_BYTES_TAG))
+                        peers.append(None)
+                    if sizes[r]["nbytes"]:
+                        requests.append(self._comm.Irecv(out[r], source=r, tag=_BYTES_TAG))
+                        peers.append(r)
+            self._wait(requests, what, peers)
+            return [bytes(b) for b in out]
+
+        return self._collective(self.rank, "all_gather_bytes", np.zeros((0,), np.uint8), {}, exchange)
+
+    def free(self):
+        """Release the MPI communicator (local; the object is unusable afterwards)."""
+        if self._comm is not None and self._failed is None:
+            self._comm.Free()
+        self._comm = None
+
+    # -- machinery --------------------------------------------------------------------------------
+
+    def _collective(self, rank, name, x, args, exchange):
+        if rank != self.rank:
+            raise ValueError(
+                f"MPICommunicator.{name}: rank {rank} given, but this process is rank {self.rank} of the "
+                "communicator (each process takes part as its own rank only)"
+            )
+        with self._lock:
+            if self._comm is None:
+                raise RuntimeError(
+                    f"MPICommunicator.{name}: the communicator was freed (distributed.shutdown)"
+                )
+            if self._failed is not None:
+                raise RuntimeError(
+                    f"MPICommunicator.{name}: the communicator is unusable after an earlier failure ({self._failed})"
+                )
+            self._calls += 1
+            what = f"{name} (call #{self._calls} on process {self.processes[self.rank]})"
+            header = {"collective": name, "args": args, "dtype": x.dtype.name, "shape": list(x.shape)}
+            headers = self._exchange_headers(header, what)
+            differ = [r for r in range(self.size) if headers[r] != header]
+            if differ:
+                r = differ[0]
+                raise ValueError(
+                    f"morphax.distributed: processes disagree about collective call #{self._calls}: process "
+                    f"{self.processes[self.rank]} called {_describe(header)}, process {self.processes[r]} called "
+                    f"{_describe(headers[r])}. Every process must call the same collectives in the same order, "
+                    "with arrays of the same shape and dtype."
+                )
+            return exchange(x, what)
+
+    def _gather_data(self, x, what):
+        out = np.empty((self.size, *x.shape), x.dtype)
+        if x.size:
+            self._wait([self._comm.Iallgather(_as_bytes(x), out.reshape(-1).view(np.uint8))], what)
+        return out
+
+    def _exchange_headers(self, header: dict, what: str) -> list[dict]:
+        """Send `header` to every other rank and receive theirs (point to point, so a missing peer
+        can be named)."""
+        raw = json.dumps(header).encode()
+        if len(raw) > HEADER_BYTES:
+            raise ValueError(
+                f"MPICommunicator: the description of {what} is too long to exchange ({len(raw)} bytes)"
+            )
+        sent = np.zeros(HEADER_BYTES, np.uint8)
+        sent[: len(raw)] = np.frombuffer(raw, np.uint8)
+        received = np.zeros((self.size, HEADER_BYTES), np.uint8)
+        requests, peers = [], []
+        for r in range(self.size):
+            if r != self.rank:
+                requests.append(self._comm.Isend(sent, dest=r, tag=_HEADER_TAG))
+                peers.append(None)
+                requests.append(self._comm.Irecv(received[r], source=r, tag=_HEADER_TAG))
+                peers.append(r)
+        self._wait(requests, what, peers)
+        return [
+            header if r == self.rank else json.loads(received[r].tobytes().rstrip(b"\0"))
+            for r in range(self.size)
+        ]
+
+    def _wait(self, requests, what, peers=None):
+        """Poll `requests` until all complete; past the deadline, raise naming the ranks whose
+        receives (peers[i], None for sends) are still pending."""
+        timeout = config.morphax_collective_timeout if self.timeout is None else self.timeout
+        deadline = time.monotonic() + float(timeout)
+        pending = list(range(len(requests)))
+        delay = 0.0
+        while pending:
+            pending = [i for i in pending if not requests[i].Test()]
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                waiting = sorted(
+                    {self.processes[peers[i]] for i in pending if peers and peers[i] is not None}
+                )
+                who = (
+                    f"process(es) {waiting} did not arrive"
+                    if waiting
+                    else f"the other processes of {self.processes} did not all arrive"
+                )
+                self._failed = f"{what} timed out"
+                raise CollectiveTimeoutError(
+                    f"morphax.distributed: {what} timed out after {timeout:g} s: {who} (a process died, "
+                    "hangs, or called a different sequence of collectives). Set the timeout with "
+                    "morphax.config.update('morphax_collective_timeout', seconds) or MORPHAX_COLLECTIVE_TIMEOUT."
+                )
+            # Spin briefly, then sleep up to a millisecond between tests.
+            time.sleep(delay)
+            delay = min(1e-3, delay * 2 + 1e-5)
