@@ -1,0 +1,97 @@
+"""The program tests/distributed/test_mpi.py launches with ``mpirun -n N python mpi_program.py
+SCENARIO``: each process prints one JSON line of what it saw ("main"), or the error it got when a
+peer leaves ("dead_peer") or never starts ("never_joins"). Not a test module itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def _error(f):
+    try:
+        f()
+    except Exception as e:  # the test checks the type and message
+        return [type(e).__name__, str(e)]
+    return None
+
+
+def main(scenario: str) -> None:
+    launch_rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+    if scenario == "never_joins" and launch_rank == 1:
+        sys.exit(0)  # exits cleanly without ever joining
+
+    import morphax
+    from morphax._src.distributed.state import global_communicator
+    from morphax.experimental import multihost_utils
+
+    if scenario == "never_joins":
+        morphax.distributed.initialize(initialization_timeout=2)
+        print(json.dumps({"rank": launch_rank, "joined": True}), flush=True)
+        return
+
+    morphax.distributed.initialize()
+    r, n = morphax.process_index(), morphax.process_count()
+    comm = global_communicator()
+    if scenario == "dead_peer":
+        morphax.config.update("morphax_collective_timeout", 1.5)
+        if r == 1:
+            sys.exit(0)  # leaves before the collective the others call
+        start = time.monotonic()
+        error = _error(lambda: comm.all_reduce(r, np.ones(3, np.float32), "sum"))
+        again = _error(lambda: comm.barrier(r))
+        waited = time.monotonic() - start
+        print(json.dumps({"rank": r, "error": error, "again": again, "waited": waited}), flush=True)
+        morphax.distributed.shutdown()
+        return
+
+    x = (np.arange(6, dtype=np.float32).reshape(2, 3) + 10 * r) * (-1) ** r
+    ring = [(i, (i + 1) % n) for i in range(n)]
+    groups = [list(range(0, n, 2)), list(range(1, n, 2))]
+    subs = comm.subgroups(groups)
+    mine = next(s for s in subs if s is not None)
+    result = {
+        "rank": r,
+        "process_index": r,
+        "process_count": n,
+        "is_initialized": morphax.distributed.is_initialized(),
+        "devices": [[d.id, d.process_index, d.local_hardware_id] for d in morphax.devices()],
+        "local_devices": [d.id for d in morphax.local_devices()],
+        "other_local_devices": [d.id for d in morphax.local_devices(process_index=(r + 1) % n)],
+        "device_count": [morphax.device_count(), morphax.local_device_count()],
+        "sum": comm.all_reduce(r, x, "sum").tolist(),
+        "max": comm.all_reduce(r, x, "max").tolist(),
+        "min": comm.all_reduce(r, np.int32(r * 7 - 3), "min").tolist(),
+        "gather": comm.all_gather(r, x).tolist(),
+        "ppermute": comm.ppermute(r, x, ring).tolist(),
+        "ppermute_partial": comm.ppermute(r, np.array([r + 1], np.int64), [(0, n - 1)]).tolist(),
+        "all_to_all": comm.all_to_all(
+            r, np.arange(2 * n, dtype=np.int32).reshape(n, 2) + 100 * r, 0, 1
+        ).tolist(),
+        "subgroup": [mine.size, mine.rank, mine.all_reduce(mine.rank, np.float64(r), "sum").tolist()],
+        "bfloat16": comm.all_gather(r, np.asarray(x[0], dtype="bfloat16")).astype(np.float32).tolist(),
+        "allgather": multihost_utils.process_allgather({"a": x, "s": np.float32(r)}),
+        "allgather_tiled": multihost_utils.process_allgather(x, tiled=True).tolist(),
+        "broadcast": multihost_utils.broadcast_one_to_all(morphax.numpy.asarray(x)).tolist(),
+        "broadcast_from_last": multihost_utils.broadcast_one_to_all(x, is_source=r == n - 1).tolist(),
+        "sync": _error(lambda: multihost_utils.sync_global_devices("step")),
+        "sync_mismatch": _error(lambda: multihost_utils.sync_global_devices(f"step {r}")),
+        "shape_mismatch": _error(lambda: comm.all_gather(r, np.zeros((r + 2, 3), np.float32))),
+        "dtype_mismatch": _error(
+            lambda: comm.all_reduce(r, np.zeros(2, np.float32 if r else np.int32), "sum")
+        ),
+        "after_mismatch": comm.all_reduce(r, np.float32(1), "sum").tolist(),
+        "jit_after": float(morphax.jit(lambda v: (v * 2).sum())(morphax.numpy.asarray(x))),
+    }
+    result["allgather"] = {k: v.tolist() for k, v in result["allgather"].items()}
+    morphax.distributed.shutdown()
+    result["after_shutdown"] = [morphax.distributed.is_initialized(), morphax.process_index()]
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

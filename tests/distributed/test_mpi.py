@@ -1,0 +1,184 @@
+"""morphax.distributed across processes: `mpirun -n N python mpi_program.py` on localhost (skipped
+where mpi4py or mpirun is missing: ``pip install -e ".[distributed]"``), checked against NumPy:
+ranks, the global device list, the MPICommunicator's collectives, multihost_utils, the errors for
+mismatched shapes and dtypes, a peer that leaves before a collective and one that never joins.
+Also the checks that need no MPI: bad arguments and the one-process behaviour."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import morphax
+from morphax.experimental import multihost_utils
+
+PROGRAM = pathlib.Path(__file__).with_name("mpi_program.py")
+
+
+def _mpirun():
+    beside = pathlib.Path(sys.executable).parent / "mpirun"
+    return str(beside) if beside.exists() else shutil.which("mpirun")
+
+
+needs_mpi = pytest.mark.skipif(
+    importlib.util.find_spec("mpi4py") is None or _mpirun() is None,
+    reason="needs mpi4py and mpirun: pip install -e '.[distributed]'",
+)
+
+
+def _launch(n: int, scenario: str, local_devices: int = 1):
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OMPI_", "PMI_", "PMIX_", "MORPHAX_COLLECTIVE"))
+    }
+    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={local_devices}"
+    out = subprocess.run(
+        [_mpirun(), "-n", str(n), sys.executable, str(PROGRAM), scenario],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
+    lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    return sorted(lines, key=lambda d: d["rank"]), out
+
+
+@needs_mpi
+def test_three_processes_collectives_devices_and_errors():
+    n = 3
+    results, out = _launch(n, "main", local_devices=2)
+    assert out.returncode == 0 and len(results) == n, out.stdout + out.stderr
+    xs = [(np.arange(6, dtype=np.float32).reshape(2, 3) + 10 * r) * (-1) ** r for r in range(n)]
+    devices = [[p * 2048 + i, p, i] for p in range(n) for i in range(2)]
+    for r, got in enumerate(results):
+        assert (got["process_index"], got["process_count"], got["is_initialized"]) == (r, n, True)
+        assert got["devices"] == devices
+        assert got["local_devices"] == [r * 2048, r * 2048 + 1]
+        assert got["other_local_devices"] == [(r + 1) % n * 2048, (r + 1) % n * 2048 + 1]
+        assert got["device_count"] == [2 * n, 2]
+        np.testing.assert_array_equal(got["sum"], xs[0] + xs[1] + xs[2])
+        np.testing.assert_array_equal(got["max"], np.max(xs, axis=0))
+        assert got["min"] == -3
+        np.testing.assert_array_equal(got["gather"], np.stack(xs))
+        np.testing.assert_array_equal(got["ppermute"], xs[(r - 1) % n])
+        assert got["ppermute_partial"] == ([1] if r == n - 1 else [0])
+        blocks = [np.arange(2 * n).reshape(n, 2) + 100 * s for s in range(n)]
+        np.testing.assert_array_equal(
+            got["all_to_all"], np.concatenate([b[r : r + 1] for b in blocks], axis=1)
+        )
+        group = list(range(r % 2, n, 2))
+        assert got["subgroup"] == [len(group), group.index(r), float(sum(group))]
+        bf16 = [np.asarray(np.asarray(x[0], "bfloat16"), np.float32) for x in xs]
+        np.testing.assert_array_equal(got["bfloat16"], np.stack(bf16))
+        np.testing.assert_array_equal(got["allgather"]["a"], np.stack(xs))
+        assert got["allgather"]["s"] == [0.0, 1.0, 2.0]
+        np.testing.assert_array_equal(got["allgather_tiled"], np.concatenate(xs))
+        np.testing.assert_array_equal(got["broadcast"], xs[0])
+        np.testing.assert_array_equal(got["broadcast_from_last"], xs[-1])
+        assert got["sync"] is None
+        assert got["sync_mismatch"][0] == "AssertionError"
+        assert f"sync_global_devices name mismatch ('step {r}')" in got["sync_mismatch"][1]
+        kind, message = got["shape_mismatch"]
+        other = 1 if r == 0 else 0
+        assert kind == "ValueError"
+        assert f"process {r} called all_gather() on float32[{r + 2},3]" in message
+        assert f"process {other} called all_gather() on float32[{other + 2},3]" in message
+        assert "int32[2]" in got["dtype_mismatch"][1] and "float32[2]" in got["dtype_mismatch"][1]
+        assert got["after_mismatch"] == float(n)  # a mismatch leaves the communicator usable
+        assert got["jit_after"] == float(2 * xs[r].sum())
+        assert got["after_shutdown"] == [False, r]
+
+
+@needs_mpi
+def test_a_peer_that_leaves_makes_the_others_raise_within_the_timeout():
+    results, out = _launch(2, "dead_peer")
+    assert len(results) == 1, out.stdout + out.stderr  # process 1 left without printing
+    got = results[0]
+    kind, message = got["error"]
+    assert kind == "CollectiveTimeoutError"
+    assert (
+        "all_reduce" in message
+        and "timed out after 1.5 s" in message
+        and "process(es) [1] did not arrive" in message
+    )
+    assert got["again"][0] == "RuntimeError" and "unusable after an earlier failure" in got["again"][1]
+    assert got["waited"] >= 1.5
+
+
+@needs_mpi
+def test_a_peer_that_never_joins_stops_the_others_with_a_message():
+    results, out = _launch(2, "never_joins")
+    assert results == []  # process 0 never got past initialize
+    assert "process 0 of 2 waited 2 s (initialization_timeout)" in out.stderr
+    assert out.returncode != 0
+
+
+def test_initialize_needs_an_mpi_launch_or_arguments(monkeypatch):
+    for name in (
+        "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_RANK",
+        "PMI_SIZE",
+        "MV2_COMM_WORLD_RANK",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ValueError, match="no MPI launch detected.*mpirun -n N"):
+        morphax.distributed.initialize()
+    with pytest.raises(
+        ValueError, match="num_processes=2 but this process was not started by an MPI launcher"
+    ):
+        morphax.distributed.initialize("localhost:1234", num_processes=2, process_id=0)
+    with pytest.raises(ValueError, match="cluster_detection_method='slurm' is not supported"):
+        morphax.distributed.initialize(cluster_detection_method="slurm")
+    with pytest.raises(ValueError, match="local_device_ids=\\[5\\] must name distinct devices"):
+        morphax.distributed.initialize(num_processes=1, process_id=0, local_device_ids=[5])
+    assert not morphax.distributed.is_initialized()
+    morphax.distributed.shutdown()  # nothing to shut down: no error, as JAX
+
+
+def test_one_process_without_mpi():
+    """Before initialize (or in a one-process run) the helpers return the local data."""
+    assert (morphax.process_index(), morphax.process_count(), morphax.process_indices()) == (0, 1, [0])
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(multihost_utils.process_allgather(x), x[None])
+    np.testing.assert_array_equal(multihost_utils.process_allgather(x, tiled=True), x)
+    np.testing.assert_array_equal(multihost_utils.process_allgather(np.float32(3), tiled=True), [3.0])
+    out = multihost_utils.broadcast_one_to_all({"a": morphax.numpy.ones(2)})
+    assert isinstance(out["a"], np.ndarray) and out["a"].tolist() == [1.0, 1.0]
+    multihost_utils.sync_global_devices("one")
+    multihost_utils.assert_equal([x, 1])
+
+
+@needs_mpi
+def test_explicit_arguments_one_process():
+    """initialize(num_processes=1, process_id=0) without a launcher: MPI starts as a singleton."""
+    code = """
+import morphax, numpy as np
+morphax.distributed.initialize("localhost:1", num_processes=1, process_id=0)
+from morphax._src.distributed.state import global_communicator
+c = global_communicator()
+print(morphax.process_count(), morphax.devices(), c.all_gather(0, np.arange(2)).tolist(), c.ppermute(0, np.ones(1), []).tolist())
+try:
+    morphax.distributed.initialize()
+except RuntimeError as e:
+    print(e)
+morphax.distributed.shutdown()
+print(morphax.distributed.is_initialized())
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI_", "PMIX_", "XLA_FLAGS"))}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "1 [CpuDevice(id=0)] [[0, 1]] [0.0]",
+        "distributed.initialize should only be called once.",
+        "False",
+    ]
