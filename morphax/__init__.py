@@ -20,6 +20,7 @@ from morphax import (
     ops,
     profiler,
     random,
+    sharding,
     stages,
     test_util,
     tree,
@@ -94,8 +95,8 @@ from morphax._src.api.jit import (
     effects_barrier,
     jit,
 )
-from morphax._src.api.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr
 from morphax._src.api.pmap import pmap
+from morphax._src.api.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr
 from morphax._src.api.vmap import vmap
 from morphax._src.config import config, enable_x64, make_user_context
 from morphax._src.core.dtypes import float0
@@ -107,6 +108,15 @@ from morphax._src.prims.state import empty_ref, free_ref, freeze, new_ref
 from morphax._src.runtime import eager as _eager  # noqa: F401  (installs the eager trace)
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.devices import Device, MemorySpace, device_count, devices, local_devices
+from morphax._src.runtime.placement import (
+    make_array_from_callback,
+    make_array_from_process_local_data,
+    make_array_from_single_device_arrays,
+)
+from morphax._src.sharding.mesh import make_mesh, set_mesh
+from morphax._src.sharding.partition_spec import PartitionSpec as P
+from morphax._src.sharding.resharding import reshard
+from morphax._src.sharding.shardings import NamedSharding, Shard
 from morphax._src.traceback_util import api_boundary as _boundary
 from morphax._src.traceback_util import transformation_boundary as _tboundary
 from morphax._src.transforms.custom import custom_jvp, custom_vjp
@@ -238,4 +248,15 @@ __all__ = [
     "numpy",
     "tree",
     "tree_util",
+    # sharding (morphax/sharding.py)
+    "NamedSharding",
+    "P",
+    "Shard",
+    "make_array_from_callback",
+    "make_array_from_process_local_data",
+    "make_array_from_single_device_arrays",
+    "make_mesh",
+    "reshard",
+    "set_mesh",
+    "sharding",
 ]

@@ -21,6 +21,7 @@ import weakref
 import numpy as np
 
 from morphax._src import events
+from morphax._src.api import jit_shardings
 from morphax._src.api.jit_options import check_backend, int_tuple, resolve_argnums, str_tuple
 from morphax._src.api.jit_refs import StatefulCall, call_stateful, stateful_form
 from morphax._src.api.stages import Lowered, Traced, _short
@@ -238,7 +239,10 @@ def _describe_key(key) -> str:
 class JitWrapped:
     """What `jit(f)` returns: traces once per argument signature and runs the compiled jaxpr."""
 
-    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, donate_argnames, backend=None):
+    def __init__(
+        self, fun, static_argnums, static_argnames, donate_argnums, donate_argnames, backend=None,
+        in_shardings=None, out_shardings=None,
+    ):  # fmt: skip
         if not callable(fun):
             raise TypeError(f"jit: expected a callable, got {fun!r} of type {type(fun).__name__}")
         functools.update_wrapper(self, fun)
@@ -282,7 +286,14 @@ class JitWrapped:
         # Signatures this wrapper ran eagerly, for the fast path of later calls (call_fast.py).
         # Static and donated arguments always take the general path.
         self._fast = None
-        if not (nums or names or dnums or dnames or self._backend_error):
+        # in_shardings/out_shardings (jit_shardings.py), applied when called eagerly.
+        self._shardings = None
+        if in_shardings is not None or out_shardings is not None:
+            self._shardings = (
+                jit_shardings.check(name, "in_shardings", in_shardings),
+                jit_shardings.check(name, "out_shardings", out_shardings),
+            )
+        if not (nums or names or dnums or dnames or self._backend_error or self._shardings):
             self._fast = call_fast.FastCalls()
 
     def __get__(self, obj, objtype=None):
@@ -502,7 +513,11 @@ class JitWrapped:
             if donated:
                 ids = {id(leaf) for leaf in donated}
                 positions = tuple(i for i, leaf in enumerate(leaves) if id(leaf) in ids)
-            outs = call_compiled(leaves, closed, self._name, self._compiler_backend, positions)
+            shardings = None
+            if self._shardings is not None:
+                dyn_args = self._split(args, kwargs)[0]
+                shardings = jit_shardings.flat(self._name, *self._shardings, dyn_args, len(leaves), out_tree)
+            outs = call_compiled(leaves, closed, self._name, self._compiler_backend, positions, shardings)
             if self._fast is not None and not kwargs and leaves is args:
                 call_fast.remember(
                     self._fast, args, closed, self._name, self._compiler_backend, out_tree, single
@@ -611,7 +626,10 @@ def jit(
             DeprecationWarning,
             stacklevel=2,
         )
-    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames, backend)
+    return JitWrapped(
+        fun, static_argnums, static_argnames, donate_argnums, donate_argnames, backend,
+        in_shardings, out_shardings,
+    )  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -640,14 +658,19 @@ def block_until_ready(tree):
     return tree
 
 
-def device_put(x, device=None, *, donate=False, may_alias=None):
-    """Place a pytree of values on `device` (one CPU device for now): NumPy values become Arrays."""
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+    """Place a pytree of values on `device`: a Device or Sharding commits them there
+    (runtime/placement.py), None leaves Arrays where they are; NumPy values become Arrays."""
     from morphax._src.core import dtypes as _dtypes
     from morphax._src.core.values import make_array
+    from morphax._src.runtime.placement import put as _place
 
     def put(v):
-        if type(v) is Array:
-            return v
+        if type(v) is not Array:
+            v = _to_array(v)
+        return v if device is None else _place(v, device)
+
+    def _to_array(v):
         if guards.active:
             guards.host_to_device(v, explicit=True, what="device_put")
         if isinstance(v, (bool, int, float, complex)):

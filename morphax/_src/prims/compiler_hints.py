@@ -1,7 +1,7 @@
-"""`jax.lax`'s hints to a compiler, which change no value on one CPU device:
-`with_sharding_constraint`, `composite`, `platform_dependent`, `stage`, `optimization_barrier`
-(a primitive that keeps operations from moving across it) and `dce_sink` (a primitive with no
-outputs that is never dead code). Tokens are in tokens.py."""
+"""`jax.lax`'s hints to a compiler, which change no value on one CPU device: `composite`,
+`platform_dependent`, `stage`, `optimization_barrier` (a primitive that keeps operations from
+moving across it) and `dce_sink` (a primitive with no outputs that is never dead code). Tokens are
+in tokens.py; `with_sharding_constraint` in sharding/constraint.py."""
 
 from __future__ import annotations
 
@@ -21,17 +21,10 @@ __all__ = [
     "optimization_barrier_p",
     "platform_dependent",
     "stage",
-    "with_sharding_constraint",
 ]
 
 # The platform every morphax computation runs on.
 PLATFORM = "cpu"
-
-
-def with_sharding_constraint(x, shardings):
-    """Constrain the sharding of `x` (a pytree). One device holds everything here: the identity,
-    whatever `shardings` says."""
-    return pytree.tree_map(as_lax_array, x)
 
 
 def stage(x, /):

@@ -17,14 +17,19 @@ from morphax._src.runtime.buffers import DeletedBuffer, PendingBuffer
 
 
 class Array:
-    """An immutable n-dimensional array. ``_buf`` is a NumPy array once ready, else a PendingBuffer."""
+    """An immutable n-dimensional array. ``_buf`` is a NumPy array once ready, else a PendingBuffer.
 
-    __slots__ = ("_buf", "weak_type", "__weakref__")
+    ``_place`` says where it lives: None for the common case, uncommitted on the first device;
+    otherwise ``(sharding, committed)`` (runtime/placement.py). All devices share host memory, so
+    a sharded Array keeps one global buffer and its shards are views of it."""
+
+    __slots__ = ("_buf", "weak_type", "_place", "__weakref__")
     __array_priority__ = 1000
 
-    def __init__(self, buf, weak_type: bool = False):
+    def __init__(self, buf, weak_type: bool = False, place=None):
         self._buf = buf
         self.weak_type = weak_type
+        self._place = place
 
     # -- storage ------------------------------------------------------------------------------
     @property
@@ -163,8 +168,9 @@ class Array:
         # Rows come from the host copy: iteration is a host-side loop anyway.
         value = self._value
         weak = self.weak_type
+        place = self._place if self._place is None or _single_device(self._place) else None
         # np.array (not ascontiguousarray, which turns 0-d into 1-d) keeps each row's shape.
-        return (Array(np.array(value[i]), weak) for i in range(self.shape[0]))
+        return (Array(np.array(value[i]), weak, place) for i in range(self.shape[0]))
 
     def __hash__(self):
         raise TypeError(
@@ -196,16 +202,55 @@ class Array:
     def copy_to_host_async(self):
         return None
 
-    def devices(self):
-        from morphax._src.runtime import devices
-
-        return {devices.default_device()}
+    # -- placement (runtime/placement.py) ------------------------------------------------------
+    def devices(self) -> set:
+        """The set of devices holding (a piece of) this array."""
+        return set(self.sharding.device_set)
 
     @property
     def device(self):
-        from morphax._src.runtime import devices
+        """The device of a single-device array (sharded arrays have several: use `devices()`)."""
+        return placement_hooks["device_of"](self)
 
-        return devices.default_device()
+    @property
+    def committed(self) -> bool:
+        """Whether the array was placed explicitly (device_put with a device or sharding, or
+        computed from such arrays): computations on it then run where it is."""
+        return self._place is not None and self._place[1]
+
+    @property
+    def _committed(self) -> bool:
+        return self.committed
+
+    @property
+    def sharding(self):
+        """How the array is laid out over devices (SingleDeviceSharding of its device by default)."""
+        return placement_hooks["sharding_of"](self)
+
+    @property
+    def addressable_shards(self) -> list:
+        """One `Shard` per device: its device, index into the array, replica id and data (an Array
+        viewing the shared host buffer)."""
+        return placement_hooks["shards_of"](self)
+
+    @property
+    def global_shards(self) -> list:
+        return self.addressable_shards  # NB: one process: every shard is addressable
+
+    def addressable_data(self, index: int):
+        return self.addressable_shards[index].data
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self.sharding.is_fully_replicated
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return True
+
+
+def _single_device(place) -> bool:
+    return len(place[0].device_set) == 1
 
 
 def _describe(buf) -> str:
@@ -268,6 +313,30 @@ def _array_aval(x: Array) -> ShapedArray:
 pytype_aval_mappings[Array] = _array_aval
 
 
+# Whether any Array has been placed off the default (uncommitted, first device) placement, or a
+# default_device context is in use: until then the dispatch fast paths skip placement entirely.
+# Modules that test it on hot paths keep a copy, kept current by `on_placed` listeners.
+placed = False
+_placed_listeners: list = []
+# runtime/placement.py's functions, installed there (it imports this module).
+placement_hooks: dict = {}
+
+
+def on_placed(fn) -> None:
+    """Call `fn()` once placement starts to matter (at once if it already does)."""
+    _placed_listeners.append(fn)
+    if placed:
+        fn()
+
+
+def mark_placed() -> None:
+    global placed
+    if not placed:
+        placed = True
+        for fn in _placed_listeners:
+            fn()
+
+
 def from_numpy(value, weak_type: bool = False) -> Array:
     """Wrap a host value; 0-d results of NumPy ufuncs arrive as scalars and become arrays."""
     if type(value) is not np.ndarray:
@@ -278,7 +347,14 @@ def from_numpy(value, weak_type: bool = False) -> Array:
 def _register():
     from morphax._src.core import values
 
-    values.register_array_type(Array, lambda value, weak_type: Array(value, weak_type))
+    values.register_array_type(Array, _new_array)
+
+
+def _new_array(value, weak_type):
+    """A new Array from a host value: on the default device (uncommitted)."""
+    if placed:
+        return Array(value, weak_type, placement_hooks["default_place"]())
+    return Array(value, weak_type)
 
 
 _register()

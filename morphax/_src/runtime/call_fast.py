@@ -76,7 +76,7 @@ def run(table: FastCalls, args):
     state = config._call_state
     if entry.state is not state and entry.state != state:
         return None  # a flag changed since the signature was recorded
-    if _trace.ctx.trace is not _base_trace[0] or eager._float_checks or guards.active:
+    if _trace.ctx.trace is not _base_trace[0] or eager._float_checks or guards.active or eager._placed:
         return None
     values = []
     for a in args:

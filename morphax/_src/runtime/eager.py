@@ -22,8 +22,11 @@ from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from morphax._src.core.trace import Tracer
-from morphax._src.runtime import dispatch, guards
+from morphax._src.runtime import array as _array
+from morphax._src.runtime import dispatch, guards, placement
 from morphax._src.runtime.array import Array
+from morphax._src.sharding.propagation import equation_out_shardings
+from morphax._src.sharding.shardings import SingleDeviceSharding
 
 # NumPy reports float edge cases (log(-1), inf - inf) as RuntimeWarnings attributed to the calling
 # module. JAX is silent there, and so are we, without touching the user's own NumPy settings.
@@ -85,7 +88,7 @@ class EvalTrace(_trace.Trace):
         if guards.active:
             guards.before_eager(prim.name, args)
         nargs = len(args)
-        if nargs <= 2 and not prim.multiple_results and not prim.higher_order:
+        if nargs <= 2 and not prim.multiple_results and not prim.higher_order and not _placed:
             out = self._fast_path(prim, args, params, nargs)
             if out is not None:
                 return out
@@ -145,6 +148,8 @@ class EvalTrace(_trace.Trace):
             out = _quiet_call(prim.impl, vals, params)
         if _float_checks:
             _check_floats(prim, out if prim.multiple_results else (out,))
+        if _placed:  # results go where the inputs are (runtime/placement.py)
+            return _placed_outputs(prim, args, params, out, out_aval)
         if prim.multiple_results:
             return [_wrap(o, a) for o, a in zip(out, out_aval)]
         if type(out) is np.ndarray and out.dtype == out_aval.dtype:
@@ -198,23 +203,75 @@ class EvalTrace(_trace.Trace):
         return _wrap(out, out_aval)
 
 
+def _placed_outputs(prim, args, params, out, out_aval):
+    """The outputs of an eagerly evaluated primitive, placed where its inputs are: committed to
+    their devices (shardings propagated) if any is committed, else on the default device."""
+    outs = [_wrap(o, a) for o, a in zip(out, out_aval)] if prim.multiple_results else [_wrap(out, out_aval)]
+    committed = placement.committed_inputs(args, prim.name)
+    if not committed:
+        place = placement.default_place()
+        for o in outs:
+            o._place = place
+    else:
+        shardings = [s for _, s in committed]
+        if all(type(s) is SingleDeviceSharding for s in shardings):
+            for o in outs:
+                o._place = (shardings[0], True)
+        else:
+            by_pos = dict(committed)
+            ins = [by_pos.get(i) for i in range(len(args))]
+            avals = [get_aval(x) for x in args]
+            found = equation_out_shardings(prim, params, avals, [o.aval for o in outs], ins)
+            for o, s in zip(outs, found):
+                o._place = (s if s is not None else shardings[0], True)
+    return outs if prim.multiple_results else outs[0]
+
+
 def _run_with_refs(prim, args, params):
     """`prim` given concrete Refs: its discharged form runs compiled; the refs get the results."""
     from morphax._src.higher_order.state_discharge import run_with_refs
 
-    return run_with_refs(prim, list(args), params, lambda closed, vals: call_compiled(vals, closed, prim.name))
+    return run_with_refs(
+        prim, list(args), params, lambda closed, vals: call_compiled(vals, closed, prim.name)
+    )
 
 
-def call_compiled(args, jaxpr, name, backend=None, donate: tuple = ()):
+def call_compiled(args, jaxpr, name, backend=None, donate: tuple = (), shardings=None):
     """Run the compiled `jaxpr` on `args` on the device stream; the Arrays at positions `donate`
-    are consumed (their buffers may hold outputs)."""
+    are consumed (their buffers may hold outputs). `shardings`: jit's (in_shardings,
+    out_shardings), one entry (a Sharding or None) per flat argument and result, or None."""
     if guards.active:
         guards.before_call(name, args)
     executable = compile_jaxpr(jaxpr, name, backend, donate)
+    if _placed or shardings is not None:
+        return _call_placed(executable, args, jaxpr, name, donate, shardings)
     outs = dispatch.execute(executable, args, executable.out_weak_types, donate=bool(donate))
     if _float_checks:
         # jax_debug_nans/infs: a bad output reruns the jaxpr op by op to name the culprit.
         check_call_outputs(name, jaxpr, args, outs)
+    return outs
+
+
+def _call_placed(executable, args, jaxpr, name, donate, shardings):
+    """`call_compiled` where placement matters: run on the device of the committed inputs (or
+    jit's in_shardings), and lay the outputs out per out_shardings or the propagated shardings."""
+    in_s, out_s = shardings if shardings is not None else (None, None)
+    _array.mark_placed()
+    committed = placement.committed_inputs(args, name)
+    if in_s is not None:
+        committed = placement.apply_in_shardings(args, in_s, committed, name)
+    if out_s is not None and not committed:
+        given = [s for s in out_s if s is not None]
+        device_id = given[0]._device_assignment[0].id if given else placement.default_device().id
+    else:
+        device_id = placement.run_device(committed)
+    outs = dispatch.execute(
+        executable, args, executable.out_weak_types, device_id=device_id, donate=bool(donate)
+    )
+    if _float_checks:
+        check_call_outputs(name, jaxpr, args, outs)
+    for o, place in zip(outs, placement.result_shardings(jaxpr, args, committed, out_s)):
+        o._place = place
     return outs
 
 
@@ -279,7 +336,24 @@ def check_call_outputs(name, closed, args, outs):
         raise
 
 
+# Whether placement matters yet (runtime/array.py's `placed`): until an Array is placed off the
+# default or a default_device context is used, eager ops skip it altogether.
+_placed = False
+
+
+def _on_placed():
+    global _placed
+    _placed = True
+
+
+def _on_default_device(name, value):
+    if name == "jax_default_device" and value is not None:
+        _array.mark_placed()
+
+
+_array.on_placed(_on_placed)
 config.add_listener(lambda name, value: clear_caches())
+config.add_listener(_on_default_device)
 config.add_listener(_on_float_flags)
 events.add_listener(_on_profiling)
 eval_trace = EvalTrace()

@@ -1,0 +1,295 @@
+"""Where Arrays live: their sharding and whether they are committed, where a computation on them
+runs, and where its results go (JAX's rules).
+
+- A new array is uncommitted on the default device (`default_device`'s, else the first).
+- `device_put(x, device or sharding)` commits it there; results of a computation on committed
+  inputs are committed to the same devices. Uncommitted inputs follow committed ones; computations
+  on uncommitted inputs only run on (and leave results on) the default device.
+- Committed inputs on different devices raise JAX's "Received incompatible devices" ValueError.
+
+All devices share host memory: a sharded Array keeps one global buffer, and each shard's data is a
+NumPy view of its piece (no copies). NB: a jitted computation on sharded inputs runs on one
+device's stream (the first of the sharding's devices) and its results are laid out per the
+propagated or requested shardings; SPMD partitioning (each device computing its own shard) is not
+done yet.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from morphax._src.config import config
+from morphax._src.core import dtypes as _dtypes
+from morphax._src.runtime import array as _array
+from morphax._src.runtime import devices as _devices
+from morphax._src.runtime.array import Array
+from morphax._src.sharding.shardings import NamedSharding, Shard, Sharding, SingleDeviceSharding, replica_ids
+
+_singles: dict = {}
+
+
+def single(device) -> SingleDeviceSharding:
+    """The (cached) SingleDeviceSharding of `device`."""
+    s = _singles.get(device.id)
+    if s is None or s._device is not device:
+        s = _singles[device.id] = SingleDeviceSharding(device)
+    return s
+
+
+def _first():
+    return _devices.devices()[0]
+
+
+def default_device():
+    d = config.default_device
+    return _first() if d is None else d
+
+
+def default_place():
+    """The placement of a new array: None (uncommitted, first device) unless a default_device
+    context names another device."""
+    d = config.default_device
+    if d is None or d is _first():
+        return None
+    return (single(d), False)
+
+
+def sharding_of(x: Array) -> Sharding:
+    p = x._place
+    return single(_first()) if p is None else p[0]
+
+
+def device_of(x: Array):
+    s = sharding_of(x)
+    if len(s.device_set) != 1:
+        raise ValueError(
+            f"Length of devices is greater than 1 ({len(s.device_set)} devices hold this array, "
+            f"sharded as {s!r}). Please use `.devices()`."
+        )
+    return next(iter(s.device_set))
+
+
+def shards_of(x: Array) -> list:
+    s = sharding_of(x)
+    value = x._value
+    shape = value.shape
+    replicas = replica_ids(s, shape)
+    out = []
+    for device, index in s.devices_indices_map(shape).items():
+        view = value[index]
+        view.flags.writeable = False
+        data = Array(view, x.weak_type, (single(device), True))
+        out.append(Shard(device, data=data, index=index, replica_id=replicas[device]))
+    return out
+
+
+def placed(value, weak_type, sharding, committed=True) -> Array:
+    """An Array over `value` (a NumPy array or pending buffer) placed per `sharding`."""
+    _array.mark_placed()
+    return Array(value, weak_type, (sharding, committed))
+
+
+def _type_text(x) -> str:
+    return f"{np.dtype(x.dtype).name}[{','.join(map(str, x.shape))}]"
+
+
+def _ids(s: Sharding) -> list:
+    return [d.id for d in s._device_assignment]
+
+
+def incompatible(who, first, second) -> ValueError:
+    """JAX's error for committed inputs on different devices; `first`/`second` are (label, x, sharding)."""
+    (la, a, sa), (lb, b, sb) = first, second
+    return ValueError(
+        "Received incompatible devices for jitted computation. Got argument "
+        f"{la} of {who} with shape {_type_text(a)} and with device ids {_ids(sa)} on platform CPU "
+        f"and argument {lb} of {who} with shape {_type_text(b)} and with device ids {_ids(sb)} on "
+        "platform CPU"
+    )
+
+
+def committed_inputs(args, who, labels=None):
+    """The committed input shardings of a computation on `args` as [(position, sharding)], after
+    checking they are all on the same devices (else the incompatible-devices ValueError)."""
+    found = []
+    first = None
+    for i, a in enumerate(args):
+        if type(a) is not Array:
+            continue
+        p = a._place
+        if p is None or not p[1]:
+            continue
+        s = p[0]
+        if first is None:
+            first = (i, a, s)
+        elif set(_ids(s)) != set(_ids(first[2])):
+            name = (lambda k: labels[k]) if labels else (lambda k: k)
+            raise incompatible(who, (name(first[0]), first[1], first[2]), (name(i), a, s))
+        found.append((i, s))
+    return found
+
+
+def run_device(committed) -> int:
+    """The id of the device whose stream runs a computation with these committed inputs."""
+    if committed:
+        return committed[0][1]._device_assignment[0].id
+    return default_device().id
+
+
+def put(x, target, who="device_put"):
+    """`x` (an Array or host value already converted to an Array) placed on `target`: a Device, a
+    Sharding, or None (unchanged)."""
+    if target is None:
+        return x
+    if isinstance(target, _devices.Device):
+        return placed(x._buf, x.weak_type, single(target))
+    if isinstance(target, SingleDeviceSharding):
+        return placed(x._buf, x.weak_type, single(target._device))
+    if isinstance(target, NamedSharding):
+        target._concrete(who)
+        target.check_shape(x.shape, who)
+        return placed(x._buf, x.weak_type, target)
+    if isinstance(target, Sharding):
+        return placed(x._buf, x.weak_type, target)
+    raise TypeError(
+        f"{who}: the placement must be a Device, a Sharding (NamedSharding, SingleDeviceSharding) "
+        f"or None, got {target!r} of type {type(target).__name__}"
+    )
+
+
+# ------------------------------------------------------------------ jit's in/out shardings
+
+
+def apply_in_shardings(args, in_shardings, committed, who):
+    """Check committed arguments against jit's in_shardings (JAX's mismatch ValueError) and treat
+    uncommitted ones as placed there; returns the committed [(position, sharding)] of the call."""
+    by_pos = dict(committed)
+    for i, (a, s) in enumerate(zip(args, in_shardings)):
+        if s is None:
+            continue
+        shape = np.shape(a)
+        if isinstance(s, NamedSharding):
+            s.check_shape(shape, f"jit({who})")
+        have = by_pos.get(i)
+        if have is not None:
+            if not (have == s or have.is_equivalent_to(s, len(shape))):
+                raise ValueError(
+                    "Sharding passed to jit does not match the sharding on the respective arg. Got jit "
+                    f"sharding: {s!r},\narg sharding: {have!r} for arg type: {_type_text(a)}"
+                )
+            continue
+        by_pos[i] = s
+    out = sorted(by_pos.items())
+    for (i, s), (j, t) in zip(out, out[1:]):
+        if set(_ids(s)) != set(_ids(t)):
+            raise incompatible(who, (i, args[i], s), (j, args[j], t))
+    return out
+
+
+def result_shardings(closed, args, committed, out_shardings) -> list:
+    """The placement of each result of a jitted call: jit's out_shardings where given, else the
+    shardings propagated from the inputs (runtime/../sharding/propagation.py); committed when any
+    input was or out_shardings placed it; uncommitted on the default device otherwise."""
+    from morphax._src.sharding.partition_spec import PartitionSpec
+    from morphax._src.sharding.propagation import out_shardings as propagated
+
+    n = len(closed.out_avals)
+    given = list(out_shardings) if out_shardings is not None else [None] * n
+    if not committed and not any(s is not None for s in given):
+        place = default_place()
+        return [place] * n
+    ins = dict(committed)
+    in_list = [ins.get(i) for i in range(len(args))]
+    found = propagated(closed, in_list) if committed else [None] * n
+    anchors = [s for _, s in committed] + [s for s in given if s is not None]
+    mesh = next((s.mesh for s in anchors if isinstance(s, NamedSharding)), None)
+    fallback = (
+        NamedSharding(mesh, PartitionSpec()) if mesh is not None else single(anchors[0]._device_assignment[0])
+    )
+    return [
+        ((g if g is not None else (f if f is not None else fallback)), True) for g, f in zip(given, found)
+    ]
+
+
+# --------------------------------------------------------------------- building sharded arrays
+
+
+def _host(value):
+    arr = np.asarray(value)
+    return arr.astype(_dtypes.canonicalize_dtype(arr.dtype), copy=False)
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None) -> Array:
+    """The array of `shape` laid out per `sharding` whose piece on each device is
+    ``data_callback(index)`` (index: a tuple of slices into the global array)."""
+    shape = tuple(int(d) for d in shape)
+    if isinstance(sharding, NamedSharding):
+        sharding.check_shape(shape, "make_array_from_callback")
+    buf = None
+    for device, index in sharding.devices_indices_map(shape).items():
+        piece = _host(data_callback(index))
+        if buf is None:
+            buf = np.empty(shape, dtype=dtype if dtype is not None else piece.dtype)
+        expected = buf[index].shape
+        if piece.shape != expected:
+            raise ValueError(
+                f"make_array_from_callback: the callback returned shape {piece.shape} for device "
+                f"{device} and index {index}; expected {expected} (the shard shape of {shape} under "
+                f"{sharding!r})"
+            )
+        buf[index] = piece
+    if buf is None:
+        buf = np.empty(shape, dtype=dtype or np.float32)
+    return placed(buf, False, sharding)
+
+
+def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None) -> Array:
+    """The global array of `shape` laid out per `sharding` from one array per device (in the
+    order of `sharding`'s devices_indices_map, each of the shard shape)."""
+    shape = tuple(int(d) for d in shape)
+    arrays = list(arrays)
+    index_map = sharding.devices_indices_map(shape)
+    if len(arrays) != len(index_map):
+        raise ValueError(
+            f"make_array_from_single_device_arrays: got {len(arrays)} arrays for a sharding over "
+            f"{len(index_map)} devices; pass one array per device."
+        )
+    by_device = {}
+    for a in arrays:
+        if type(a) is Array and (a._place is not None and len(a._place[0].device_set) == 1):
+            by_device.setdefault(next(iter(a._place[0].device_set)), a)
+    buf = None
+    for k, (device, index) in enumerate(index_map.items()):
+        a = by_device.pop(device, None)
+        a = arrays[k] if a is None else a
+        piece = _host(a)
+        if buf is None:
+            buf = np.empty(shape, dtype=dtype if dtype is not None else piece.dtype)
+        if piece.shape != buf[index].shape:
+            raise ValueError(
+                f"make_array_from_single_device_arrays: the array for device {device} has shape "
+                f"{piece.shape}, expected the shard shape {buf[index].shape} of {shape} under {sharding!r}"
+            )
+        buf[index] = piece
+    weak = all(getattr(a, "weak_type", False) for a in arrays)
+    return placed(buf, weak, sharding)
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None) -> Array:
+    """The global array laid out per `sharding` from this process's data. NB: one process holds
+    every device, so the local data is the global array."""
+    value = _host(local_data)
+    shape = tuple(value.shape if global_shape is None else global_shape)
+    if value.shape != shape:
+        raise ValueError(
+            f"make_array_from_process_local_data: the local data has shape {value.shape} but "
+            f"global_shape is {shape}; with one process they must match."
+        )
+    if isinstance(sharding, NamedSharding):
+        sharding.check_shape(shape, "make_array_from_process_local_data")
+    return placed(np.array(value, copy=True), False, sharding)
+
+
+_array.placement_hooks.update(
+    sharding_of=sharding_of, device_of=device_of, shards_of=shards_of, default_place=default_place
+)

@@ -1,0 +1,222 @@
+"""Sharding propagation: the shardings of a program's outputs from those of its inputs, equation
+by equation, as JAX's rules give them for Explicit mesh axes (the default of `make_mesh`):
+elementwise operations keep their operands' splits, reductions drop the reduced dimensions,
+`dot_general` keeps batch and free dimensions, broadcasts/transposes/reshapes move the splits
+with their dimensions, and `with_sharding_constraint` imposes its own. Rules are chosen by the
+shape of an equation's parameters (`axes`, `dimension_numbers`, ...), never by primitive name;
+an equation no rule fits gives replicated outputs.
+
+A layout here is a tuple with, per dimension, the tuple of mesh axes splitting it."""
+
+from __future__ import annotations
+
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from morphax._src.sharding.mesh import AxisType
+from morphax._src.sharding.partition_spec import PartitionSpec, layout_key
+from morphax._src.sharding.shardings import NamedSharding, Sharding
+
+
+class ShardingTypeError(Exception):
+    """A sharding that cannot be resolved unambiguously (as JAX's ShardingTypeError)."""
+
+
+def layout_of(sharding, ndim) -> tuple:
+    if isinstance(sharding, NamedSharding):
+        return tuple(sharding.spec._axes_of(d) for d in range(ndim))
+    return ((),) * ndim
+
+
+def _merge(layouts, ndim) -> tuple:
+    out = []
+    for d in range(ndim):
+        axes = ()
+        for lay in layouts:
+            if lay[d]:
+                axes = lay[d]
+                break
+        out.append(axes)
+    return _dedupe(out)
+
+
+def _dedupe(dims) -> tuple:
+    """Drop a mesh axis from every dimension after the first that uses it."""
+    seen = set()
+    out = []
+    for axes in dims:
+        keep = tuple(a for a in axes if a not in seen)
+        seen.update(keep)
+        out.append(keep if len(keep) == len(axes) else ())
+    return tuple(out)
+
+
+def _reshape(lay, in_shape, out_shape, sizes) -> tuple:
+    """Splits through a reshape: each group of input dims whose product equals a group of output
+    dims passes the split of its first (major) input dim to its first output dim, when the other
+    input dims of the group are whole and the split divides that output dim."""
+    out = [()] * len(out_shape)
+    i = j = 0
+    while i < len(in_shape) and j < len(out_shape):
+        gi, gj = [i], [j]
+        pi, pj = in_shape[i], out_shape[j]
+        while pi != pj:
+            if pi < pj:
+                i += 1
+                if i >= len(in_shape):
+                    return tuple(out)
+                gi.append(i)
+                pi *= in_shape[i]
+            else:
+                j += 1
+                if j >= len(out_shape):
+                    return tuple(out)
+                gj.append(j)
+                pj *= out_shape[j]
+        first = lay[gi[0]]
+        if first and all(not lay[k] for k in gi[1:]):
+            n = 1
+            for a in first:
+                n *= sizes.get(a, 1)
+            if out_shape[gj[0]] % n == 0:
+                out[gj[0]] = first
+        i, j = gi[-1] + 1, gj[-1] + 1
+    return tuple(out)
+
+
+def _dot_general(lays, avals, dimension_numbers, explicit):
+    (lc, rc), (lb, rb) = dimension_numbers
+    la, ra = lays
+    if explicit:
+        for a, b in zip(lc, rc):
+            if la[a] and ra[b]:
+                raise ShardingTypeError(
+                    "Contracting dimensions are sharded and it is ambiguous how the output should be "
+                    "sharded. Please specify the output sharding via the `out_sharding` parameter. Got "
+                    f"lhs_contracting_spec={la[a]} and rhs_contracting_spec={ra[b]}"
+                )
+    lfree = [d for d in range(len(la)) if d not in lc and d not in lb]
+    rfree = [d for d in range(len(ra)) if d not in rc and d not in rb]
+    batch = [la[a] or ra[b] for a, b in zip(lb, rb)]
+    return _dedupe(batch + [la[d] for d in lfree] + [ra[d] for d in rfree])
+
+
+def _rule(prim, params, in_avals, in_lays, out_avals, sizes, explicit) -> list:
+    """The output layouts of one equation."""
+    nout = len(out_avals)
+    whole = [((),) * len(a.shape) for a in out_avals]
+    if not any(any(lay) for lay in in_lays) and not isinstance(params.get("sharding"), Sharding):
+        return whole
+    if isinstance(params.get("sharding"), NamedSharding) and nout == 1:
+        return [layout_of(params["sharding"], len(out_avals[0].shape))]
+    call = getattr(prim, "call_jaxpr_param", None)
+    inner = params.get(call) if call else None
+    if isinstance(inner, ClosedJaxpr) and len(inner.in_avals) == len(in_lays):
+        return propagate(inner, in_lays, sizes, explicit)
+    if nout == 1:
+        out = out_avals[0]
+        dn = params.get("dimension_numbers")
+        if len(in_lays) == 2 and _is_dot_dims(dn):
+            return [_dot_general(in_lays, in_avals, dn, explicit)]
+        axes = params.get("axes")
+        if (
+            len(in_lays) == 1
+            and isinstance(axes, tuple)
+            and len(out.shape) == len(in_avals[0].shape) - len(axes)
+        ):
+            return [tuple(a for d, a in enumerate(in_lays[0]) if d not in axes)]
+        bdims = params.get("broadcast_dimensions")
+        if len(in_lays) == 1 and isinstance(bdims, tuple) and "shape" in params:
+            lay = [()] * len(out.shape)
+            for i, d in enumerate(bdims):
+                if in_avals[0].shape[i] == out.shape[d]:
+                    lay[d] = in_lays[0][i]
+            return [tuple(lay)]
+        perm = params.get("permutation")
+        if len(in_lays) == 1 and isinstance(perm, tuple) and len(perm) == len(out.shape):
+            return [tuple(in_lays[0][p] for p in perm)]
+        if len(in_lays) == 1 and "new_sizes" in params and params.get("dimensions") is None:
+            return [_reshape(in_lays[0], in_avals[0].shape, out.shape, sizes)]
+    # Elementwise: operands of the output's shape (or scalars) keep their splits.
+    shaped = [lay for lay, a in zip(in_lays, in_avals) if tuple(a.shape) == tuple(out_avals[0].shape)]
+    if all(tuple(a.shape) in ((), tuple(out_avals[0].shape)) for a in in_avals) and shaped:
+        lay = _merge(shaped, len(out_avals[0].shape))
+        return [lay if tuple(o.shape) == tuple(out_avals[0].shape) else w for o, w in zip(out_avals, whole)]
+    return whole
+
+
+def _is_dot_dims(dn) -> bool:
+    try:
+        (lc, rc), (lb, rb) = dn
+        return all(isinstance(t, tuple) for t in (lc, rc, lb, rb))
+    except (TypeError, ValueError):
+        return False
+
+
+def propagate(closed: ClosedJaxpr, in_lays, sizes, explicit) -> list:
+    """The output layouts of `closed` given its inputs' layouts."""
+    jaxpr: Jaxpr = closed.jaxpr
+    env = {}
+    for v, lay in zip(jaxpr.invars, in_lays):
+        env[v] = lay
+    for v in jaxpr.constvars:
+        env[v] = ((),) * len(v.aval.shape)
+
+    def read(x):
+        if isinstance(x, Literal):
+            return ((),) * len(x.aval.shape)
+        return env.get(x, ((),) * len(x.aval.shape))
+
+    for eqn in jaxpr.eqns:
+        lays = [read(x) for x in eqn.invars]
+        avals = [x.aval for x in eqn.invars]
+        outs = _rule(eqn.primitive, eqn.params, avals, lays, [v.aval for v in eqn.outvars], sizes, explicit)
+        for v, lay in zip(eqn.outvars, outs):
+            env[v] = lay
+    return [read(x) for x in jaxpr.outvars]
+
+
+def spec_of(layout, mesh, in_shardings, explicit) -> PartitionSpec:
+    """A layout as JAX writes the PartitionSpec of an output: one entry per dimension for Explicit
+    meshes; for Auto meshes, an input's spec when its layout is the same (same rank), else
+    trailing whole dimensions dropped."""
+    entries = [None if not a else (a[0] if len(a) == 1 else a) for a in layout]
+    if explicit:
+        return PartitionSpec(*entries)
+    key = layout_key(PartitionSpec(*entries))
+    for s in in_shardings:
+        if isinstance(s, NamedSharding) and s.mesh == mesh and len(s.spec) == len(layout):
+            if layout_key(s.spec, len(layout)) == key:
+                return s.spec
+    while entries and entries[-1] is None:
+        entries.pop()
+    return PartitionSpec(*entries)
+
+
+def out_shardings(closed: ClosedJaxpr, in_shardings) -> list:
+    """The shardings of `closed`'s outputs given its inputs' shardings (None: replicated), on the
+    mesh of the first NamedSharding among them; None where no NamedSharding is involved."""
+    mesh = next((s.mesh for s in in_shardings if isinstance(s, NamedSharding)), None)
+    if mesh is None:
+        return [None] * len(closed.out_avals)
+    explicit = all(t is AxisType.Explicit for t in mesh.axis_types)
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    in_lays = [
+        layout_of(s if isinstance(s, NamedSharding) and s.mesh == mesh else None, len(a.shape))
+        for s, a in zip(in_shardings, closed.in_avals)
+    ]
+    lays = propagate(closed, in_lays, sizes, explicit)
+    return [NamedSharding(mesh, spec_of(lay, mesh, in_shardings, explicit)) for lay in lays]
+
+
+def equation_out_shardings(prim, params, in_avals, out_avals, in_shardings) -> list:
+    """`out_shardings` for one eagerly evaluated equation."""
+    mesh = next((s.mesh for s in in_shardings if isinstance(s, NamedSharding)), None)
+    if mesh is None:
+        return [None] * len(out_avals)
+    explicit = all(t is AxisType.Explicit for t in mesh.axis_types)
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    in_lays = [
+        layout_of(s if isinstance(s, NamedSharding) and s.mesh == mesh else None, len(a.shape))
+        for s, a in zip(in_shardings, in_avals)
+    ]
+    lays = _rule(prim, params, in_avals, in_lays, out_avals, sizes, explicit)
+    return [NamedSharding(mesh, spec_of(lay, mesh, in_shardings, explicit)) for lay in lays]
