@@ -182,3 +182,12 @@ print(morphax.distributed.is_initialized())
         "distributed.initialize should only be called once.",
         "False",
     ]
+
+
+def test_initialize_without_mpi4py_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mpi4py", None)  # as if the extra were not installed
+    monkeypatch.setenv("PMI_RANK", "0")
+    monkeypatch.setenv("PMI_SIZE", "1")
+    with pytest.raises(ImportError, match=r"pip install 'morphax\[distributed\]'"):
+        morphax.distributed.initialize()
+    assert not morphax.distributed.is_initialized()
