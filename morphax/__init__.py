@@ -96,6 +96,7 @@ from morphax._src.api.jit import (
     jit,
 )
 from morphax._src.api.pmap import pmap
+from morphax._src.api.shard_map import shard_map
 from morphax._src.api.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr
 from morphax._src.api.vmap import vmap
 from morphax._src.config import config, enable_x64, make_user_context
@@ -211,6 +212,7 @@ __all__ = [
     "disable_jit",
     "vmap",
     "pmap",
+    "shard_map",
     "debug",
     "distributed",
     "named_call",

@@ -181,7 +181,7 @@ def pmap(
             *lifted,
             *leaves,
             jaxpr=closed,
-            axis_name=axis_name,
+            mesh_axes=((axis_name, size),),
             axis_size=size,
             in_axes=(None,) * len(lifted) + tuple(norm_axes),
             out_axes=flat_out_axes,
@@ -212,7 +212,7 @@ def _trace_body(fun, args, kwargs, static_set, in_tree, per_device, axis_name, s
     pmap_counters.traces += 1
     trace_counters.traces += 1
     dbg = make_debug_info("pmap", fun, args, kwargs, static_argnums=static_vals)
-    with axis_frame(axis_name, size):
+    with axis_frame(((axis_name, size),)):
         closed = trace_to_jaxpr(flat_fun, per_device, debug_info=dbg)
     out_tree = out_store[0]
     try:

@@ -2,7 +2,9 @@
 per-device program, traced once with the mapped axis name bound; each device runs it on its
 slice of the inputs and the results are stacked.
 
-Params: `axis_name`, `axis_size`; `in_axes` (per input: the axis split across devices, or None
+Params: `mesh_axes`, ((name, size), ...) of the device mesh (one axis for pmap; shard_map's
+manual mesh axes), and `axis_size`, the number of devices (the product of the sizes), which
+run in row-major mesh order; `in_axes` (per input: the axis split across devices, or None
 for an input every device receives whole) and `out_axes` (per output: the axis the devices'
 results are stacked along, or None for an output every device computes alike, taken from the
 first device); `devices` (device ids, or None for the first `axis_size`), `backend`, `name`.
@@ -20,6 +22,8 @@ going through a communicator (prims/collectives_on_devices.py).
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 
@@ -67,9 +71,13 @@ class AxisFrame(_trace.Trace):
             return fun(*args) if handler is None else handler(fun, fwd, bwd, args, symbolic_zeros)
 
 
-def axis_frame(name, size):
-    """`with axis_frame(name, size):` the name is bound while jaxprs are traced inside."""
-    return _trace.new_trace(AxisFrame(name, size))
+@contextlib.contextmanager
+def axis_frame(mesh_axes):
+    """`with axis_frame(((name, size), ...)):` the names are bound while jaxprs are traced inside."""
+    with contextlib.ExitStack() as stack:
+        for name, size in mesh_axes:
+            stack.enter_context(_trace.new_trace(AxisFrame(name, size)))
+        yield
 
 
 pmap_p = Primitive("xla_pmap", multiple_results=True)
@@ -105,7 +113,7 @@ def _insert(shape, axis, size):
     return tuple(shape[:axis]) + (size,) + tuple(shape[axis:])
 
 
-def _pmap_abstract_eval(*avals, jaxpr, axis_name, axis_size, in_axes, out_axes, devices, backend, name):
+def _pmap_abstract_eval(*avals, jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, name):
     if len(avals) != len(jaxpr.in_avals) or len(in_axes) != len(avals):
         raise TypeError(
             f"pmap({name}): called with {len(avals)} arguments, its per-device program takes "
@@ -140,9 +148,9 @@ host_rules[pmap_p] = _run
 # JVP: the body's JVP jaxpr, tangents mapped like their primals.
 
 
-def _pmap_jvp(primals, tangents, *, jaxpr, axis_name, axis_size, in_axes, out_axes, **params):
+def _pmap_jvp(primals, tangents, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, **params):
     nonzeros = [not is_zero(t) for t in tangents]
-    with axis_frame(axis_name, axis_size):
+    with axis_frame(mesh_axes):
         jvp_closed, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzeros)
     nz_axes = tuple(ax for ax, nz in zip(in_axes, nonzeros) if nz)
     t_out_axes = tuple(ax for ax, nz in zip(out_axes, out_nonzero) if nz)
@@ -150,7 +158,7 @@ def _pmap_jvp(primals, tangents, *, jaxpr, axis_name, axis_size, in_axes, out_ax
         *primals,
         *[t for t in tangents if not is_zero(t)],
         jaxpr=jvp_closed,
-        axis_name=axis_name,
+        mesh_axes=mesh_axes,
         axis_size=axis_size,
         in_axes=tuple(in_axes) + nz_axes,
         out_axes=tuple(out_axes) + t_out_axes,
@@ -161,7 +169,7 @@ def _pmap_jvp(primals, tangents, *, jaxpr, axis_name, axis_size, in_axes, out_ax
     global_avals = _pmap_abstract_eval(
         *[get_aval(p) for p in primals],
         jaxpr=jaxpr,
-        axis_name=axis_name,
+        mesh_axes=mesh_axes,
         axis_size=axis_size,
         in_axes=in_axes,
         out_axes=out_axes,
@@ -179,10 +187,10 @@ pmap_p.jvp = _pmap_jvp
 
 
 def _pmap_partial_eval(trace, args, params):
-    jaxpr, axis_name, axis_size = params["jaxpr"], params["axis_name"], params["axis_size"]
+    jaxpr, mesh_axes = params["jaxpr"], params["mesh_axes"]
     in_axes, out_axes = params["in_axes"], params["out_axes"]
     unknowns = [trace._owns(x) for x in args]
-    with axis_frame(axis_name, axis_size):
+    with axis_frame(mesh_axes):
         known_jaxpr, unknown_jaxpr, out_unknowns, num_res = partial_eval_jaxpr(jaxpr, unknowns)
     known_out_axes = tuple(ax for ax, u in zip(out_axes, out_unknowns) if not u) + (0,) * num_res
     known_args = [x for x, u in zip(args, unknowns) if not u]
@@ -219,7 +227,7 @@ pmap_p.partial_eval = _pmap_partial_eval
 # back to that device only.
 
 
-def _transposed_body(jaxpr, axis_name, axis_size, known, linear, ct_nonzero):
+def _transposed_body(jaxpr, mesh_axes, axis_size, known, linear, ct_nonzero):
     inner = jaxpr.jaxpr
     new = Jaxpr(
         inner.constvars + [inner.invars[i] for i in known],
@@ -240,7 +248,7 @@ def _transposed_body(jaxpr, axis_name, axis_size, known, linear, ct_nonzero):
         ]
 
     avals = [jaxpr.in_avals[i] for i in known] + [a for a, nz in zip(jaxpr.out_avals, ct_nonzero) if nz]
-    with axis_frame(axis_name, axis_size):
+    with axis_frame(mesh_axes):
         return trace_to_jaxpr(fun, avals)
 
 
@@ -253,13 +261,13 @@ def _first_device_only(ct, axis_size):
     return mul(full, broadcast_in_dim(onehot, (axis_size,) + shape, tuple(range(len(shape) + 1))))
 
 
-def _pmap_transpose(cts, *args, jaxpr, axis_name, axis_size, in_axes, out_axes, **params):
+def _pmap_transpose(cts, *args, jaxpr, mesh_axes, axis_size, in_axes, out_axes, **params):
     known = [i for i, a in enumerate(args) if not is_undefined_primal(a)]
     linear = [i for i, a in enumerate(args) if is_undefined_primal(a)]
     ct_nonzero = tuple(not is_zero(ct) for ct in cts)
-    key = ("pmap transpose", tuple(known), ct_nonzero, axis_name, axis_size)
+    key = ("pmap transpose", tuple(known), ct_nonzero, mesh_axes, axis_size)
     body = memoized(
-        jaxpr, key, lambda: _transposed_body(jaxpr, axis_name, axis_size, known, linear, ct_nonzero)
+        jaxpr, key, lambda: _transposed_body(jaxpr, mesh_axes, axis_size, known, linear, ct_nonzero)
     )
     ct_args, ct_axes = [], []
     for ct, ax in zip(cts, out_axes):
@@ -273,7 +281,7 @@ def _pmap_transpose(cts, *args, jaxpr, axis_name, axis_size, in_axes, out_axes, 
         *[args[i] for i in known],
         *ct_args,
         jaxpr=body,
-        axis_name=axis_name,
+        mesh_axes=mesh_axes,
         axis_size=axis_size,
         in_axes=tuple(in_axes[i] for i in known) + tuple(ct_axes),
         out_axes=tuple(0 if in_axes[i] is None else in_axes[i] for i in linear),
@@ -297,7 +305,7 @@ pmap_p.transpose = _pmap_transpose
 # Batching (vmap of pmap): the vmapped axis leads every batched value, on each device too.
 
 
-def _pmap_batch(vals, dims, *, axis_data, jaxpr, axis_name, axis_size, in_axes, out_axes, **params):
+def _pmap_batch(vals, dims, *, axis_data, jaxpr, mesh_axes, axis_size, in_axes, out_axes, **params):
     new_vals, new_in_axes, body_dims = [], [], []
     for v, d, ax in zip(vals, dims, in_axes):
         if d is None:
@@ -309,13 +317,13 @@ def _pmap_batch(vals, dims, *, axis_data, jaxpr, axis_name, axis_size, in_axes, 
         new_vals.append(moveaxis(v, d, 0))
         new_in_axes.append(None if ax is None else ax + 1)
         body_dims.append(0)
-    with axis_frame(axis_name, axis_size):
+    with axis_frame(mesh_axes):
         batched, out_batched = batch_jaxpr(jaxpr, axis_data, body_dims)
     new_out_axes = tuple((ax if ax is None else ax + 1) if b else ax for ax, b in zip(out_axes, out_batched))
     outs = pmap_p.bind(
         *new_vals,
         jaxpr=batched,
-        axis_name=axis_name,
+        mesh_axes=mesh_axes,
         axis_size=axis_size,
         in_axes=tuple(new_in_axes),
         out_axes=new_out_axes,

@@ -6,31 +6,27 @@ participant calls the same methods in the same order, each call blocks until eve
 has made it, and values are NumPy arrays. `ThreadCommunicator` is the in-process implementation
 whose participants are device streams (threads): one rendezvous per collective call. Instead of
 hanging it fails loudly: a participant that fails (`abort`) makes the others raise at once, a
-participant that never arrives makes the others raise after `timeout` seconds (default
-`DEFAULT_TIMEOUT_S`), and participants that disagree on a call's shapes, dtypes or operation all
+participant that never arrives makes the others raise after `timeout` seconds (default: the
+`morphax_collective_timeout` config flag, 60 s unless MORPHAX_COLLECTIVE_TIMEOUT says), and participants that disagree on a call's shapes, dtypes or operation all
 raise an error naming both sides.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
 import numpy as np
+
+from morphax._src.config import config
 
 __all__ = [
     "CollectiveError",
     "CollectiveMismatchError",
     "CollectiveTimeoutError",
     "Communicator",
-    "DEFAULT_TIMEOUT_S",
     "ThreadCommunicator",
 ]
-
-# Seconds a participant waits for the others at one collective before it raises; the
-# MORPHAX_COLLECTIVE_TIMEOUT environment variable overrides it, a constructor argument too.
-DEFAULT_TIMEOUT_S = float(os.environ.get("MORPHAX_COLLECTIVE_TIMEOUT", "60"))
 
 
 class CollectiveError(RuntimeError):
@@ -114,7 +110,7 @@ class ThreadCommunicator(Communicator):
         if size < 1:
             raise ValueError(f"ThreadCommunicator: size must be at least 1, got {size}")
         self.size = int(size)
-        self.timeout = DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
+        self.timeout = float(config.morphax_collective_timeout if timeout is None else timeout)
         self._shared = _shared or _Shared()
         # This communicator's ranks as ranks of the root communicator (for messages).
         self._root_ranks = list(range(size)) if _root_ranks is None else list(_root_ranks)
@@ -185,7 +181,8 @@ class ThreadCommunicator(Communicator):
                         f"{what}: participant(s) {missing} did not arrive within {self.timeout:g} s "
                         f"(rank {self._root_ranks[rank]} waited at collective call #{k}); a participant "
                         "died, hangs, or skipped this collective. Raise the limit with "
-                        "MORPHAX_COLLECTIVE_TIMEOUT=seconds if the work before it is that long."
+                        "morphax.config.update('morphax_collective_timeout', seconds) (or "
+                        "MORPHAX_COLLECTIVE_TIMEOUT) if the work before it is that long."
                     )
                     if shared.failure is None:
                         shared.failure = (self._root_ranks[rank], err)

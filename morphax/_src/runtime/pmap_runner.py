@@ -110,7 +110,30 @@ def run_on_devices(executable, ids, per_device_args, bindings) -> list:
     return results
 
 
-def _run_pmap(np_args, *, jaxpr, axis_name, axis_size, in_axes, out_axes, devices, backend, name):
+def mesh_bindings(mesh_axes, comm):
+    """`bindings(rank)` for devices in row-major order over `mesh_axes` ((name, size), ...): each
+    name bound to the communicator of the devices that differ from this one only along it
+    (`comm`'s subgroup) and this device's coordinate along it."""
+    sizes = [s for _, s in mesh_axes]
+    if len(sizes) == 1:
+        name = mesh_axes[0][0]
+        return lambda r: {name: (comm, r)}
+    ranks = np.arange(comm.size).reshape(sizes)
+    per_axis = []
+    for a, (name, _) in enumerate(mesh_axes):
+        lines = np.moveaxis(ranks, a, -1).reshape(-1, sizes[a])  # each line varies along axis a only
+        groups = [[int(r) for r in line] for line in lines]
+        subs = comm.subgroups(groups)
+        where = {r: (subs[g], k) for g, line in enumerate(groups) for k, r in enumerate(line)}
+        per_axis.append((name, where))
+
+    def bindings(r):
+        return {name: where[r] for name, where in per_axis}
+
+    return bindings
+
+
+def _run_pmap(np_args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, name):
     check_device_count(name, axis_size, devices)
     ids = device_ids(axis_size, devices)
     executable = compile_jaxpr(jaxpr, f"pmap_{name}", backend)
@@ -119,7 +142,7 @@ def _run_pmap(np_args, *, jaxpr, axis_name, axis_size, in_axes, out_axes, device
         [x if ax is None else _slice(x, ax, r) for x, ax in zip(args, in_axes)] for r in range(axis_size)
     ]
     comm = ThreadCommunicator(axis_size)
-    outs = run_on_devices(executable, ids, per_device, lambda r: {axis_name: (comm, r)})
+    outs = run_on_devices(executable, ids, per_device, mesh_bindings(mesh_axes, comm))
     result = []
     for j, ax in enumerate(out_axes):
         if ax is None:
