@@ -21,7 +21,7 @@ import numpy as np
 
 from morphax._src.config import config
 
-__all__ = ["CollectiveTimeoutError", "MPICommunicator", "mpi"]
+__all__ = ["CollectiveTimeoutError", "MPICommunicator", "mpi", "wait_for"]
 
 # The header every process sends every other before a collective: JSON, padded to this size.
 HEADER_BYTES = 4096
@@ -119,9 +119,8 @@ class MPICommunicator:
             blocks = np.stack(np.split(x, self.size, axis=split_axis))
             received = np.empty_like(blocks)
             if blocks.size:
-                self._wait(
-                    [self._comm.Ialltoall(_as_bytes(blocks), received.reshape(-1).view(np.uint8))], what
-                )
+                send = _as_bytes(blocks)  # alive until the exchange completes
+                self._wait([self._comm.Ialltoall(send, received.reshape(-1).view(np.uint8))], what)
             return np.concatenate(list(received), axis=concat_axis)
 
         args = {"split_axis": split_axis, "concat_axis": concat_axis}
@@ -147,11 +146,12 @@ class MPICommunicator:
             out = np.zeros_like(x)
             sources = [s for s, d in perm if d == self.rank]
             requests, peers = [], []
+            send = _as_bytes(x)  # alive until the sends complete
             for s, d in perm:
                 if s == self.rank and d == self.rank:
                     out[...] = x
                 elif s == self.rank and x.size:
-                    requests.append(self._comm.Isend(_as_bytes(x), dest=d, tag=_DATA_TAG))
+                    requests.append(self._comm.Isend(send, dest=d, tag=_DATA_TAG))
                     peers.append(None)
             if sources and sources[0] != self.rank and x.size:
                 requests.append(
@@ -259,7 +259,8 @@ class MPICommunicator:
     def _gather_data(self, x, what):
         out = np.empty((self.size, *x.shape), x.dtype)
         if x.size:
-            self._wait([self._comm.Iallgather(_as_bytes(x), out.reshape(-1).view(np.uint8))], what)
+            send = _as_bytes(x)  # alive until the exchange completes
+            self._wait([self._comm.Iallgather(send, out.reshape(-1).view(np.uint8))], what)
         return out
 
     def _exchange_headers(self, header: dict, what: str) -> list[dict]:
@@ -287,31 +288,37 @@ class MPICommunicator:
         ]
 
     def _wait(self, requests, what, peers=None):
-        """Poll `requests` until all complete; past the deadline, raise naming the ranks whose
-        receives (peers[i], None for sends) are still pending."""
         timeout = config.morphax_collective_timeout if self.timeout is None else self.timeout
-        deadline = time.monotonic() + float(timeout)
-        pending = list(range(len(requests)))
-        delay = 0.0
-        while pending:
-            pending = [i for i in pending if not requests[i].Test()]
-            if not pending:
-                return
-            if time.monotonic() > deadline:
-                waiting = sorted(
-                    {self.processes[peers[i]] for i in pending if peers and peers[i] is not None}
-                )
-                who = (
-                    f"process(es) {waiting} did not arrive"
-                    if waiting
-                    else f"the other processes of {self.processes} did not all arrive"
-                )
-                self._failed = f"{what} timed out"
-                raise CollectiveTimeoutError(
-                    f"morphax.distributed: {what} timed out after {timeout:g} s: {who} (a process died, "
-                    "hangs, or called a different sequence of collectives). Set the timeout with "
-                    "morphax.config.update('morphax_collective_timeout', seconds) or MORPHAX_COLLECTIVE_TIMEOUT."
-                )
-            # Spin briefly, then sleep up to a millisecond between tests.
-            time.sleep(delay)
-            delay = min(1e-3, delay * 2 + 1e-5)
+        try:
+            wait_for(requests, what, timeout, [None if p is None else self.processes[p] for p in peers or []])
+        except CollectiveTimeoutError:
+            self._failed = f"{what} timed out"
+            raise
+
+
+def wait_for(requests, what: str, timeout: float, peers=()):
+    """Poll the MPI `requests` until all complete; past `timeout` seconds raise
+    CollectiveTimeoutError naming the processes whose receives (``peers[i]``; None for sends) are
+    still pending."""
+    deadline = time.monotonic() + float(timeout)
+    pending = list(range(len(requests)))
+    delay = 0.0
+    while pending:
+        pending = [i for i in pending if not requests[i].Test()]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            waiting = sorted({peers[i] for i in pending if i < len(peers) and peers[i] is not None})
+            who = (
+                f"process(es) {waiting} did not arrive"
+                if waiting
+                else "the other processes did not all arrive"
+            )
+            raise CollectiveTimeoutError(
+                f"morphax.distributed: {what} timed out after {timeout:g} s: {who} (a process died, "
+                "hangs, or called a different sequence of collectives). Set the timeout with "
+                "morphax.config.update('morphax_collective_timeout', seconds) or MORPHAX_COLLECTIVE_TIMEOUT."
+            )
+        # Spin briefly, then sleep up to a millisecond between tests.
+        time.sleep(delay)
+        delay = min(1e-3, delay * 2 + 1e-5)

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from morphax._src.distributed.mpi_communicator import MPICommunicator, mpi
+from morphax._src.distributed.mpi_communicator import MPICommunicator, mpi, wait_for
 from morphax._src.runtime import devices
 
 __all__ = ["global_communicator", "initialize", "is_initialized", "launch_from_environment", "shutdown"]
@@ -148,8 +148,8 @@ def initialize(
         )
     # A non-blocking duplicate, so a process that never calls initialize cannot hang the others.
     comm, request = world.Idup()
+    wait_for([request], f"distributed.initialize (process {rank} of {size})", initialization_timeout)
     joining = MPICommunicator(comm, timeout=initialization_timeout)
-    joining._wait([request], f"distributed.initialize (process {rank} of {size})")
     everyone = [json.loads(b) for b in joining.all_gather_bytes(json.dumps(local_ids).encode())]
     devices.register_processes(rank, everyone)
     # NB: heartbeat_timeout_seconds is not a heartbeat here; a missing peer is noticed by the
