@@ -199,6 +199,17 @@ def case_nesting_and_jit():
     _both(lambda v: lax.cond(lax.axis_index("i") % 2 == 0, lambda: v * 2, lambda: -v), x[:, 0])
 
 
+def case_output_sharding():
+    x = _rand(2, 3)
+    y = morphax.pmap(lambda v: v * 2, "i", out_axes=1)(x)
+    assert y.sharding.spec == morphax.sharding.PartitionSpec(None, "i"), y.sharding
+    assert y.sharding.mesh.axis_names == ("i",) and y.sharding.mesh.devices.tolist() == morphax.devices()[:2]
+    y = morphax.pmap(lambda v: v * 2)(x)
+    assert y.sharding.spec == morphax.sharding.PartitionSpec("_internal_pmap_axis_name")
+    assert [s.data.shape for s in y.addressable_shards] == [(1, 3), (1, 3)]
+    np.testing.assert_allclose(y + 1, 2 * x + 1)
+
+
 def case_trace_and_compile_cache():
     x = _rand(N, 3)
     f = morphax.pmap(lambda v: v * lax.psum(v, "i"), "i")
@@ -247,6 +258,7 @@ def case_errors():
         x,
     )
     raises(TypeError, "in_axes must be an int", lambda: morphax.pmap(lambda a: a, in_axes=1.5))
+    raises(ValueError, "pmaps do not nest", morphax.pmap(morphax.pmap(lambda a: a, "j"), "i"), x[:2, None])
     raises(NameError, "unbound axis name: j", morphax.pmap(lambda a: lax.psum(a, "j"), "i"), x[:2])
 
     # A device that fails stops the others at their next collective instead of hanging them.

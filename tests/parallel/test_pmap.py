@@ -13,7 +13,14 @@ from morphax import lax
 
 def test_collectives_and_arguments_on_4_devices(run_cases):
     run_cases(
-        "pmap_cases", ["case_collectives", "case_axis_index_groups", "case_axes_and_arguments", "case_errors"]
+        "pmap_cases",
+        [
+            "case_collectives",
+            "case_axis_index_groups",
+            "case_axes_and_arguments",
+            "case_errors",
+            "case_output_sharding",
+        ],
     )
 
 

@@ -7,13 +7,17 @@ compiled program is memoized on the traced jaxpr), and bound as the `xla_pmap` p
 (higher_order/pmap.py), so pmap composes with jit, grad and vmap. Results are stacked along
 `out_axes`.
 
-NB: JAX returns arrays sharded over the devices; here the result is one Array in host memory
-(all devices share it), and `donate_argnums` is accepted but donates nothing.
+Results are Arrays sharded as JAX's: NamedSharding over a 1-D mesh of the devices (axis
+`axis_name`), split along out_axes. NB: all devices share host memory, so a result is one host
+buffer whose shards are views; `donate_argnums` is accepted but donates nothing. As in JAX,
+pmaps do not nest (map the inner axis with vmap).
 """
 
 from __future__ import annotations
 
 import functools
+
+import numpy as np
 
 from morphax._src.api.jit import _axis_env, _hashable_static, trace_counters
 from morphax._src.api.tracing import _abstractify
@@ -21,8 +25,13 @@ from morphax._src.config import config
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray
-from morphax._src.higher_order.pmap import axis_frame, pmap_p
-from morphax._src.runtime import pmap_runner
+from morphax._src.higher_order.pmap import AxisFrame, axis_frame, pmap_p
+from morphax._src.runtime import devices as _devices
+from morphax._src.runtime import placement, pmap_runner
+from morphax._src.runtime.array import Array
+from morphax._src.sharding.mesh import Mesh
+from morphax._src.sharding.partition_spec import PartitionSpec
+from morphax._src.sharding.shardings import NamedSharding
 from morphax._src.transforms.staging import closure_convert_tracers, make_debug_info, trace_to_jaxpr
 
 __all__ = ["pmap", "pmap_counters"]
@@ -155,6 +164,7 @@ def pmap(
             raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped:\n{lines}")
         if axis_size is not None and axis_size != size:
             raise ValueError(f"Specified axis_size {axis_size} doesn't match received axis_size {size}.")
+        _check_not_nested(f"pmap({name})")
         pmap_runner.check_device_count(name, size, device_ids)
         per_device = [
             a if ax is None else ShapedArray(a.shape[:ax] + a.shape[ax + 1 :], a.dtype, a.weak_type)
@@ -189,10 +199,39 @@ def pmap(
             backend=backend,
             name=name,
         )
+        if _trace.ctx.trace is _trace.base_trace():
+            outs = _with_shardings(outs, flat_out_axes, axis_name, device_ids or tuple(range(size)))
         return pytree.tree_unflatten(out_tree, outs)
 
     pmapped._cache = cache
     return pmapped
+
+
+def _check_not_nested(what):
+    t = _trace.ctx.trace
+    while t is not None:
+        if isinstance(t, AxisFrame):
+            raise ValueError(
+                f"{what} is called inside the per-device program of another pmap or shard_map "
+                f"(which binds axis {t.axis_data.name!r}); as in JAX, pmaps do not nest. Map the inner "
+                "axis with vmap, or map both axes with one shard_map over a 2-D mesh."
+            )
+        t = t.parent
+
+
+def _with_shardings(outs, out_axes, axis_name, ids):
+    """The outputs laid out as JAX's: NamedSharding over a 1-D mesh of the devices, split along
+    each output's out_axes (committed there)."""
+    by_id = {d.id: d for d in _devices.devices()}
+    mesh = Mesh(np.array([by_id[i] for i in ids], dtype=object), (axis_name,))
+    placed = []
+    for o, ax in zip(outs, out_axes):
+        if type(o) is not Array:
+            placed.append(o)
+            continue
+        spec = PartitionSpec() if ax is None else PartitionSpec(*([None] * ax), axis_name)
+        placed.append(placement.placed(o._value, o.weak_type, NamedSharding(mesh, spec)))
+    return placed
 
 
 def _trace_body(fun, args, kwargs, static_set, in_tree, per_device, axis_name, size, out_axes, name):

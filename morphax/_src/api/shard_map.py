@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from morphax._src.api.jit import _axis_env, trace_counters
+from morphax._src.api.pmap import _check_not_nested
 from morphax._src.api.tracing import _abstractify
 from morphax._src.config import config
 from morphax._src.core import pytree
@@ -170,6 +171,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     def wrapped(*args):
         # The mesh is resolved at each call: `set_mesh` may be entered after shard_map is applied.
         the_mesh, manual, mesh_axes, ids = _layout(mesh, axis_names)
+        _check_not_nested(f"shard_map({name})")
         size = len(ids)
         leaves, in_tree = pytree.tree_flatten(args)
         leaves = [asarray(x) if not isinstance(x, _trace.Tracer) else x for x in leaves]
