@@ -153,6 +153,15 @@ def case_grads():
         return sum((o**2).sum() for o in mapper(coll, axis_name="i")(v))
 
     _close(morphax.grad(partial(total, morphax.pmap))(y), morphax.grad(partial(total, morphax.vmap))(y), 1e-4)
+
+    # An output every device computes alike (out_axes=None) differentiates like vmap's.
+    def shared(mapper, v):
+        a, s = mapper(lambda a: (jnp.sin(a), lax.psum(a**2, "i")), axis_name="i", out_axes=(0, None))(v)
+        return a.sum() + (s * jnp.arange(3.0)).sum()
+
+    _close(
+        morphax.grad(partial(shared, morphax.pmap))(x), morphax.grad(partial(shared, morphax.vmap))(x), 1e-4
+    )
     # Against finite differences, forward and reverse, to second order.
     f = morphax.pmap(lambda a, b: jnp.sin(a) * lax.psum(b * a, "i"), "i")
     check_grads(f, (_rand(N, 2, seed=6), _rand(N, 2, seed=7)), order=2, modes=("fwd", "rev"))

@@ -181,6 +181,9 @@ def case_errors():
     raises(ValueError, "4 does not evenly divide 6", sm(lambda a: a, in_specs=P(None, ("x", "y"))), x)
     raises(ValueError, "duplicate entries for `x`", sm(lambda a: a, in_specs=P("x", "x")), x)
     raises(ValueError, "possibly varying over ['x']", sm(lambda a: a, in_specs=P("x")), x)
+    # The check follows jit calls: a psum inside one makes the result invariant.
+    out = sm(morphax.jit(lambda a: lax.psum(a, "x")), in_specs=P("x"))(x)
+    np.testing.assert_allclose(out, x[:2] + x[2:], rtol=1e-6)
     # check_vma=False: the first device's value along axes the out spec leaves out.
     out = morphax.shard_map(lambda a: a, mesh=mesh, in_specs=P("x"), out_specs=P(), check_vma=False)(x)
     np.testing.assert_allclose(out, x[:2])

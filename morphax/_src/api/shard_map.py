@@ -318,8 +318,9 @@ def _trace_body(f, in_tree, per_device, mesh_axes, manual, out_specs, name, in_e
 # check_vma: which mesh axes each value of the per-device program may vary along. Inputs vary
 # along the axes their spec splits them over; a psum/pmax/pmin or all_gather over an axis makes
 # its result invariant along it; axis_index, ppermute, psum_scatter and all_to_all over an axis
-# make it vary along it; every other equation varies along the union of its inputs' axes (and,
-# for control flow, of the axes its bodies' collectives name: conservative).
+# make it vary along it; calls are followed into their bodies; every other equation varies along
+# the union of its inputs' axes (and, for control flow, of the axes its bodies' collectives name:
+# conservative, so a loop that reduces a varying carry needs check_vma=False).
 
 _REDUCING = {"psum", "pmax", "pmin", "all_gather"}
 _INTRODUCING = {"axis_index", "ppermute", "psum_scatter", "all_to_all"}
@@ -352,10 +353,17 @@ def _vary(jaxpr, in_vary, axes):
         union = frozenset().union(*[read(v) for v in eqn.invars]) if eqn.invars else frozenset()
         pname = eqn.primitive.name
         names = set(_names_of(eqn)) & axes
+        call_param = eqn.primitive.call_jaxpr_param
         if pname in _REDUCING:
             out = union - names
         elif pname in _INTRODUCING:
             out = union | names
+        elif call_param is not None and len(eqn.params[call_param].jaxpr.invars) == len(eqn.invars):
+            # A call (jit, checkpoint, custom rules): its body, input for input.
+            inner = _vary(eqn.params[call_param].jaxpr, [read(v) for v in eqn.invars], axes)
+            for v, o in zip(eqn.outvars, inner):
+                env[id(v)] = o
+            continue
         else:
             out = union
             for sub in sub_jaxprs(eqn.params):
