@@ -16,7 +16,7 @@ def _error(f):
     try:
         f()
     except Exception as e:  # the test checks the type and message
-        return [type(e).__name__, str(e)]
+        return [type(e).__name__, str(e), isinstance(e, ValueError)]
     return None
 
 
@@ -54,6 +54,7 @@ def main(scenario: str) -> None:
     groups = [list(range(0, n, 2)), list(range(1, n, 2))]
     subs = comm.subgroups(groups)
     mine = next(s for s in subs if s is not None)
+    _, rank_in_group = comm.group_of(r, groups)
     result = {
         "rank": r,
         "process_index": r,
@@ -72,7 +73,12 @@ def main(scenario: str) -> None:
         "all_to_all": comm.all_to_all(
             r, np.arange(2 * n, dtype=np.int32).reshape(n, 2) + 100 * r, 0, 1
         ).tolist(),
-        "subgroup": [mine.size, mine.rank, mine.all_reduce(mine.rank, np.float64(r), "sum").tolist()],
+        "subgroup": [
+            mine.size,
+            mine.rank,
+            rank_in_group,
+            mine.all_reduce(mine.rank, np.float64(r), "sum").tolist(),
+        ],
         "bfloat16": comm.all_gather(r, np.asarray(x[0], dtype="bfloat16")).astype(np.float32).tolist(),
         "allgather": multihost_utils.process_allgather({"a": x, "s": np.float32(r)}),
         "allgather_tiled": multihost_utils.process_allgather(x, tiled=True).tolist(),

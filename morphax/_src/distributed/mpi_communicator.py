@@ -6,7 +6,8 @@ non-blocking MPI operations polled against a deadline (``morphax_collective_time
 60 by default, or the communicator's own `timeout`): a peer that died or called something else
 makes the others raise `CollectiveTimeoutError` naming the peers they wait for. Before moving any
 data, the processes exchange a small header (the collective, its arguments, dtype and shape), so
-processes that disagree raise a ValueError naming both sides instead of exchanging garbage.
+processes that disagree raise `CollectiveMismatchError` (a ValueError) naming both sides instead
+of exchanging garbage. The errors are those of runtime/communicators.py.
 
 mpi4py is imported only when a communicator is made (morphax.distributed.initialize)."""
 
@@ -20,6 +21,12 @@ import zlib
 import numpy as np
 
 from morphax._src.config import config
+from morphax._src.runtime.communicators import (
+    CollectiveError,
+    CollectiveMismatchError,
+    CollectiveTimeoutError,
+    Communicator,
+)
 
 __all__ = ["CollectiveTimeoutError", "MPICommunicator", "mpi", "wait_for"]
 
@@ -27,11 +34,6 @@ __all__ = ["CollectiveTimeoutError", "MPICommunicator", "mpi", "wait_for"]
 HEADER_BYTES = 4096
 _HEADER_TAG, _DATA_TAG, _BYTES_TAG = 17, 18, 19
 _REDUCTIONS = {"sum": np.sum, "max": np.max, "min": np.min}
-
-
-class CollectiveTimeoutError(RuntimeError):
-    """A collective between processes did not complete within its timeout: a peer died, hangs,
-    or called a different sequence of collectives."""
 
 
 def mpi():
@@ -57,7 +59,7 @@ def _describe(header: dict) -> str:
     return f"{header['collective']}({args}) on {header['dtype']}[{shape}]"
 
 
-class MPICommunicator:
+class MPICommunicator(Communicator):
     """Collectives between the processes of an mpi4py intracommunicator `comm` (which this object
     owns and frees in `free`). Rank r of the interface is rank r of `comm`; a process acts only as
     its own rank (`self.rank`). `timeout`: seconds a call waits for the others (None: the
@@ -171,7 +173,9 @@ class MPICommunicator:
     def subgroups(self, groups):
         """One communicator per group of ranks (`groups`: lists of ranks, each rank in at most
         one): entry g is this process's communicator over groups[g], its ranks numbered by position
-        in the group, or None where this process is not in groups[g]. Every rank must call it."""
+        in the group. Every rank must call it. NB: unlike ThreadCommunicator's, whose participants
+        share one process, entries of groups this process is not in are None (it holds no part of
+        them)."""
         groups = [[int(r) for r in g] for g in groups]
         flat = [r for g in groups for r in g]
         if (
@@ -195,6 +199,13 @@ class MPICommunicator:
         # MPI_Comm_split cannot wait for a missing peer.
         sub = self._comm.Split(color, key)
         return [MPICommunicator(sub, self.timeout) if g == mine else None for g in range(len(groups))]
+
+    def group_of(self, rank: int, groups):
+        """(communicator, rank in it) of `rank`'s group among `subgroups(groups)`."""
+        for members, sub in zip(groups, self.subgroups(groups)):
+            if sub is not None:
+                return sub, [int(r) for r in members].index(rank)
+        raise ValueError(f"MPICommunicator.group_of: rank {rank} is in none of the groups {groups}")
 
     # -- beyond the interface: what the process-level helpers need ------------------------------
 
@@ -238,7 +249,7 @@ class MPICommunicator:
                     f"MPICommunicator.{name}: the communicator was freed (distributed.shutdown)"
                 )
             if self._failed is not None:
-                raise RuntimeError(
+                raise CollectiveError(
                     f"MPICommunicator.{name}: the communicator is unusable after an earlier failure ({self._failed})"
                 )
             self._calls += 1
@@ -248,7 +259,7 @@ class MPICommunicator:
             differ = [r for r in range(self.size) if headers[r] != header]
             if differ:
                 r = differ[0]
-                raise ValueError(
+                raise CollectiveMismatchError(
                     f"morphax.distributed: processes disagree about collective call #{self._calls}: process "
                     f"{self.processes[self.rank]} called {_describe(header)}, process {self.processes[r]} called "
                     f"{_describe(headers[r])}. Every process must call the same collectives in the same order, "
