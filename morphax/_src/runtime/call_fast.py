@@ -76,14 +76,19 @@ def run(table: FastCalls, args):
     state = config._call_state
     if entry.state is not state and entry.state != state:
         return None  # a flag changed since the signature was recorded
-    if _trace.ctx.trace is not _base_trace[0] or eager._float_checks or guards.active or eager._placed:
+    if (
+        _trace.ctx.trace is not _base_trace[0]
+        or eager._float_checks
+        or guards.active
+        or eager._default_elsewhere
+    ):
         return None
     values = []
     for a in args:
         v = a._buf
         # Exactly Arrays (the general path recorded only those), with values computed: a
         # buffer still being computed is ordered by the general path.
-        if type(v) is not _ndarray or type(a) is not Array:
+        if type(v) is not _ndarray or type(a) is not Array or a._place is not None:
             return None
         values.append(v)
     stream = dispatch._streams.get(0)

@@ -88,7 +88,7 @@ class EvalTrace(_trace.Trace):
         if guards.active:
             guards.before_eager(prim.name, args)
         nargs = len(args)
-        if nargs <= 2 and not prim.multiple_results and not prim.higher_order and not _placed:
+        if nargs <= 2 and not prim.multiple_results and not prim.higher_order and not _default_elsewhere:
             out = self._fast_path(prim, args, params, nargs)
             if out is not None:
                 return out
@@ -167,6 +167,8 @@ class EvalTrace(_trace.Trace):
                 ba, bb = a._buf, b._buf
                 if type(ba) is not np.ndarray or type(bb) is not np.ndarray:
                     return None
+                if a._place is not None or b._place is not None:
+                    return None  # placed: the general path places the result
                 key = (
                     (prim, ba.shape, ba.dtype, a.weak_type, bb.shape, bb.dtype, b.weak_type, *params.items())
                     if params
@@ -181,7 +183,7 @@ class EvalTrace(_trace.Trace):
                 if type(a) is not Array:
                     return None
                 ba = a._buf
-                if type(ba) is not np.ndarray:
+                if type(ba) is not np.ndarray or a._place is not None:
                     return None
                 key = (prim, ba.shape, ba.dtype, a.weak_type, *params.items())
                 out_aval = _abstract_cache.get(key)
@@ -265,12 +267,14 @@ def _call_placed(executable, args, jaxpr, name, donate, shardings):
         device_id = given[0]._device_assignment[0].id if given else placement.default_device().id
     else:
         device_id = placement.run_device(committed)
+    # Placements first: propagation answers inspect_array_sharding before the program runs.
+    places = placement.result_shardings(jaxpr, args, committed, out_s)
     outs = dispatch.execute(
         executable, args, executable.out_weak_types, device_id=device_id, donate=bool(donate)
     )
     if _float_checks:
         check_call_outputs(name, jaxpr, args, outs)
-    for o, place in zip(outs, placement.result_shardings(jaxpr, args, committed, out_s)):
+    for o, place in zip(outs, places):
         o._place = place
     return outs
 
@@ -337,8 +341,11 @@ def check_call_outputs(name, closed, args, outs):
 
 
 # Whether placement matters yet (runtime/array.py's `placed`): until an Array is placed off the
-# default or a default_device context is used, eager ops skip it altogether.
+# default or a default_device context is used, the general paths skip it altogether. The fast
+# paths (here and call_fast.py) instead decline placed inputs one by one, and any call while a
+# default_device context is on somewhere (`_default_elsewhere`).
 _placed = False
+_default_elsewhere = False
 
 
 def _on_placed():
@@ -347,8 +354,11 @@ def _on_placed():
 
 
 def _on_default_device(name, value):
-    if name == "jax_default_device" and value is not None:
-        _array.mark_placed()
+    global _default_elsewhere
+    if name == "jax_default_device":
+        _default_elsewhere = config.set_anywhere("jax_default_device")
+        if value is not None:
+            _array.mark_placed()
 
 
 _array.on_placed(_on_placed)

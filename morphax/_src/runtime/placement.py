@@ -60,12 +60,11 @@ def sharding_of(x: Array) -> Sharding:
 
 
 def device_of(x: Array):
+    """The device of a single-device array; for an array on several devices, its sharding (as
+    JAX's `Array.device`)."""
     s = sharding_of(x)
     if len(s.device_set) != 1:
-        raise ValueError(
-            f"Length of devices is greater than 1 ({len(s.device_set)} devices hold this array, "
-            f"sharded as {s!r}). Please use `.devices()`."
-        )
+        return s
     return next(iter(s.device_set))
 
 
@@ -76,7 +75,7 @@ def shards_of(x: Array) -> list:
     replicas = replica_ids(s, shape)
     out = []
     for device, index in s.devices_indices_map(shape).items():
-        view = value[index]
+        view = value[(*index, Ellipsis)]  # a view, also of a 0-d array
         view.flags.writeable = False
         data = Array(view, x.weak_type, (single(device), True))
         out.append(Shard(device, data=data, index=index, replica_id=replicas[device]))
@@ -90,7 +89,16 @@ def placed(value, weak_type, sharding, committed=True) -> Array:
 
 
 def _type_text(x) -> str:
-    return f"{np.dtype(x.dtype).name}[{','.join(map(str, x.shape))}]"
+    """`float32[8@x,4]`: the type with the Explicit mesh axes splitting each dimension, as JAX
+    writes sharded types."""
+    dims = [str(d) for d in np.shape(x)]
+    s = sharding_of(x) if type(x) is Array else None
+    if isinstance(s, NamedSharding):
+        for d in range(len(dims)):
+            axes = [a for a in s.spec._axes_of(d) if s.mesh.axis_type_of(a).name == "Explicit"]
+            if axes:
+                dims[d] += "@" + (axes[0] if len(axes) == 1 else "(" + ",".join(axes) + ")")
+    return f"{np.dtype(x.dtype).name}[{','.join(dims)}]"
 
 
 def _ids(s: Sharding) -> list:
@@ -195,12 +203,16 @@ def result_shardings(closed, args, committed, out_shardings) -> list:
 
     n = len(closed.out_avals)
     given = list(out_shardings) if out_shardings is not None else [None] * n
-    if not committed and not any(s is not None for s in given):
-        place = default_place()
-        return [place] * n
     ins = dict(committed)
     in_list = [ins.get(i) for i in range(len(args))]
-    found = propagated(closed, in_list) if committed else [None] * n
+    # Uncommitted inputs too: the program's sharding constraints (reshard) may place results.
+    found = propagated(closed, in_list) if not any(s is not None for s in given) or committed else [None] * n
+    if not committed and not any(s is not None for s in given):
+        if not any(f is not None for f in found):
+            place = default_place()
+            return [place] * n
+        mesh = next(f.mesh for f in found if f is not None)
+        return [(f if f is not None else NamedSharding(mesh, PartitionSpec()), True) for f in found]
     anchors = [s for _, s in committed] + [s for s in given if s is not None]
     mesh = next((s.mesh for s in anchors if isinstance(s, NamedSharding)), None)
     fallback = (
@@ -259,12 +271,17 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
         if type(a) is Array and (a._place is not None and len(a._place[0].device_set) == 1):
             by_device.setdefault(next(iter(a._place[0].device_set)), a)
     buf = None
+    written = set()
     for k, (device, index) in enumerate(index_map.items()):
         a = by_device.pop(device, None)
         a = arrays[k] if a is None else a
         piece = _host(a)
         if buf is None:
             buf = np.empty(shape, dtype=dtype if dtype is not None else piece.dtype)
+        where = tuple((s.start, s.stop) for s in index)
+        if where in written:
+            continue  # a replica: the first device's piece is the value, as JAX's replica 0
+        written.add(where)
         if piece.shape != buf[index].shape:
             raise ValueError(
                 f"make_array_from_single_device_arrays: the array for device {device} has shape "

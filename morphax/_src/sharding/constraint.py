@@ -7,8 +7,10 @@ from __future__ import annotations
 from morphax._src.core import pytree
 from morphax._src.core.ad_util import is_zero
 from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.core.values import is_concrete_array
 from morphax._src.prims._shape_util import as_lax_array, fresh
 from morphax._src.prims._spec import Case, TestSpec, random_array
+from morphax._src.runtime import array as _array
 from morphax._src.sharding.mesh import AxisType, resolving_mesh
 from morphax._src.sharding.partition_spec import PartitionSpec, flat_axes
 from morphax._src.sharding.shardings import NamedSharding, Sharding, SingleDeviceSharding
@@ -104,5 +106,11 @@ def with_sharding_constraint(x, shardings):
                     "You probably meant to use `reshard` API?"
                 )
             s.check_shape(leaf.shape, "with_sharding_constraint")
+        if is_concrete_array(leaf):  # eagerly: the value placed at once
+            from morphax._src.runtime.placement import put
+
+            out.append(put(leaf, s, "with_sharding_constraint"))
+            continue
+        _array.mark_placed()  # results of the program get placed (runtime/placement.py)
         out.append(sharding_constraint_p.bind(leaf, sharding=s))
     return pytree.tree_unflatten(tree, out)

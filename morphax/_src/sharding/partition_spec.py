@@ -54,13 +54,13 @@ class PartitionSpec(tuple):
 
     def __repr__(self):
         parts = ", ".join("None" if p is None else repr(p) for p in self)
-        if len(self) == 1:
-            parts += ","
         extra = ""
         if self.unreduced:
             extra += f", unreduced={set(sorted(self.unreduced))!r}"
         if self.reduced:
             extra += f", reduced={set(sorted(self.reduced))!r}"
+        if len(self) == 1 and not extra:
+            parts += ","
         return f"P({parts}{extra})"
 
     __str__ = __repr__

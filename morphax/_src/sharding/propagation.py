@@ -11,7 +11,8 @@ A layout here is a tuple with, per dimension, the tuple of mesh axes splitting i
 from __future__ import annotations
 
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
-from morphax._src.sharding.mesh import AxisType
+from morphax._src.core.memo import memoized
+from morphax._src.sharding.mesh import AxisType, Mesh
 from morphax._src.sharding.partition_spec import PartitionSpec, layout_key
 from morphax._src.sharding.shardings import NamedSharding, Sharding
 
@@ -99,10 +100,15 @@ def _dot_general(lays, avals, dimension_numbers, explicit):
     return _dedupe(batch + [la[d] for d in lfree] + [ra[d] for d in rfree])
 
 
-def _rule(prim, params, in_avals, in_lays, out_avals, sizes, explicit) -> list:
+def _rule(prim, params, in_avals, in_lays, out_avals, mesh, explicit) -> list:
     """The output layouts of one equation."""
     nout = len(out_avals)
     whole = [((),) * len(a.shape) for a in out_avals]
+    report = params.get("sharding_callback")
+    if report is not None and hasattr(report, "fire"):  # inspect_array_sharding
+        report.fire(NamedSharding(mesh, spec_of(in_lays[0], mesh, (), explicit)), again=True)
+        return whole
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
     if not any(any(lay) for lay in in_lays) and not isinstance(params.get("sharding"), Sharding):
         return whole
     if isinstance(params.get("sharding"), NamedSharding) and nout == 1:
@@ -110,7 +116,7 @@ def _rule(prim, params, in_avals, in_lays, out_avals, sizes, explicit) -> list:
     call = getattr(prim, "call_jaxpr_param", None)
     inner = params.get(call) if call else None
     if isinstance(inner, ClosedJaxpr) and len(inner.in_avals) == len(in_lays):
-        return propagate(inner, in_lays, sizes, explicit)
+        return propagate(inner, in_lays, mesh, explicit)
     if nout == 1:
         out = out_avals[0]
         dn = params.get("dimension_numbers")
@@ -135,12 +141,22 @@ def _rule(prim, params, in_avals, in_lays, out_avals, sizes, explicit) -> list:
             return [tuple(in_lays[0][p] for p in perm)]
         if len(in_lays) == 1 and "new_sizes" in params and params.get("dimensions") is None:
             return [_reshape(in_lays[0], in_avals[0].shape, out.shape, sizes)]
-    # Elementwise: operands of the output's shape (or scalars) keep their splits.
-    shaped = [lay for lay, a in zip(in_lays, in_avals) if tuple(a.shape) == tuple(out_avals[0].shape)]
-    if all(tuple(a.shape) in ((), tuple(out_avals[0].shape)) for a in in_avals) and shaped:
-        lay = _merge(shaped, len(out_avals[0].shape))
-        return [lay if tuple(o.shape) == tuple(out_avals[0].shape) else w for o, w in zip(out_avals, whole)]
-    return whole
+    # Elementwise (NumPy broadcasting, as eager binary ops allow): each operand dimension of the
+    # output's size keeps its split.
+    shape = tuple(out_avals[0].shape)
+    aligned = []
+    for lay, a in zip(in_lays, in_avals):
+        ashape = tuple(a.shape)
+        if len(ashape) > len(shape):
+            return whole
+        pad = len(shape) - len(ashape)
+        if any(n not in (1, m) for n, m in zip(ashape, shape[pad:])):
+            return whole
+        aligned.append(
+            ((),) * pad + tuple(lay[d] if ashape[d] == shape[pad + d] else () for d in range(len(ashape)))
+        )
+    lay = _merge(aligned, len(shape))
+    return [lay if tuple(o.shape) == shape else w for o, w in zip(out_avals, whole)]
 
 
 def _is_dot_dims(dn) -> bool:
@@ -151,12 +167,17 @@ def _is_dot_dims(dn) -> bool:
         return False
 
 
-def propagate(closed: ClosedJaxpr, in_lays, sizes, explicit) -> list:
-    """The output layouts of `closed` given its inputs' layouts."""
+def propagate(closed: ClosedJaxpr, in_lays, mesh, explicit, touched=None) -> list:
+    """The output layouts of `closed` given its inputs' layouts. `touched` (a list, one flag per
+    input, updated to one per output) says which values derive from an array on the mesh: the
+    others are not laid out on it by type, and come out replicated (P())."""
     jaxpr: Jaxpr = closed.jaxpr
     env = {}
-    for v, lay in zip(jaxpr.invars, in_lays):
+    on_mesh = set()
+    for k, (v, lay) in enumerate(zip(jaxpr.invars, in_lays)):
         env[v] = lay
+        if touched is not None and touched[k]:
+            on_mesh.add(v)
     for v in jaxpr.constvars:
         env[v] = ((),) * len(v.aval.shape)
 
@@ -168,9 +189,14 @@ def propagate(closed: ClosedJaxpr, in_lays, sizes, explicit) -> list:
     for eqn in jaxpr.eqns:
         lays = [read(x) for x in eqn.invars]
         avals = [x.aval for x in eqn.invars]
-        outs = _rule(eqn.primitive, eqn.params, avals, lays, [v.aval for v in eqn.outvars], sizes, explicit)
+        outs = _rule(eqn.primitive, eqn.params, avals, lays, [v.aval for v in eqn.outvars], mesh, explicit)
+        hit = isinstance(eqn.params.get("sharding"), NamedSharding) or any(x in on_mesh for x in eqn.invars)
         for v, lay in zip(eqn.outvars, outs):
             env[v] = lay
+            if hit:
+                on_mesh.add(v)
+    if touched is not None:
+        touched[:] = [x in on_mesh for x in jaxpr.outvars]
     return [read(x) for x in jaxpr.outvars]
 
 
@@ -179,13 +205,13 @@ def spec_of(layout, mesh, in_shardings, explicit) -> PartitionSpec:
     meshes; for Auto meshes, an input's spec when its layout is the same (same rank), else
     trailing whole dimensions dropped."""
     entries = [None if not a else (a[0] if len(a) == 1 else a) for a in layout]
-    if explicit:
-        return PartitionSpec(*entries)
     key = layout_key(PartitionSpec(*entries))
     for s in in_shardings:
-        if isinstance(s, NamedSharding) and s.mesh == mesh and len(s.spec) == len(layout):
-            if layout_key(s.spec, len(layout)) == key:
+        if isinstance(s, NamedSharding) and s.mesh == mesh and len(s.spec) <= len(layout):
+            if layout_key(s.spec, len(layout)) == key and (len(s.spec) == len(layout) or key):
                 return s.spec
+    if explicit:
+        return PartitionSpec(*entries)
     while entries and entries[-1] is None:
         entries.pop()
     return PartitionSpec(*entries)
@@ -194,17 +220,57 @@ def spec_of(layout, mesh, in_shardings, explicit) -> PartitionSpec:
 def out_shardings(closed: ClosedJaxpr, in_shardings) -> list:
     """The shardings of `closed`'s outputs given its inputs' shardings (None: replicated), on the
     mesh of the first NamedSharding among them; None where no NamedSharding is involved."""
+    in_shardings = tuple(in_shardings)
+    return memoized(closed, ("out_shardings", in_shardings), lambda: _out_shardings(closed, in_shardings))
+
+
+def _constraint_mesh(jaxpr):
+    """The mesh of the first sharding constraint (with_sharding_constraint, reshard) in `jaxpr`."""
+    for eqn in jaxpr.eqns:
+        s = eqn.params.get("sharding")
+        if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh):
+            return s.mesh
+        for p in eqn.params.values():
+            inner = p.jaxpr if isinstance(p, ClosedJaxpr) else (p if isinstance(p, Jaxpr) else None)
+            if inner is not None:
+                found = _constraint_mesh(inner)
+                if found is not None:
+                    return found
+    return None
+
+
+def _out_shardings(closed, in_shardings):
     mesh = next((s.mesh for s in in_shardings if isinstance(s, NamedSharding)), None)
+    if mesh is None and not any(s is not None for s in in_shardings):
+        mesh = _constraint_mesh(closed.jaxpr)
     if mesh is None:
+        anchor = next((s for s in in_shardings if s is not None), None)
+        if anchor is not None:
+            _report_single(closed.jaxpr, anchor)
         return [None] * len(closed.out_avals)
     explicit = all(t is AxisType.Explicit for t in mesh.axis_types)
-    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
     in_lays = [
         layout_of(s if isinstance(s, NamedSharding) and s.mesh == mesh else None, len(a.shape))
         for s, a in zip(in_shardings, closed.in_avals)
     ]
-    lays = propagate(closed, in_lays, sizes, explicit)
-    return [NamedSharding(mesh, spec_of(lay, mesh, in_shardings, explicit)) for lay in lays]
+    touched = [isinstance(s, NamedSharding) for s in in_shardings]
+    lays = propagate(closed, in_lays, mesh, explicit, touched)
+    return [
+        NamedSharding(mesh, spec_of(lay, mesh, in_shardings, explicit) if hit else PartitionSpec())
+        for lay, hit in zip(lays, touched)
+    ]
+
+
+def _report_single(jaxpr, sharding):
+    """Answer the inspect_array_sharding equations of a program on one device with its sharding."""
+    for eqn in jaxpr.eqns:
+        report = eqn.params.get("sharding_callback")
+        if report is not None and hasattr(report, "fire"):
+            report.fire(sharding, again=True)
+        for p in eqn.params.values():
+            inner = p.jaxpr if isinstance(p, ClosedJaxpr) else (p if isinstance(p, Jaxpr) else None)
+            if inner is not None:
+                _report_single(inner, sharding)
 
 
 def equation_out_shardings(prim, params, in_avals, out_avals, in_shardings) -> list:
@@ -213,10 +279,9 @@ def equation_out_shardings(prim, params, in_avals, out_avals, in_shardings) -> l
     if mesh is None:
         return [None] * len(out_avals)
     explicit = all(t is AxisType.Explicit for t in mesh.axis_types)
-    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
     in_lays = [
         layout_of(s if isinstance(s, NamedSharding) and s.mesh == mesh else None, len(a.shape))
         for s, a in zip(in_shardings, in_avals)
     ]
-    lays = _rule(prim, params, in_avals, in_lays, out_avals, sizes, explicit)
+    lays = _rule(prim, params, in_avals, in_lays, out_avals, mesh, explicit)
     return [NamedSharding(mesh, spec_of(lay, mesh, in_shardings, explicit)) for lay in lays]

@@ -8,6 +8,7 @@ import functools
 from morphax._src.core import pytree
 from morphax._src.core.values import is_concrete_array
 from morphax._src.prims._shape_util import as_lax_array
+from morphax._src.runtime import array as _array
 from morphax._src.sharding.constraint import sharding_constraint_p
 from morphax._src.sharding.mesh import AxisType, Mesh, get_mesh, set_mesh
 from morphax._src.sharding.partition_spec import PartitionSpec, flat_axes
@@ -48,6 +49,7 @@ def _place(x, s, who):
         from morphax._src.runtime.placement import put
 
         return put(x, s, who)
+    _array.mark_placed()  # results of the program get placed (runtime/placement.py)
     return sharding_constraint_p.bind(x, sharding=s)
 
 

@@ -55,7 +55,7 @@ class Sharding:
             return False
         if self._device_assignment != other._device_assignment:
             return False
-        shape = (math.prod(len(self._device_assignment) for _ in range(1)) * 4,) * ndim  # divisible
+        shape = (2 * len(self._device_assignment),) * ndim  # divisible by any split over these devices
         try:
             return self.devices_indices_map(shape) == other.devices_indices_map(shape)
         except ValueError:
@@ -245,8 +245,8 @@ class NamedSharding(Sharding):
         return out
 
     def is_equivalent_to(self, other, ndim):
-        if isinstance(other, NamedSharding) and other.mesh == self.mesh:
-            return layout_key(self.spec, ndim) == layout_key(other.spec, ndim)
+        if isinstance(other, NamedSharding) and not isinstance(self.mesh, Mesh) and other.mesh == self.mesh:
+            return layout_key(self.spec, ndim) == layout_key(other.spec, ndim)  # no devices to compare
         return super().is_equivalent_to(other, ndim)
 
     def with_memory_kind(self, kind):
