@@ -288,6 +288,30 @@ def case_errors():
     )
 
 
+def case_pmaps_from_several_threads():
+    # Launches from two threads interleave on the streams in one order, so neither waits at a
+    # collective for work queued behind the other's.
+    f = morphax.pmap(lambda v: lax.psum(v, "i") * lax.axis_index("i"), "i")
+    errors, done = [], []
+
+    def worker(seed):
+        try:
+            x = _rand(N, 8, seed=seed)
+            for _ in range(15):
+                np.testing.assert_allclose(f(x), x.sum(0) * np.arange(N)[:, None], rtol=1e-5)
+            done.append(seed)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    assert sorted(done) == [0, 1, 2]
+
+
 def case_devices_run_concurrently():
     # Each device's program enters a host callback, marks itself inside, and waits (bounded) for
     # the other device to be inside too: both see each other only if the two streams run at

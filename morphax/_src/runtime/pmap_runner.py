@@ -24,6 +24,7 @@ from morphax._src.runtime.communicators import CollectiveError, ThreadCommunicat
 
 __all__ = ["check_device_count", "device_ids", "run_on_devices", "stats"]
 
+_launch_lock = threading.Lock()
 # Per-device programs launched (one per device per call): tests count these.
 stats = {"launches": 0}
 
@@ -90,14 +91,18 @@ def run_on_devices(executable, ids, per_device_args, bindings) -> list:
 
         return job
 
-    stats["launches"] += n
     here = None
-    for r, dev in enumerate(ids):
-        stream = dispatch.stream_for(dev)
-        if stream.is_worker():
-            here = r  # this thread is the device's stream: its share runs here, after the others start
-            continue
-        stream.submit(job_for(r))
+    # One launch enqueues on every stream at once: two threads launching programs with
+    # collectives on the same devices must queue them in the same order on every stream, or
+    # each would wait at a collective for work queued behind the other's.
+    with _launch_lock:
+        stats["launches"] += n
+        for r, dev in enumerate(ids):
+            stream = dispatch.stream_for(dev)
+            if stream.is_worker():
+                here = r  # this thread is the device's stream: its share runs here, after the others start
+                continue
+            stream.submit(job_for(r))
     if here is not None:
         job_for(here)()
     for _ in range(n):
