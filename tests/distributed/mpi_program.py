@@ -94,6 +94,10 @@ def main(scenario: str) -> None:
         "jit_after": float(morphax.jit(lambda v: (v * 2).sum())(morphax.numpy.asarray(x))),
     }
     result["allgather"] = {k: v.tolist() for k, v in result["allgather"].items()}
+    # The last process fails and says so: the others' next collective raises at once.
+    if r == n - 1:
+        comm.abort(r, RuntimeError("boom"))
+    result["after_abort"] = _error(lambda: comm.barrier(r))
     morphax.distributed.shutdown()
     result["after_shutdown"] = [morphax.distributed.is_initialized(), morphax.process_index()]
     print(json.dumps(result), flush=True)

@@ -96,6 +96,12 @@ def test_three_processes_collectives_devices_and_errors():
         assert got["after_mismatch"] == float(n)  # a mismatch leaves the communicator usable
         assert got["jit_after"] == float(2 * xs[r].sum())
         assert got["after_shutdown"] == [False, r]
+        kind, message, _ = got["after_abort"]
+        assert kind == "CollectiveError"
+        if r == n - 1:
+            assert "unusable after an earlier failure (process 2 aborted (RuntimeError: boom))" in message
+        else:
+            assert "barrier" in message and "process 2 failed (RuntimeError: boom)" in message
 
 
 @needs_mpi

@@ -53,6 +53,16 @@ def _as_bytes(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x).reshape(-1).view(np.uint8)
 
 
+def _encode(header: dict) -> np.ndarray:
+    """`header` as JSON in a zero-padded buffer of HEADER_BYTES."""
+    raw = json.dumps(header).encode()
+    if len(raw) > HEADER_BYTES:
+        raise ValueError(f"MPICommunicator: the description {raw[:200]!r}... is too long to exchange")
+    sent = np.zeros(HEADER_BYTES, np.uint8)
+    sent[: len(raw)] = np.frombuffer(raw, np.uint8)
+    return sent
+
+
 def _describe(header: dict) -> str:
     args = ", ".join(f"{k}={v}" for k, v in header.get("args", {}).items())
     shape = ",".join(str(d) for d in header["shape"])
@@ -229,6 +239,22 @@ class MPICommunicator(Communicator):
 
         return self._collective(self.rank, "all_gather_bytes", np.zeros((0,), np.uint8), {}, exchange)
 
+    def abort(self, rank: int, error: BaseException) -> None:
+        """Tell the other processes that this one failed with `error`: their next collective on
+        this communicator raises CollectiveError at once instead of waiting out the timeout. The
+        communicator is unusable afterwards."""
+        if self._comm is None or self._failed is not None:
+            return
+        note = f"{type(error).__name__}: {error}"[:1000]
+        sent = _encode({"collective": "abort", "error": note})
+        # Not waited for: the peers may be gone. The buffer stays referenced with the requests.
+        self._aborts = [
+            (sent, self._comm.Isend(sent, dest=r, tag=_HEADER_TAG))
+            for r in range(self.size)
+            if r != self.rank
+        ]
+        self._failed = f"process {self.processes[self.rank]} aborted ({note})"
+
     def free(self):
         """Release the MPI communicator (local; the object is unusable afterwards)."""
         if self._comm is not None and self._failed is None:
@@ -256,6 +282,14 @@ class MPICommunicator(Communicator):
             what = f"{name} (call #{self._calls} on process {self.processes[self.rank]})"
             header = {"collective": name, "args": args, "dtype": x.dtype.name, "shape": list(x.shape)}
             headers = self._exchange_headers(header, what)
+            aborted = [r for r in range(self.size) if headers[r]["collective"] == "abort"]
+            if aborted:
+                r = aborted[0]
+                self._failed = f"process {self.processes[r]} failed"
+                raise CollectiveError(
+                    f"morphax.distributed: {what}: process {self.processes[r]} failed "
+                    f"({headers[r]['error']}) and left the collectives"
+                )
             differ = [r for r in range(self.size) if headers[r] != header]
             if differ:
                 r = differ[0]
@@ -277,13 +311,7 @@ class MPICommunicator(Communicator):
     def _exchange_headers(self, header: dict, what: str) -> list[dict]:
         """Send `header` to every other rank and receive theirs (point to point, so a missing peer
         can be named)."""
-        raw = json.dumps(header).encode()
-        if len(raw) > HEADER_BYTES:
-            raise ValueError(
-                f"MPICommunicator: the description of {what} is too long to exchange ({len(raw)} bytes)"
-            )
-        sent = np.zeros(HEADER_BYTES, np.uint8)
-        sent[: len(raw)] = np.frombuffer(raw, np.uint8)
+        sent = _encode(header)
         received = np.zeros((self.size, HEADER_BYTES), np.uint8)
         requests, peers = [], []
         for r in range(self.size):
