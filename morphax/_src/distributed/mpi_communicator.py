@@ -87,6 +87,7 @@ class MPICommunicator(Communicator):
         )
         self._calls = 0
         self._failed: str | None = None
+        self._aborts: list = []
         self._lock = threading.Lock()
 
     def __repr__(self):
