@@ -54,6 +54,8 @@ def remember(table: FastCalls, args, closed, name, backend, out_tree, single) ->
     """Record the signature of a call the general path just ran (positional Arrays, eagerly)."""
     if len(table) >= MAX_SIGNATURES or eager._float_checks:
         return
+    if eager._placed and any(type(a) is Array and a._place is not None for a in args):
+        return  # placed inputs always take the general path (`run` declines them)
     executable = _compile.compile_jaxpr(closed, name, backend)  # the memoized one just run
     if not dispatch.runs_inline(executable):
         return  # queued on the stream: the general path's cost is small beside the work

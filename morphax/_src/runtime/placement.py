@@ -23,6 +23,8 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.runtime import array as _array
 from morphax._src.runtime import devices as _devices
 from morphax._src.runtime.array import Array
+from morphax._src.sharding.partition_spec import PartitionSpec
+from morphax._src.sharding.propagation import out_shardings as propagated
 from morphax._src.sharding.shardings import NamedSharding, Shard, Sharding, SingleDeviceSharding, replica_ids
 
 _singles: dict = {}
@@ -196,28 +198,30 @@ def apply_in_shardings(args, in_shardings, committed, who):
 
 def result_shardings(closed, args, committed, out_shardings) -> list:
     """The placement of each result of a jitted call: jit's out_shardings where given, else the
-    shardings propagated from the inputs (runtime/../sharding/propagation.py); committed when any
-    input was or out_shardings placed it; uncommitted on the default device otherwise."""
-    from morphax._src.sharding.partition_spec import PartitionSpec
-    from morphax._src.sharding.propagation import out_shardings as propagated
-
+    shardings propagated from the inputs (sharding/propagation.py); committed when any input was
+    or out_shardings placed it; uncommitted on the default device otherwise."""
     n = len(closed.out_avals)
-    given = list(out_shardings) if out_shardings is not None else [None] * n
+    given = list(out_shardings) if out_shardings is not None else None
     ins = dict(committed)
-    in_list = [ins.get(i) for i in range(len(args))]
+    in_list = tuple([ins.get(i) for i in range(len(args))])
     # Uncommitted inputs too: the program's sharding constraints (reshard) may place results.
-    found = propagated(closed, in_list) if not any(s is not None for s in given) or committed else [None] * n
-    if not committed and not any(s is not None for s in given):
-        if not any(f is not None for f in found):
-            place = default_place()
-            return [place] * n
-        mesh = next(f.mesh for f in found if f is not None)
-        return [(f if f is not None else NamedSharding(mesh, PartitionSpec()), True) for f in found]
+    found = propagated(closed, in_list) if given is None or committed else [None] * n
+    if given is None:
+        if all(f is not None for f in found):
+            return [(f, True) for f in found]
+        if not committed:
+            if not any(f is not None for f in found):
+                return [default_place()] * n
+            mesh = next(f.mesh for f in found if f is not None)
+            return [(f if f is not None else NamedSharding(mesh, PartitionSpec()), True) for f in found]
+        given = [None] * n
+    # Results no sharding reaches: replicated over the computation's devices.
     anchors = [s for _, s in committed] + [s for s in given if s is not None]
     mesh = next((s.mesh for s in anchors if isinstance(s, NamedSharding)), None)
-    fallback = (
-        NamedSharding(mesh, PartitionSpec()) if mesh is not None else single(anchors[0]._device_assignment[0])
-    )
+    if mesh is not None:
+        fallback = NamedSharding(mesh, PartitionSpec())
+    else:
+        fallback = single(anchors[0]._device_assignment[0])
     return [
         ((g if g is not None else (f if f is not None else fallback)), True) for g, f in zip(given, found)
     ]
