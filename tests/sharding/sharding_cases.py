@@ -71,6 +71,24 @@ def case_placement():
     assert [_ids(row) for row in morphax.device_put(jnp.ones((2, 2)), D[3])] == [[3], [3]]
     tree = morphax.device_put({"a": np.ones(2), "b": (1.0, np.int32(2))}, D[2])
     assert {_ids(v)[0] for v in morphax.tree_util.tree_leaves(tree)} == {2}
+    # Creation functions' device= commits their result there (JAX 0.10.2).
+    made = [
+        jnp.ones(3, device=D[2]),
+        jnp.asarray(np.ones(3), device=D[2]),
+        jnp.arange(3, device=D[2]),
+        jnp.zeros_like(jnp.ones(3), device=D[1]),
+        jnp.ones(3).astype(jnp.int32, device=D[3]),
+    ]
+    assert [(_ids(m), m.committed) for m in made] == [
+        ([2], True),
+        ([2], True),
+        ([2], True),
+        ([1], True),
+        ([3], True),
+    ]
+    m4 = morphax.make_mesh((4,), ("x",))
+    made = jnp.ones(8, device=NamedSharding(m4, P("x")))
+    assert _spec(made) == P("x") and made.committed
 
 
 def case_jit_runs_on_the_committed_device():

@@ -176,7 +176,7 @@ def _flatten(self, order="C"):
 
 
 def _astype(self, dtype, copy=False, device=None):
-    return _jnp().astype(self, dtype)
+    return _jnp().astype(self, dtype, device=device)
 
 
 def _copy(self):

@@ -208,7 +208,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
         raise NotImplementedError(f"asarray: only order='K' (or 'C') is supported, got order={order!r}")
     if guards.active and guards.is_host_value(a):
         guards.host_to_device(a, explicit=False, what="jnp.asarray")
-    return _array(a, dtype, 0, "asarray")
+    out = _array(a, dtype, 0, "asarray")
+    return out if device is None else _on(out, device)
 
 
 def astype(x, dtype, /, *, copy=False, device=None):
@@ -220,7 +221,7 @@ def astype(x, dtype, /, *, copy=False, device=None):
     x = util.asarray_like(x)
     if _dtypes.is_complex(get_aval(x).dtype) and not _dtypes.is_complex(dt):
         x = ufuncs.real(x)
-    return util.convert_element_type(x, dt, False)
+    return _on(util.convert_element_type(x, dt, False), device)
 
 
 def copy(a, order=None):
@@ -229,25 +230,35 @@ def copy(a, order=None):
     return array(a, copy=True, order=order)
 
 
+def _on(out, device):
+    """`out` put on `device` (a Device or Sharding; committed, as device_put) when one is given, as
+    JAX's creation functions do. NB: under a trace the placement is left to the enclosing call."""
+    if device is None or type(out) is not Array:
+        return out
+    from morphax._src.runtime.placement import put
+
+    return put(out, device)
+
+
 # --------------------------------------------------------------------------------------- fills
 
 
 def zeros(shape, dtype=None, *, device=None):
     """An array of zeros (default dtype float32, or float64 under x64)."""
     dt = _user_dtype(dtype, "zeros", _dtypes.default_float_dtype())
-    return _fill(canonicalize_shape(shape, "zeros"), 0, dt)
+    return _on(_fill(canonicalize_shape(shape, "zeros"), 0, dt), device)
 
 
 def ones(shape, dtype=None, *, device=None):
     """An array of ones."""
     dt = _user_dtype(dtype, "ones", _dtypes.default_float_dtype())
-    return _fill(canonicalize_shape(shape, "ones"), 1, dt)
+    return _on(_fill(canonicalize_shape(shape, "ones"), 1, dt), device)
 
 
 def empty(shape, dtype=None, *, device=None):
     """Like `zeros`: arrays are immutable, so there is nothing to leave uninitialized."""
     dt = _user_dtype(dtype, "empty", _dtypes.default_float_dtype())
-    return _fill(canonicalize_shape(shape, "empty"), 0, dt)
+    return _on(_fill(canonicalize_shape(shape, "empty"), 0, dt), device)
 
 
 def full(shape, fill_value, dtype=None, *, device=None):
@@ -258,8 +269,8 @@ def full(shape, fill_value, dtype=None, *, device=None):
     if np.ndim(fill_value) == 0:
         shape = canonicalize_shape(shape, "full")
         weak = dt is None and _dtypes.is_weakly_typed(fill_value)
-        return _fill(shape, fill_value, dt or _dtypes.result_type(fill_value), weak)
-    return broadcast_to(asarray(fill_value, dtype=dt), shape)
+        return _on(_fill(shape, fill_value, dt or _dtypes.result_type(fill_value), weak), device)
+    return _on(broadcast_to(asarray(fill_value, dtype=dt), shape), device)
 
 
 def _like(fun_name, a, fill_value, dtype, shape):
@@ -276,23 +287,23 @@ def _like(fun_name, a, fill_value, dtype, shape):
 
 def zeros_like(a, dtype=None, shape=None, *, device=None):
     """Zeros with the shape and dtype of `a` (either may be overridden)."""
-    return _like("zeros_like", a, 0, dtype, shape)
+    return _on(_like("zeros_like", a, 0, dtype, shape), device)
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None):
     """Ones with the shape and dtype of `a`."""
-    return _like("ones_like", a, 1, dtype, shape)
+    return _on(_like("ones_like", a, 1, dtype, shape), device)
 
 
 def empty_like(prototype, dtype=None, shape=None, *, device=None):
     """Like `zeros_like`."""
-    return _like("empty_like", prototype, 0, dtype, shape)
+    return _on(_like("empty_like", prototype, 0, dtype, shape), device)
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     """`fill_value` with the shape and dtype of `a`."""
     util.check_arraylike("full_like", fill_value)
-    return _like("full_like", a, fill_value, dtype, shape)
+    return _on(_like("full_like", a, fill_value, dtype, shape), device)
 
 
 # --------------------------------------------------------------------------------- eye / ranges
@@ -311,7 +322,7 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):  # noqa: N803 - NumPy's nam
     cols = L.broadcasted_iota(idx, (n, m), 1)
     k = util.asarray_like(k) if isinstance(k, (Array, Tracer)) else operator.index(k)
     on_diag = ufuncs.equal(ufuncs.add(rows, k), cols)
-    return util.convert_element_type(on_diag, dt, False)
+    return _on(util.convert_element_type(on_diag, dt, False), device)
 
 
 def identity(n, dtype=None):
@@ -321,6 +332,10 @@ def identity(n, dtype=None):
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None):
     """Evenly spaced values; the arguments must be concrete (the result's length depends on them)."""
+    return _on(_arange(start, stop, step, dtype), device)
+
+
+def _arange(start, stop, step, dtype):
     _dtypes.check_user_dtype_supported(dtype, "arange")
     util.check_arraylike("arange", start)
     only_stop = stop is None and step is None
@@ -390,7 +405,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
             delta = asarray(np.nan, dtype=work) if endpoint else ufuncs.subtract(stop, start)
     if _dtypes.is_integer(dt) and not _dtypes.is_integer(get_aval(out).dtype):
         out = ufuncs.floor(out)
-    out = util.convert_element_type(out, dt, False)
+    out = _on(util.convert_element_type(out, dt, False), device)
     return (out, delta) if retstep else out
 
 
