@@ -312,6 +312,25 @@ def case_pmaps_from_several_threads():
     assert sorted(done) == [0, 1, 2]
 
 
+def case_jit_of_pmap_between_eager_pmaps():
+    # A jitted program containing a pmap launches its devices' work at the call, in order with
+    # eager pmaps launched around it (queued for later, it would launch behind them on some
+    # streams and ahead on others, and both would wait at their collectives).
+    f = morphax.pmap(lambda v: lax.psum(v, "i"), "i")
+    g = morphax.jit(lambda v: f(jnp.sin(v)) * 2)
+    x = _rand(N, 64, seed=9)
+    morphax.config.update("morphax_collective_timeout", 20.0)
+    try:
+        outs = []
+        for _ in range(5):
+            outs += [g(x), f(x)]
+        for k, o in enumerate(outs):
+            want = 2 * np.sin(x).sum(0) if k % 2 == 0 else x.sum(0)
+            np.testing.assert_allclose(np.asarray(o), np.broadcast_to(want, x.shape), rtol=1e-5, atol=1e-5)
+    finally:
+        morphax.config.update("morphax_collective_timeout", 60.0)
+
+
 def case_devices_run_concurrently():
     # Each device's program enters a host callback, marks itself inside, and waits (bounded) for
     # the other device to be inside too: both see each other only if the two streams run at

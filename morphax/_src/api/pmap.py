@@ -230,7 +230,7 @@ def _with_shardings(outs, out_axes, axis_name, ids):
             placed.append(o)
             continue
         spec = PartitionSpec() if ax is None else PartitionSpec(*([None] * ax), axis_name)
-        placed.append(placement.placed(o._value, o.weak_type, NamedSharding(mesh, spec)))
+        placed.append(placement.placed(o._buf, o.weak_type, NamedSharding(mesh, spec)))
     return placed
 
 

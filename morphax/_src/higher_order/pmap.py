@@ -34,7 +34,6 @@ from morphax._src.core.batch_axes import AxisData, moveaxis
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr
 from morphax._src.core.memo import memoized
 from morphax._src.core.primitive import Kind, Primitive
-from morphax._src.core.values import make_array
 from morphax._src.higher_order.host_eval import host_rules
 from morphax._src.prims.arithmetic import mul
 from morphax._src.prims.conversion import convert_element_type
@@ -81,16 +80,22 @@ def axis_frame(mesh_axes):
 
 
 pmap_p = Primitive("xla_pmap", multiple_results=True)
-pmap_p.kind = Kind.LOOP  # the body is compiled as a program of its own, run once per device
 pmap_p.higher_order = True
+# A program containing a pmap runs on the calling thread (as programs with host callbacks do),
+# so its launch onto the device streams happens at the call, in order with every other launch.
+# Queued on a stream instead, it would launch later, behind work queued meanwhile: a device
+# program queued before it on one stream and after it on another waits at a collective forever.
+pmap_p.calls_host = True
+pmap_p.kind = Kind.EFFECT  # never fused, reordered or merged; the body is a program of its own
 pmap_p.test_spec = None
 
 _runner: list = []
 
 
-def set_runner(run) -> None:
-    """Install `run(np_args, **params) -> list of np arrays` (the runtime's device runner)."""
-    _runner[:] = [run]
+def set_runner(run, run_eager) -> None:
+    """Install the runtime's device runner: `run(np_args, **params) -> list of np arrays` inside
+    compiled programs, and `run_eager(args, **params) -> list of Arrays` for eager calls."""
+    _runner[:] = [run, run_eager]
 
 
 def _run(np_args, **params):
@@ -99,10 +104,10 @@ def _run(np_args, **params):
     return _runner[0](list(np_args), **params)
 
 
-def _pmap_impl(*args, jaxpr, **params):
-    outs = _run(args, jaxpr=jaxpr, **params)
-    avals = _pmap_abstract_eval(*[get_aval(a) for a in args], jaxpr=jaxpr, **params)
-    return [make_array(o, dtype=a.dtype, weak_type=a.weak_type) for o, a in zip(outs, avals)]
+def _pmap_impl(*args, **params):
+    if not _runner:  # pragma: no cover - the public pmap imports the runtime
+        raise RuntimeError("morphax: a pmap ran before the runtime registered its device runner")
+    return _runner[1](list(args), **params)
 
 
 def _drop(shape, axis):

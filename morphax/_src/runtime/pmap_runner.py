@@ -15,14 +15,16 @@ import threading
 import numpy as np
 
 from morphax._src.compiler.compile import compile_jaxpr
+from morphax._src.core.avals import get_aval
 from morphax._src.higher_order import pmap as _pmap
 from morphax._src.prims import collective_axes
 from morphax._src.runtime import devices as _devices
 from morphax._src.runtime import dispatch
 from morphax._src.runtime.array import Array
+from morphax._src.runtime.buffers import PendingBuffer
 from morphax._src.runtime.communicators import CollectiveError, ThreadCommunicator
 
-__all__ = ["check_device_count", "device_ids", "run_on_devices", "stats"]
+__all__ = ["check_device_count", "device_ids", "launch", "mesh_bindings", "run_on_devices", "stats"]
 
 _launch_lock = threading.Lock()
 # Per-device programs launched (one per device per call): tests count these.
@@ -65,29 +67,46 @@ def _slice(x, axis, i):
     return x[(slice(None),) * axis + (i,)]
 
 
-def run_on_devices(executable, ids, per_device_args, bindings) -> list:
-    """Run `executable` once per device: device `ids[r]` gets `per_device_args[r]` (NumPy values)
-    with `bindings(r)` (axis name -> (communicator, rank)) bound. Returns each device's outputs.
-    `bindings(r)` must share communicators whose `abort` the failing device calls."""
+def _primary(errors):
+    """The cause among the devices' errors, not the "participant failed" errors it provoked."""
+    failures = [e for e in errors if e is not None]
+    if not failures:
+        return None
+    return ([e for e in failures if not isinstance(e, CollectiveError)] or failures)[0]
+
+
+def launch(executable, ids, args_for, bindings, on_done) -> None:
+    """Start `executable` once per device without waiting: device `ids[r]` runs it on
+    `args_for(r)` (NumPy values; called on the device's thread, so it may wait for inputs) with
+    `bindings(r)` (axis name -> (communicator, rank)) bound. The last device to finish calls
+    `on_done(results, errors)` (per device). A failing device aborts the communicators of its
+    bindings, so the others stop at their next collective. A device whose stream is the calling
+    thread runs its share here, after the others are queued."""
     n = len(ids)
     results: list = [None] * n
     errors: list = [None] * n
-    done = threading.Semaphore(0)
-    outer = dict(collective_axes._device_axes.bound)  # a pmap inside a device's program keeps its names
+    remaining = [n]
+    lock = threading.Lock()
+    outer = dict(collective_axes._device_axes.bound)  # a program launched from a device keeps its names
 
     def job_for(r):
         def job():
             try:
+                values = args_for(r)
                 with np.errstate(all="ignore"), collective_axes.bind_device_axes({**outer, **bindings(r)}):
-                    results[r] = executable(*per_device_args[r])
-            except BaseException as e:  # noqa: BLE001 - reported to the caller below
+                    results[r] = executable(*values)
+            except BaseException as e:  # noqa: BLE001 - handed to on_done
                 errors[r] = e
                 for comm, rank in bindings(r).values():
-                    abort = getattr(comm, "abort", None)  # the others stop at their next collective
+                    abort = getattr(comm, "abort", None)
                     if abort is not None:
                         abort(rank, e)
             finally:
-                done.release()
+                with lock:
+                    remaining[0] -= 1
+                    last = remaining[0] == 0
+                if last:
+                    on_done(results, errors)
 
         return job
 
@@ -100,19 +119,27 @@ def run_on_devices(executable, ids, per_device_args, bindings) -> list:
         for r, dev in enumerate(ids):
             stream = dispatch.stream_for(dev)
             if stream.is_worker():
-                here = r  # this thread is the device's stream: its share runs here, after the others start
+                here = r
                 continue
             stream.submit(job_for(r))
     if here is not None:
         job_for(here)()
-    for _ in range(n):
-        done.acquire()
-    failures = [e for e in errors if e is not None]
-    if failures:
-        # The cause, not the "participant failed" errors it provoked on the other devices.
-        primary = [e for e in failures if not isinstance(e, CollectiveError)] or failures
-        raise primary[0]
-    return results
+
+
+def run_on_devices(executable, ids, per_device_args, bindings) -> list:
+    """`launch`, waiting: returns each device's outputs, or raises the first device's failure."""
+    done = threading.Event()
+    box = {}
+
+    def on_done(results, errors):
+        box["results"], box["error"] = results, _primary(errors)
+        done.set()
+
+    launch(executable, ids, lambda r: per_device_args[r], bindings, on_done)
+    done.wait()
+    if box["error"] is not None:
+        raise box["error"]
+    return box["results"]
 
 
 def mesh_bindings(mesh_axes, comm):
@@ -138,23 +165,85 @@ def mesh_bindings(mesh_axes, comm):
     return bindings
 
 
-def _run_pmap(np_args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, name):
-    check_device_count(name, axis_size, devices)
-    ids = device_ids(axis_size, devices)
-    executable = compile_jaxpr(jaxpr, f"pmap_{name}", backend)
-    args = [_host(x, a.dtype) for x, a in zip(np_args, jaxpr.in_avals)]
-    per_device = [
-        [x if ax is None else _slice(x, ax, r) for x, ax in zip(args, in_axes)] for r in range(axis_size)
-    ]
-    comm = ThreadCommunicator(axis_size)
-    outs = run_on_devices(executable, ids, per_device, mesh_bindings(mesh_axes, comm))
+def _stack(outs, out_axes):
     result = []
     for j, ax in enumerate(out_axes):
         if ax is None:
-            result.append(outs[0][j])
+            result.append(np.asarray(outs[0][j]))
         else:
             result.append(np.stack([np.asarray(o[j]) for o in outs], axis=ax))
     return result
 
 
-_pmap.set_runner(_run_pmap)
+def _prepare(jaxpr, mesh_axes, axis_size, devices, backend, name):
+    check_device_count(name, axis_size, devices)
+    ids = device_ids(axis_size, devices)
+    executable = compile_jaxpr(jaxpr, f"pmap_{name}", backend)
+    return ids, executable, mesh_bindings(mesh_axes, ThreadCommunicator(axis_size))
+
+
+def _run_pmap(np_args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, name):
+    """The host rule (inside compiled programs): runs and waits."""
+    ids, executable, bindings = _prepare(jaxpr, mesh_axes, axis_size, devices, backend, name)
+    args = [_host(x, a.dtype) for x, a in zip(np_args, jaxpr.in_avals)]
+    per_device = [
+        [x if ax is None else _slice(x, ax, r) for x, ax in zip(args, in_axes)] for r in range(axis_size)
+    ]
+    return _stack(run_on_devices(executable, ids, per_device, bindings), out_axes)
+
+
+def _run_pmap_eager(args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, name):
+    """An eager pmap: returns pending Arrays at once, as a jitted call does; each device reads
+    its inputs when its stream reaches the work, and the last device to finish stacks the
+    results (or fails them all with the first device's error). Programs that call back into
+    Python run and raise at the call, as dispatch runs them."""
+    ids, executable, bindings = _prepare(jaxpr, mesh_axes, axis_size, devices, backend, name)
+    out_avals = _pmap.pmap_p.abstract_eval(
+        *_global_avals(args),
+        jaxpr=jaxpr,
+        mesh_axes=mesh_axes,
+        axis_size=axis_size,
+        in_axes=in_axes,
+        out_axes=out_axes,
+        devices=devices,
+        backend=backend,
+        name=name,
+    )
+    if executable.calls_host:
+        outs = _run_pmap(
+            args, jaxpr=jaxpr, mesh_axes=mesh_axes, axis_size=axis_size, in_axes=in_axes, out_axes=out_axes,
+            devices=devices, backend=backend, name=name,
+        )  # fmt: skip
+        return [Array(np.asarray(o, dtype=a.dtype), a.weak_type) for o, a in zip(outs, out_avals)]
+    inputs = [
+        x._buf if type(x) is Array else np.asarray(x, dtype=a.dtype) for x, a in zip(args, jaxpr.in_avals)
+    ]
+    buffers = [PendingBuffer(a.shape, a.dtype) for a in out_avals]
+
+    def args_for(r):
+        values = [b if type(b) is np.ndarray else b.result() for b in inputs]
+        return [v if ax is None else _slice(v, ax, r) for v, ax in zip(values, in_axes)]
+
+    def on_done(results, errors):
+        error = _primary(errors)
+        if error is None:
+            try:
+                stacked = _stack(results, out_axes)
+            except BaseException as e:  # noqa: BLE001
+                error = e
+        for j, b in enumerate(buffers):
+            if error is not None:
+                b.set_error(error)
+            else:
+                v = stacked[j]
+                b.set_result(v if v.dtype == b.dtype else v.astype(b.dtype))
+
+    launch(executable, ids, args_for, bindings, on_done)
+    return [Array(b, a.weak_type) for b, a in zip(buffers, out_avals)]
+
+
+def _global_avals(args):
+    return [get_aval(x) for x in args]
+
+
+_pmap.set_runner(_run_pmap, _run_pmap_eager)
