@@ -130,14 +130,26 @@ def case_incompatible_devices():
         "float32[3] and with device ids [2] on platform CPU"
     )
     _raises(ValueError, lambda: y1 + y2, ["Received incompatible devices for jitted computation", tail])
+    # jit names its arguments as JAX does (an eager primitive names positions: NB in placement.py).
     _raises(
         ValueError,
         lambda: morphax.jit(lambda a, b: a + b)(y1, y2),
         [
-            "Received incompatible devices for jitted computation. Got argument 0 of <lambda>",
-            "device ids [2]",
+            "Received incompatible devices for jitted computation. Got argument a of <lambda> with shape "
+            "float32[3] and with device ids [1] on platform CPU and argument b of <lambda> with shape "
+            "float32[3] and with device ids [2] on platform CPU"
         ],
     )
+    _raises(
+        ValueError,
+        lambda: morphax.jit(lambda p: p["a"] + p["b"])({"a": y1, "b": y2}),
+        ["Got argument p['a'] of <lambda>", "and argument p['b'] of <lambda>"],
+    )
+
+    def g(x, z=None):
+        return x + z
+
+    _raises(ValueError, lambda: morphax.jit(g)(y1, z=y2), ["Got argument x of g", "and argument z of g"])
     mesh = morphax.make_mesh((2, 2), ("x", "y"))
     xs = morphax.device_put(jnp.ones((8, 4)), NamedSharding(mesh, P(("x", "y"))))
     _raises(

@@ -26,6 +26,7 @@ from morphax._src.api.jit_options import check_backend, int_tuple, resolve_argnu
 from morphax._src.api.jit_refs import StatefulCall, call_stateful, stateful_form
 from morphax._src.api.stages import Lowered, Traced, _short
 from morphax._src.api.tracing import _abstractify, _has_signature, flatten_fun
+from morphax._src.api.transfers import device_get, device_put  # noqa: F401  (public from here)
 from morphax._src.compiler.backends import NAMES as BACKEND_NAMES
 from morphax._src.config import TRACE_FLAGS, config
 from morphax._src.core import pytree, state_types
@@ -33,9 +34,10 @@ from morphax._src.core import trace as _trace
 from morphax._src.core.jaxpr import check_jaxpr
 from morphax._src.errors import JaxRuntimeError
 from morphax._src.higher_order.pjit import pjit_p
-from morphax._src.runtime import call_fast, guards
+from morphax._src.runtime import call_fast
 from morphax._src.runtime.array import Array, type_key
 from morphax._src.runtime.eager import call_compiled
+from morphax._src.runtime.placement import IncompatibleDevicesError
 from morphax._src.traceback_util import api_boundary, filter_leaving_boundary, register_boundary
 from morphax._src.transforms.staging import closure_convert_tracers, make_debug_info, trace_to_jaxpr
 
@@ -517,7 +519,10 @@ class JitWrapped:
             if self._shardings is not None:
                 dyn_args = self._split(args, kwargs)[0]
                 shardings = jit_shardings.flat(self._name, *self._shardings, dyn_args, len(leaves), out_tree)
-            outs = call_compiled(leaves, closed, self._name, self._compiler_backend, positions, shardings)
+            try:
+                outs = call_compiled(leaves, closed, self._name, self._compiler_backend, positions, shardings)
+            except IncompatibleDevicesError as e:  # name the arguments as JAX does
+                raise e.with_labels(self._arg_names(args, kwargs, len(leaves))) from None
             if self._fast is not None and not kwargs and leaves is args:
                 call_fast.remember(
                     self._fast, args, closed, self._name, self._compiler_backend, out_tree, single
@@ -542,6 +547,15 @@ class JitWrapped:
             return pjit_p.bind(*vals, jaxpr=closed, name=self._name)
 
         return call_stateful(sc, lifted, leaves, self._name, eager, bind)
+
+    def _arg_names(self, args, kwargs, n) -> list:
+        """The names of the flat arguments (``p['a']``, ``r[0]``), for error messages."""
+        _, _, static_pos, static_kw = self._split(args, kwargs)
+        dbg = make_debug_info(
+            "jit", self._fun, args, kwargs, static_argnums=dict(static_pos), static_argnames=dict(static_kw)
+        )
+        names = list(dbg.arg_names or ())
+        return names if len(names) == n else list(range(n))
 
     def _donated_arrays(self, args, kwargs) -> list:
         """The arrays this call donates. A donated buffer is consumed by the call, so it may not
@@ -656,41 +670,6 @@ def block_until_ready(tree):
             if hasattr(leaf, "block_until_ready"):
                 leaf.block_until_ready()
     return tree
-
-
-def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
-    """Place a pytree of values on `device`: a Device or Sharding commits them there
-    (runtime/placement.py), None leaves Arrays where they are; NumPy values become Arrays."""
-    from morphax._src.core import dtypes as _dtypes
-    from morphax._src.core.values import make_array
-    from morphax._src.runtime.placement import put as _place
-
-    def put(v):
-        if type(v) is not Array:
-            v = _to_array(v)
-        return v if device is None else _place(v, device)
-
-    def _to_array(v):
-        if guards.active:
-            guards.host_to_device(v, explicit=True, what="device_put")
-        if isinstance(v, (bool, int, float, complex)):
-            return make_array(v, _dtypes.python_scalar_dtype(v), weak_type=type(v) is not bool)
-        arr = np.asarray(v)
-        if arr.dtype.kind in "OSUVMm":  # objects, strings, records, datetimes: no morphax dtype
-            raise TypeError(
-                f"device_put: argument {v!r} of type {type(v)} is not a valid JAX type: only "
-                "numbers, NumPy arrays and arrays (or pytrees of them) can be put on a device. Keep "
-                "other Python values on the host, e.g. as static arguments of jit (static_argnums)."
-            )
-        return make_array(arr, _dtypes.canonicalize_dtype(arr.dtype))
-
-    return pytree.tree_map(put, x)
-
-
-def device_get(tree):
-    """Copy a pytree of arrays to the host as NumPy arrays (waiting for pending work)."""
-    with events.span("device_get", "transfer"):
-        return pytree.tree_map(lambda v: np.asarray(v) if type(v) is Array else v, tree)
 
 
 def default_backend() -> str:

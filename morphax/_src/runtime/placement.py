@@ -107,15 +107,29 @@ def _ids(s: Sharding) -> list:
     return [d.id for d in s._device_assignment]
 
 
+class IncompatibleDevicesError(ValueError):
+    """JAX's error for committed inputs on different devices. `first`/`second` are (position, x,
+    sharding); jit relabels the positions with its arguments' names (`with_labels`). NB: an eager
+    primitive names its operands by position ("argument 0 of add"), where JAX names the
+    parameters of the jnp function it jits."""
+
+    def __init__(self, who, first, second, labels=None):
+        self.who, self.first, self.second = who, first, second
+        (pa, a, sa), (pb, b, sb) = first, second
+        la, lb = (labels[pa], labels[pb]) if labels is not None else (pa, pb)
+        super().__init__(
+            "Received incompatible devices for jitted computation. Got argument "
+            f"{la} of {who} with shape {_type_text(a)} and with device ids {_ids(sa)} on platform CPU "
+            f"and argument {lb} of {who} with shape {_type_text(b)} and with device ids {_ids(sb)} on "
+            "platform CPU"
+        )
+
+    def with_labels(self, labels):
+        return IncompatibleDevicesError(self.who, self.first, self.second, labels)
+
+
 def incompatible(who, first, second) -> ValueError:
-    """JAX's error for committed inputs on different devices; `first`/`second` are (label, x, sharding)."""
-    (la, a, sa), (lb, b, sb) = first, second
-    return ValueError(
-        "Received incompatible devices for jitted computation. Got argument "
-        f"{la} of {who} with shape {_type_text(a)} and with device ids {_ids(sa)} on platform CPU "
-        f"and argument {lb} of {who} with shape {_type_text(b)} and with device ids {_ids(sb)} on "
-        "platform CPU"
-    )
+    return IncompatibleDevicesError(who, first, second)
 
 
 def committed_inputs(args, who, labels=None):
@@ -133,8 +147,7 @@ def committed_inputs(args, who, labels=None):
         if first is None:
             first = (i, a, s)
         elif set(_ids(s)) != set(_ids(first[2])):
-            name = (lambda k: labels[k]) if labels else (lambda k: k)
-            raise incompatible(who, (name(first[0]), first[1], first[2]), (name(i), a, s))
+            raise IncompatibleDevicesError(who, first, (i, a, s), labels)
         found.append((i, s))
     return found
 

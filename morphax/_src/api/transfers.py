@@ -1,0 +1,46 @@
+"""Moving values between the host and devices: `device_put` (to a device or sharding, committing
+them there; runtime/placement.py) and `device_get` (to NumPy)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from morphax._src import events
+from morphax._src.core import pytree
+from morphax._src.runtime import guards
+from morphax._src.runtime.array import Array
+
+
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+    """Place a pytree of values on `device`: a Device or Sharding commits them there
+    (runtime/placement.py), None leaves Arrays where they are; NumPy values become Arrays."""
+    from morphax._src.core import dtypes as _dtypes
+    from morphax._src.core.values import make_array
+    from morphax._src.runtime.placement import put as _place
+
+    def put(v):
+        if type(v) is not Array:
+            v = _to_array(v)
+        return v if device is None else _place(v, device)
+
+    def _to_array(v):
+        if guards.active:
+            guards.host_to_device(v, explicit=True, what="device_put")
+        if isinstance(v, (bool, int, float, complex)):
+            return make_array(v, _dtypes.python_scalar_dtype(v), weak_type=type(v) is not bool)
+        arr = np.asarray(v)
+        if arr.dtype.kind in "OSUVMm":  # objects, strings, records, datetimes: no morphax dtype
+            raise TypeError(
+                f"device_put: argument {v!r} of type {type(v)} is not a valid JAX type: only "
+                "numbers, NumPy arrays and arrays (or pytrees of them) can be put on a device. Keep "
+                "other Python values on the host, e.g. as static arguments of jit (static_argnums)."
+            )
+        return make_array(arr, _dtypes.canonicalize_dtype(arr.dtype))
+
+    return pytree.tree_map(put, x)
+
+
+def device_get(tree):
+    """Copy a pytree of arrays to the host as NumPy arrays (waiting for pending work)."""
+    with events.span("device_get", "transfer"):
+        return pytree.tree_map(lambda v: np.asarray(v) if type(v) is Array else v, tree)
