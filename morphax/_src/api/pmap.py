@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
-
 from morphax._src.api.jit import _axis_env, _hashable_static, trace_counters
 from morphax._src.api.tracing import _abstractify
 from morphax._src.config import config
@@ -26,12 +24,7 @@ from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray
 from morphax._src.higher_order.pmap import AxisFrame, axis_frame, pmap_p
-from morphax._src.runtime import devices as _devices
-from morphax._src.runtime import placement, pmap_runner
-from morphax._src.runtime.array import Array
-from morphax._src.sharding.mesh import Mesh
-from morphax._src.sharding.partition_spec import PartitionSpec
-from morphax._src.sharding.shardings import NamedSharding
+from morphax._src.runtime import pmap_runner
 from morphax._src.transforms.staging import closure_convert_tracers, make_debug_info, trace_to_jaxpr
 
 __all__ = ["pmap", "pmap_counters"]
@@ -200,7 +193,9 @@ def pmap(
             name=name,
         )
         if _trace.ctx.trace is _trace.base_trace():
-            outs = _with_shardings(outs, flat_out_axes, axis_name, device_ids or tuple(range(size)))
+            outs = pmap_runner.with_shardings(
+                outs, flat_out_axes, axis_name, device_ids or tuple(range(size))
+            )
         return pytree.tree_unflatten(out_tree, outs)
 
     pmapped._cache = cache
@@ -217,21 +212,6 @@ def _check_not_nested(what):
                 "axis with vmap, or map both axes with one shard_map over a 2-D mesh."
             )
         t = t.parent
-
-
-def _with_shardings(outs, out_axes, axis_name, ids):
-    """The outputs laid out as JAX's: NamedSharding over a 1-D mesh of the devices, split along
-    each output's out_axes (committed there)."""
-    by_id = {d.id: d for d in _devices.devices()}
-    mesh = Mesh(np.array([by_id[i] for i in ids], dtype=object), (axis_name,))
-    placed = []
-    for o, ax in zip(outs, out_axes):
-        if type(o) is not Array:
-            placed.append(o)
-            continue
-        spec = PartitionSpec() if ax is None else PartitionSpec(*([None] * ax), axis_name)
-        placed.append(placement.placed(o._buf, o.weak_type, NamedSharding(mesh, spec)))
-    return placed
 
 
 def _trace_body(fun, args, kwargs, static_set, in_tree, per_device, axis_name, size, out_axes, name):

@@ -19,12 +19,23 @@ from morphax._src.core.avals import get_aval
 from morphax._src.higher_order import pmap as _pmap
 from morphax._src.prims import collective_axes
 from morphax._src.runtime import devices as _devices
-from morphax._src.runtime import dispatch
+from morphax._src.runtime import dispatch, placement
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.buffers import PendingBuffer
 from morphax._src.runtime.communicators import CollectiveError, ThreadCommunicator
+from morphax._src.sharding.mesh import Mesh
+from morphax._src.sharding.partition_spec import PartitionSpec
+from morphax._src.sharding.shardings import NamedSharding
 
-__all__ = ["check_device_count", "device_ids", "launch", "mesh_bindings", "run_on_devices", "stats"]
+__all__ = [
+    "check_device_count",
+    "device_ids",
+    "launch",
+    "mesh_bindings",
+    "run_on_devices",
+    "stats",
+    "with_shardings",
+]
 
 _launch_lock = threading.Lock()
 # Per-device programs launched (one per device per call): tests count these.
@@ -244,6 +255,21 @@ def _run_pmap_eager(args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, dev
 
 def _global_avals(args):
     return [get_aval(x) for x in args]
+
+
+def with_shardings(outs, out_axes, axis_name, ids):
+    """pmap's results laid out as JAX's: NamedSharding over a 1-D mesh of the devices (axis
+    `axis_name`), split along each output's out_axes (None: replicated), committed there."""
+    by_id = {d.id: d for d in _devices.devices()}
+    mesh = Mesh(np.array([by_id[i] for i in ids], dtype=object), (axis_name,))
+    placed = []
+    for o, ax in zip(outs, out_axes):
+        if type(o) is not Array:
+            placed.append(o)
+            continue
+        spec = PartitionSpec() if ax is None else PartitionSpec(*([None] * ax), axis_name)
+        placed.append(placement.placed(o._buf, o.weak_type, NamedSharding(mesh, spec)))
+    return placed
 
 
 _pmap.set_runner(_run_pmap, _run_pmap_eager)
