@@ -351,6 +351,13 @@ def case_jit_in_out_shardings():
     assert (
         repr(r.sharding) == "SingleDeviceSharding(device=CpuDevice(id=2), memory_kind=device)" and r.committed
     )
+    # device_put inside jit: a NamedSharding lays the result out, a device leaves it (JAX 0.10.2).
+    m4 = morphax.make_mesh((4,), ("x",))
+    inside = morphax.jit(lambda v: morphax.device_put(v, NamedSharding(m4, P("x"))) * 2)(jnp.ones(8))
+    assert _spec(inside) == P("x")
+    np.testing.assert_allclose(np.asarray(inside), 2 * np.ones(8))
+    inside = morphax.jit(lambda v: morphax.device_put(v, D[2]) * 2)(jnp.ones(8))
+    assert repr(inside.sharding) == "SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)"
     with morphax.set_mesh(mesh):
         assert _spec(morphax.jit(lambda v: v * 2, out_shardings=P("x"))(A)) == P("x")
     _raises(

@@ -7,6 +7,7 @@ import numpy as np
 
 from morphax._src import events
 from morphax._src.core import pytree
+from morphax._src.core.trace import Tracer
 from morphax._src.runtime import guards
 from morphax._src.runtime.array import Array
 
@@ -19,6 +20,8 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     from morphax._src.runtime.placement import put as _place
 
     def put(v):
+        if isinstance(v, Tracer):  # inside a transformation
+            return v if device is None else _constrain(v, device)
         if type(v) is not Array:
             v = _to_array(v)
         return v if device is None else _place(v, device)
@@ -38,6 +41,20 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         return make_array(arr, _dtypes.canonicalize_dtype(arr.dtype))
 
     return pytree.tree_map(put, x)
+
+
+def _constrain(x, target):
+    """device_put of a traced value: a NamedSharding lays the result out (as a sharding constraint;
+    NB: JAX stages a device_put equation); a device leaves placement to the enclosing call."""
+    from morphax._src.runtime import array as _array
+    from morphax._src.sharding.constraint import sharding_constraint_p
+    from morphax._src.sharding.shardings import NamedSharding
+
+    if not isinstance(target, NamedSharding):
+        return x
+    target.check_shape(x.shape, "device_put")
+    _array.mark_placed()
+    return sharding_constraint_p.bind(x, sharding=target)
 
 
 def device_get(tree):
