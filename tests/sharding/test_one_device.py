@@ -64,6 +64,7 @@ def test_meshes_on_one_device():
     assert mesh.shape == {"x": 1} and mesh.axis_sizes == (1,) and mesh.size == 1 and not mesh.empty
     assert mesh.shape_tuple == (("x", 1),) and mesh.local_devices == [D0] and not mesh.is_multi_process
     assert mesh == morphax.make_mesh((1,), ("x",)) and hash(mesh) == hash(morphax.make_mesh((1,), ("x",)))
+    assert Mesh([[D0]], ("a", "b")).devices.shape == (1, 1)  # nested lists as JAX takes them
     plain = Mesh([D0], "i")
     assert repr(plain) == "Mesh(axis_sizes=(1,), axis_names=('i',), axis_types=(Auto,))"
     abstract = AbstractMesh((2, 2), ("a", "b"))

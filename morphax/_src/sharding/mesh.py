@@ -201,7 +201,11 @@ class Mesh(_MeshShape):
 
     def __init__(self, devices, axis_names, axis_types=None):
         arr = np.empty(np.shape(devices), dtype=object)
-        arr[...] = devices if isinstance(devices, np.ndarray) else _as_object_array(devices)
+        for index in np.ndindex(arr.shape):  # element by element: nested lists, arrays, tuples
+            item = devices
+            for i in index:
+                item = item[i]
+            arr[index] = item
         names = _names(axis_names)
         if arr.ndim != len(names):
             raise ValueError(
