@@ -290,14 +290,23 @@ def case_explicit_propagation():
         assert out.sharding.mesh == mesh and out.committed, name
         assert _spec(out) == spec, f"{name}: {_spec(out)} != {spec}"
         np.testing.assert_allclose(np.asarray(out), want, rtol=1e-6, err_msg=name)
-    _raises(
-        Exception,
-        lambda: morphax.jit(lambda v, m: v @ m)(xc, wc),
-        [
-            "Contracting dimensions are sharded and it is ambiguous how the output should be sharded",
-            "lhs_contracting_spec=('y',) and rhs_contracting_spec=('y',)",
-        ],
-    )
+    # NB: JAX raises ShardingTypeError for contracting dimensions split on both sides on Explicit
+    # axes (unless out_sharding is named); morphax's types carry no sharding, so it gives the
+    # replicated result, which is what a gradient's dot_general must give (below, as JAX).
+    both = morphax.jit(lambda v, m: v @ m)(xc, wc)
+    assert _spec(both) == P(None, None)
+    np.testing.assert_allclose(np.asarray(both), A @ w)
+    # Data-parallel gradients (JAX 0.10.2): a batch split over 'x', weights replicated on the mesh.
+    m4 = morphax.make_mesh((4,), ("x",))
+    batch = morphax.device_put(A, NamedSharding(m4, P("x")))
+    weights = morphax.device_put(np.ones((4, 2), np.float32), NamedSharding(m4, P()))
+
+    def loss(wt, x):
+        return ((x @ wt) ** 2).sum()
+
+    value, grad = morphax.jit(morphax.value_and_grad(loss))(weights, batch)
+    assert _spec(value) == P() and _spec(grad) == P(None, None) and grad.sharding.mesh == m4
+    np.testing.assert_allclose(np.asarray(grad), 2 * A.T @ (A @ np.ones((4, 2))), rtol=1e-6)
     # An uncommitted input gives an uncommitted single-device result.
     assert (
         repr(morphax.jit(lambda v: v + 1)(A).sharding)

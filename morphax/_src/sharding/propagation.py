@@ -17,10 +17,6 @@ from morphax._src.sharding.partition_spec import PartitionSpec, layout_key
 from morphax._src.sharding.shardings import NamedSharding, Sharding
 
 
-class ShardingTypeError(Exception):
-    """A sharding that cannot be resolved unambiguously (as JAX's ShardingTypeError)."""
-
-
 def layout_of(sharding, ndim) -> tuple:
     if isinstance(sharding, NamedSharding):
         return tuple(sharding.spec._axes_of(d) for d in range(ndim))
@@ -84,16 +80,13 @@ def _reshape(lay, in_shape, out_shape, sizes) -> tuple:
 
 
 def _dot_general(lays, avals, dimension_numbers, explicit):
+    # Contracting dimensions split on both sides give whole output dimensions (the partial sums
+    # are all-reduced). NB: on Explicit axes JAX raises ShardingTypeError there unless the
+    # dot_general names an out_sharding, which its transpose rule does for gradients from the
+    # primal's sharding type; morphax's types carry no sharding, so it cannot tell a gradient's
+    # dot_general (dW = x.T @ g of data-parallel training) from an ambiguous user one.
     (lc, rc), (lb, rb) = dimension_numbers
     la, ra = lays
-    if explicit:
-        for a, b in zip(lc, rc):
-            if la[a] and ra[b]:
-                raise ShardingTypeError(
-                    "Contracting dimensions are sharded and it is ambiguous how the output should be "
-                    "sharded. Please specify the output sharding via the `out_sharding` parameter. Got "
-                    f"lhs_contracting_spec={la[a]} and rhs_contracting_spec={ra[b]}"
-                )
     lfree = [d for d in range(len(la)) if d not in lc and d not in lb]
     rfree = [d for d in range(len(ra)) if d not in rc and d not in rb]
     batch = [la[a] or ra[b] for a, b in zip(lb, rb)]
@@ -109,10 +102,15 @@ def _rule(prim, params, in_avals, in_lays, out_avals, mesh, explicit) -> list:
         report.fire(NamedSharding(mesh, spec_of(in_lays[0], mesh, (), explicit)), again=True)
         return whole
     sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
-    if not any(any(lay) for lay in in_lays) and not isinstance(params.get("sharding"), Sharding):
+    if not any(any(lay) for lay in in_lays) and not isinstance(
+        params.get("sharding", params.get("out_sharding")), (Sharding, PartitionSpec)
+    ):
         return whole
-    if isinstance(params.get("sharding"), NamedSharding) and nout == 1:
-        return [layout_of(params["sharding"], len(out_avals[0].shape))]
+    given = params.get("sharding", params.get("out_sharding"))
+    if nout == 1 and isinstance(given, (NamedSharding, PartitionSpec)):
+        # A constraint, or an operation's own out_sharding (a spec: over the current mesh).
+        spec = given.spec if isinstance(given, NamedSharding) else given
+        return [tuple(spec._axes_of(d) for d in range(len(out_avals[0].shape)))]
     call = getattr(prim, "call_jaxpr_param", None)
     inner = params.get(call) if call else None
     if isinstance(inner, ClosedJaxpr) and len(inner.in_avals) == len(in_lays):
