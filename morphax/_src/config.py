@@ -156,6 +156,10 @@ TRACE_FLAGS = [
 ]  # make_user_context appends
 
 
+# Besides TRACE_FLAGS, what work run on another thread for this one must see.
+_EXECUTION_FLAGS = ("debug_nans", "debug_infs", "morphax_backend", "disable_jit", "log_compiles")
+
+
 def _refresh_trace_context(d: dict) -> None:
     d["_trace_context"] = tuple(d[a] for a in TRACE_FLAGS)
     # Which of result_type's caches the thread uses (core/dtypes.py): bit 0 is x64, bit 1 strict
@@ -230,7 +234,9 @@ class Config(threading.local):
     def values(self) -> dict:
         """Every flag's value in this thread, by JAX's option name."""
         return {
-            name: getattr(self, attr) for name, (attr, _) in _KNOWN.items() if not name.startswith("user_context_")
+            name: getattr(self, attr)
+            for name, (attr, _) in _KNOWN.items()
+            if not name.startswith("user_context_")
         }
 
     def __getattr__(self, name):
@@ -260,6 +266,28 @@ class Config(threading.local):
         """``fn(name, value)`` runs after each change of a flag, global or (in the changing thread)
         thread-local; caches that depend on flags clear here."""
         _listeners.append(fn)
+
+    def snapshot(self) -> dict:
+        """This thread's values of the flags that change what computations produce, for work
+        another thread does on its behalf (`adopted`)."""
+        d = self.__dict__
+        return {attr: d[attr] for attr in (*TRACE_FLAGS, *_EXECUTION_FLAGS)}
+
+    @contextlib.contextmanager
+    def adopted(self, snapshot: dict):
+        """Run the block with `snapshot`'s values (from `snapshot()` in another thread) as this
+        thread's: a device stream runs a job under the flags of the thread that queued it (an
+        `enable_x64` block's work is 64-bit work wherever it runs). Listeners are not told:
+        nothing changed for the thread that set the flags."""
+        d = self.__dict__
+        saved = {attr: d[attr] for attr in snapshot}
+        d.update(snapshot)
+        _refresh_trace_context(d)
+        try:
+            yield
+        finally:
+            d.update(saved)
+            _refresh_trace_context(d)
 
     def add_validator(self, fn) -> None:
         """``fn(name, value)`` runs before a flag changes and may refuse the value by raising."""

@@ -360,3 +360,22 @@ def test_one_hot_and_onehot_gradient():
     got, want = _c_and_numpy(morphax.value_and_grad(f), w, labels)
     np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=1e-6)
     _same(got[1], want[1], "one_hot grad")
+
+
+def test_complex64_and_complex128_scatter_adds_get_their_own_kernels():
+    # The native kernels are cached by name: complex64 and complex128 scatter-adds once shared
+    # one (the first built), so the second dtype was added with the other's element width.
+    dnums = lax.ScatterDimensionNumbers(
+        update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)
+    )
+    idx = np.array([[1], [1], [3]], np.int32)  # int32 in both modes: only the width differs
+    add = morphax.jit(lambda x, u: lax.scatter_add(x, idx, u, dnums))
+    for dt in (np.complex64, np.complex128):
+        with morphax.enable_x64(dt == np.complex128):
+            x = np.arange(5).astype(dt) * (1 + 2j)
+            u = np.array([1 + 1j, 2 - 1j, -3j], dt)
+            want = x.copy()
+            np.add.at(want, [1, 1, 3], u)
+            got = add(x, u)
+            assert got.dtype == dt
+            np.testing.assert_array_equal(np.asarray(got), want)

@@ -20,6 +20,7 @@ import numpy as np
 
 from morphax._src import events
 from morphax._src.compiler.executor import profiled
+from morphax._src.config import config
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.buffers import PendingBuffer
 
@@ -204,8 +205,13 @@ def execute(executable, args, out_weak_types, device_id: int = 0, donate: bool =
     inputs = [_buffer_of(a, v) for a, v in zip(args, executable.in_avals)]
     if donated:
         _consume(args, donated)
+    flags = config.snapshot()  # the stream runs the work under the caller's flags (x64, ...)
 
     def job():
+        with config.adopted(flags):
+            _run_job()
+
+    def _run_job():
         try:
             reuse = _claim(inputs, donated) if donated else ()
             values = [_read(b) for b in inputs]

@@ -14,6 +14,8 @@ import logging
 import queue
 import threading
 
+from morphax._src.config import config
+
 logger = logging.getLogger("morphax")
 
 _jobs: queue.Queue = queue.Queue()
@@ -34,7 +36,13 @@ def submit(job) -> None:
             thread = threading.Thread(target=_run, name="morphax-c-build", daemon=True)
             thread.start()
             _worker.append(thread)
-    _jobs.put(job)
+    flags = config.snapshot()  # build under the flags of the thread that asked (x64, ...)
+
+    def job_with_flags():
+        with config.adopted(flags):
+            job()
+
+    _jobs.put(job_with_flags)
 
 
 def _run() -> None:

@@ -461,7 +461,9 @@ def _scatter(eqn):
         [len(bsh), len(kst), int(clip), len(ush), *bsh, *bop, *kst, *kup, *ush, *ub, *uw], np.int64
     )
     kind = "c" if dtype.kind == "c" else ("b" if op == "set" else dtype.name)
-    name = f"mx_scatter_{op}_{kind}{dtype.itemsize if op == 'set' else ''}_{idx_dtype.name}"
+    # The name is the function's cache key: it must tell complex64 from complex128 (c8, c16).
+    width = dtype.itemsize if op == "set" or dtype.kind == "c" else ""
+    name = f"mx_scatter_{op}_{kind}{width}_{idx_dtype.name}"
     fn = _function(name, lambda: _scatter_source(name, ctype_, body, prelude, idx_dtype, op == "set"), 5)
     desc_ptr = _as_pointer(desc)
     asarray = np.ascontiguousarray
