@@ -230,6 +230,12 @@ def case_trace_and_compile_cache():
     assert compile_counters.compiles == compiles, "a repeated call recompiled"
     f(x[:2])  # another axis size: one new trace
     assert pmap_counters.traces == traces + 1
+    # A new pmap of the same function (inline in a loop) reuses the trace; other settings do not.
+    body = f.__wrapped__
+    morphax.pmap(body, "i")(x)
+    assert pmap_counters.traces == traces + 1
+    morphax.pmap(body, "i", out_axes=1)(x)
+    assert pmap_counters.traces == traces + 2
     g = morphax.jit(morphax.grad(lambda v: f(v).sum()))
     g(x)
     traces, compiles = pmap_counters.traces, compile_counters.compiles

@@ -9,13 +9,15 @@ compiled program is memoized on the traced jaxpr), and bound as the `xla_pmap` p
 
 Results are Arrays sharded as JAX's: NamedSharding over a 1-D mesh of the devices (axis
 `axis_name`), split along out_axes. NB: all devices share host memory, so a result is one host
-buffer whose shards are views; `donate_argnums` is accepted but donates nothing. As in JAX,
+buffer whose shards are views; `donate_argnums` is accepted and, as JAX 0.10.2's pmap on CPU
+(whose inputs are copied onto the devices), leaves the arguments alive. As in JAX,
 pmaps do not nest (map the inner axis with vmap).
 """
 
 from __future__ import annotations
 
 import functools
+import weakref
 
 from morphax._src.api.jit import _axis_env, _hashable_static, trace_counters
 from morphax._src.api.tracing import _abstractify
@@ -98,7 +100,11 @@ def pmap(
     static = _index_tuple(name, "static_broadcasted_argnums", static_broadcasted_argnums)
     _index_tuple(name, "donate_argnums", donate_argnums)  # NB: validated, donates nothing
     device_ids = None if devices is None else tuple(int(getattr(d, "id", d)) for d in devices)
-    cache: dict = {}
+    cache = _cache_for(fun)
+    # What the trace depends on besides the arguments: `pmap(f)` made anew at each call (inline
+    # in a loop) finds the traces of earlier wrappers of the same function.
+    out_leaves, out_axes_tree = pytree.tree_flatten(out_axes, is_leaf=lambda x: x is None)
+    settings = (axis_name, tuple(out_leaves), out_axes_tree)
 
     @functools.wraps(fun)
     def pmapped(*args, **kwargs):
@@ -164,6 +170,7 @@ def pmap(
             for a, ax in zip(avals, norm_axes)
         ]
         key = (
+            settings,
             in_tree,
             tuple((a.shape, a.dtype, a.weak_type) for a in per_device),
             tuple(norm_axes),
@@ -198,8 +205,22 @@ def pmap(
             )
         return pytree.tree_unflatten(out_tree, outs)
 
-    pmapped._cache = cache
     return pmapped
+
+
+# function -> {trace key: trace}, shared by every pmap of the function; weak, so a function that
+# goes away takes its traces (and their compiled programs) with it.
+_caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _cache_for(fun) -> dict:
+    try:
+        cache = _caches.get(fun)
+        if cache is None:
+            cache = _caches[fun] = {}
+        return cache
+    except TypeError:  # not weakly referenceable or unhashable: this wrapper's own cache
+        return {}
 
 
 def _check_not_nested(what):
