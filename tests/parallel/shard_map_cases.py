@@ -160,7 +160,10 @@ def case_jit_grad_vmap_and_cache():
     traces = shard_map_counters.traces
     sm(x + 1)
     morphax.jit(sm)(x)
+    morphax.shard_map(f, mesh=mesh, in_specs=P("x", "y"), out_specs=P("x", "y"))(x)  # made anew
     assert shard_map_counters.traces == traces
+    morphax.shard_map(f, mesh=mesh, in_specs=P("x", "y"), out_specs=P(("x", "y")), check_vma=False)(x)
+    assert shard_map_counters.traces == traces + 1
 
 
 def case_errors():

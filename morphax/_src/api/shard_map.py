@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from morphax._src.api.jit import _axis_env, trace_counters
-from morphax._src.api.pmap import _check_not_nested
+from morphax._src.api.pmap import _cache_for, _check_not_nested
 from morphax._src.api.tracing import _abstractify
 from morphax._src.config import config
 from morphax._src.core import pytree
@@ -165,7 +165,11 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     if not callable(f):
         raise TypeError(f"shard_map requires a callable for its first argument, but got {f!r}")
     name = getattr(f, "__name__", type(f).__name__)
-    cache: dict = {}
+    cache = _cache_for(f)
+    # What the trace depends on besides the arguments: shard_map(f, ...) made anew at each call
+    # finds the traces of earlier ones of the same function.
+    spec_leaves, spec_tree = pytree.tree_flatten(out_specs, is_leaf=_spec_leaf)
+    settings = (tuple(None if p is None else tuple(p) for p in spec_leaves), spec_tree, bool(check_vma))
 
     @functools.wraps(f)
     def wrapped(*args):
@@ -208,6 +212,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
             blocks.append(tuple(block))
         per_device = [ShapedArray(b, a.dtype, a.weak_type) for a, b in zip(avals, blocks)]
         key = (
+            settings,
             in_tree,
             mesh_axes,
             tuple((a.shape, a.dtype, a.weak_type) for a in per_device),
