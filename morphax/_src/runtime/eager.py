@@ -23,7 +23,7 @@ from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from morphax._src.core.trace import Tracer
 from morphax._src.runtime import array as _array
-from morphax._src.runtime import dispatch, guards, placement
+from morphax._src.runtime import dispatch, guards, placement, spmd_runner
 from morphax._src.runtime.array import Array
 from morphax._src.sharding.propagation import equation_out_shardings
 from morphax._src.sharding.shardings import SingleDeviceSharding
@@ -246,7 +246,7 @@ def call_compiled(args, jaxpr, name, backend=None, donate: tuple = (), shardings
         guards.before_call(name, args)
     executable = compile_jaxpr(jaxpr, name, backend, donate)
     if _placed or shardings is not None:
-        return _call_placed(executable, args, jaxpr, name, donate, shardings)
+        return _call_placed(executable, args, jaxpr, name, donate, shardings, backend)
     outs = dispatch.execute(executable, args, executable.out_weak_types, donate=bool(donate))
     if _float_checks:
         # jax_debug_nans/infs: a bad output reruns the jaxpr op by op to name the culprit.
@@ -254,13 +254,15 @@ def call_compiled(args, jaxpr, name, backend=None, donate: tuple = (), shardings
     return outs
 
 
-def _call_placed(executable, args, jaxpr, name, donate, shardings):
+def _call_placed(executable, args, jaxpr, name, donate, shardings, backend=None):
     """`call_compiled` where placement matters: run on the device of the committed inputs (or
     jit's in_shardings), and lay the outputs out per out_shardings or the propagated shardings."""
     in_s, out_s = shardings if shardings is not None else (None, None)
     _array.mark_placed()
     committed = placement.committed_inputs(args, name)
+    typed = None
     if in_s is not None:
+        typed = {i for i, _ in committed}
         committed = placement.apply_in_shardings(args, in_s, committed, name)
     if out_s is not None and not committed:
         given = [s for s in out_s if s is not None]
@@ -268,7 +270,15 @@ def _call_placed(executable, args, jaxpr, name, donate, shardings):
     else:
         device_id = placement.run_device(committed)
     # Placements first: propagation answers inspect_array_sharding before the program runs.
-    places = placement.result_shardings(jaxpr, args, committed, out_s)
+    places = placement.result_shardings(jaxpr, args, committed, out_s, typed)
+    # Split over a mesh of several devices: every device computes its blocks (SPMD).
+    outs = spmd_runner.run_partitioned(
+        executable, jaxpr, args, committed, places, name, backend, executable.out_weak_types
+    )
+    if outs is not None:
+        if _float_checks:
+            check_call_outputs(name, jaxpr, args, outs)
+        return outs
     outs = dispatch.execute(
         executable, args, executable.out_weak_types, device_id=device_id, donate=bool(donate)
     )

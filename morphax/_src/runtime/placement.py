@@ -8,10 +8,10 @@ runs, and where its results go (JAX's rules).
 - Committed inputs on different devices raise JAX's "Received incompatible devices" ValueError.
 
 All devices share host memory: a sharded Array keeps one global buffer, and each shard's data is a
-NumPy view of its piece (no copies). NB: a jitted computation on sharded inputs runs on one
-device's stream (the first of the sharding's devices) and its results are laid out per the
-propagated or requested shardings; SPMD partitioning (each device computing its own shard) is not
-done yet.
+NumPy view of its piece (no copies). Results of a jitted computation are laid out per the
+propagated or requested shardings; a computation split over a mesh of several devices runs SPMD,
+each device computing its own blocks (runtime/spmd_runner.py); otherwise it runs on one device's
+stream (the first of the shardings' devices).
 """
 
 from __future__ import annotations
@@ -209,16 +209,18 @@ def apply_in_shardings(args, in_shardings, committed, who):
     return out
 
 
-def result_shardings(closed, args, committed, out_shardings) -> list:
+def result_shardings(closed, args, committed, out_shardings, typed=None) -> list:
     """The placement of each result of a jitted call: jit's out_shardings where given, else the
     shardings propagated from the inputs (sharding/propagation.py); committed when any input was
-    or out_shardings placed it; uncommitted on the default device otherwise."""
+    or out_shardings placed it; uncommitted on the default device otherwise. `typed`: the positions
+    of committed arrays (the other committed entries come from jit's in_shardings); None: all."""
     n = len(closed.out_avals)
     given = list(out_shardings) if out_shardings is not None else None
     ins = dict(committed)
     in_list = tuple([ins.get(i) for i in range(len(args))])
     # Uncommitted inputs too: the program's sharding constraints (reshard) may place results.
-    found = propagated(closed, in_list) if given is None or committed else [None] * n
+    flags = None if typed is None else tuple(i in typed for i in range(len(args)))
+    found = propagated(closed, in_list, flags) if given is None or committed else [None] * n
     if given is None:
         if all(f is not None for f in found):
             return [(f, True) for f in found]

@@ -165,17 +165,22 @@ def _is_dot_dims(dn) -> bool:
         return False
 
 
-def propagate(closed: ClosedJaxpr, in_lays, mesh, explicit, touched=None) -> list:
+def propagate(closed: ClosedJaxpr, in_lays, mesh, explicit, touched=None, typed=None) -> list:
     """The output layouts of `closed` given its inputs' layouts. `touched` (a list, one flag per
     input, updated to one per output) says which values derive from an array on the mesh: the
-    others are not laid out on it by type, and come out replicated (P())."""
+    others are not laid out on it by type, and come out replicated (P()). `typed` (the same)
+    says which derive from an array whose type carries its sharding (a committed array, or a
+    sharding constraint's result), as opposed to only jit's in_shardings."""
     jaxpr: Jaxpr = closed.jaxpr
     env = {}
     on_mesh = set()
+    with_type = set()
     for k, (v, lay) in enumerate(zip(jaxpr.invars, in_lays)):
         env[v] = lay
         if touched is not None and touched[k]:
             on_mesh.add(v)
+        if typed is not None and typed[k]:
+            with_type.add(v)
     for v in jaxpr.constvars:
         env[v] = ((),) * len(v.aval.shape)
 
@@ -188,13 +193,19 @@ def propagate(closed: ClosedJaxpr, in_lays, mesh, explicit, touched=None) -> lis
         lays = [read(x) for x in eqn.invars]
         avals = [x.aval for x in eqn.invars]
         outs = _rule(eqn.primitive, eqn.params, avals, lays, [v.aval for v in eqn.outvars], mesh, explicit)
-        hit = isinstance(eqn.params.get("sharding"), NamedSharding) or any(x in on_mesh for x in eqn.invars)
+        constrained = isinstance(eqn.params.get("sharding"), NamedSharding)
+        hit = constrained or any(x in on_mesh for x in eqn.invars)
+        typed_hit = constrained or any(x in with_type for x in eqn.invars)
         for v, lay in zip(eqn.outvars, outs):
             env[v] = lay
             if hit:
                 on_mesh.add(v)
+            if typed_hit:
+                with_type.add(v)
     if touched is not None:
         touched[:] = [x in on_mesh for x in jaxpr.outvars]
+    if typed is not None:
+        typed[:] = [x in with_type for x in jaxpr.outvars]
     return [read(x) for x in jaxpr.outvars]
 
 
@@ -203,23 +214,28 @@ def spec_of(layout, mesh, in_shardings, explicit) -> PartitionSpec:
     meshes; for Auto meshes, an input's spec when its layout is the same (same rank), else
     trailing whole dimensions dropped."""
     entries = [None if not a else (a[0] if len(a) == 1 else a) for a in layout]
+    if explicit:  # a sharded type names every dimension (P('x', None)), whatever the inputs' specs
+        return PartitionSpec(*entries)
     key = layout_key(PartitionSpec(*entries))
     for s in in_shardings:
         if isinstance(s, NamedSharding) and s.mesh == mesh and len(s.spec) <= len(layout):
             if layout_key(s.spec, len(layout)) == key and (len(s.spec) == len(layout) or key):
                 return s.spec
-    if explicit:
-        return PartitionSpec(*entries)
     while entries and entries[-1] is None:
         entries.pop()
     return PartitionSpec(*entries)
 
 
-def out_shardings(closed: ClosedJaxpr, in_shardings) -> list:
+def out_shardings(closed: ClosedJaxpr, in_shardings, typed=None) -> list:
     """The shardings of `closed`'s outputs given its inputs' shardings (None: replicated), on the
-    mesh of the first NamedSharding among them; None where no NamedSharding is involved."""
+    mesh of the first NamedSharding among them; None where no NamedSharding is involved.
+    `typed`: per input, whether its sharding is in its type (a committed array) rather than only
+    given by jit's in_shardings (default: every input's is)."""
     in_shardings = tuple(in_shardings)
-    return memoized(closed, ("out_shardings", in_shardings), lambda: _out_shardings(closed, in_shardings))
+    typed = tuple(True for _ in in_shardings) if typed is None else tuple(bool(t) for t in typed)
+    return memoized(
+        closed, ("out_shardings", in_shardings, typed), lambda: _out_shardings(closed, in_shardings, typed)
+    )
 
 
 def _constraint_mesh(jaxpr):
@@ -237,7 +253,7 @@ def _constraint_mesh(jaxpr):
     return None
 
 
-def _out_shardings(closed, in_shardings):
+def _out_shardings(closed, in_shardings, typed):
     mesh = next((s.mesh for s in in_shardings if isinstance(s, NamedSharding)), None)
     if mesh is None and not any(s is not None for s in in_shardings):
         mesh = _constraint_mesh(closed.jaxpr)
@@ -252,10 +268,14 @@ def _out_shardings(closed, in_shardings):
         for s, a in zip(in_shardings, closed.in_avals)
     ]
     touched = [isinstance(s, NamedSharding) for s in in_shardings]
-    lays = propagate(closed, in_lays, mesh, explicit, touched)
+    with_type = [t and hit for t, hit in zip(typed, touched)]
+    lays = propagate(closed, in_lays, mesh, explicit, touched, with_type)
+    # On Explicit axes a result whose type carries its sharding names every dimension
+    # (P('x', None)); one laid out only by jit's in_shardings is written as on Auto axes (P('x')),
+    # as JAX 0.10.2 writes them.
     return [
-        NamedSharding(mesh, spec_of(lay, mesh, in_shardings, explicit) if hit else PartitionSpec())
-        for lay, hit in zip(lays, touched)
+        NamedSharding(mesh, spec_of(lay, mesh, in_shardings, explicit and t) if hit else PartitionSpec())
+        for lay, hit, t in zip(lays, touched, with_type)
     ]
 
 

@@ -1,0 +1,130 @@
+"""Running a jitted call SPMD: when its inputs (or jit's in_shardings, or a sharding constraint
+inside) split arrays over a mesh of several devices, the program is partitioned
+(sharding/spmd.py) and every device of the mesh runs the per-device program on its blocks, on its
+own stream, with collectives through a `ThreadCommunicator` (as shard_map's bodies run:
+runtime/pmap_runner.py). Results are pending Arrays, as for any jitted call; the blocks the
+devices return are written into each result's one global buffer (a replicated result is the
+first device's block, not a copy).
+
+Programs that call back into Python (host callbacks, nested pmaps) keep the one-device path:
+run on every device they would call back once per device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from morphax._src.compiler.compile import compile_jaxpr
+from morphax._src.runtime import pmap_runner
+from morphax._src.runtime.array import Array
+from morphax._src.runtime.buffers import PendingBuffer
+from morphax._src.runtime.communicators import ThreadCommunicator
+from morphax._src.sharding.propagation import layout_of
+from morphax._src.sharding.shardings import NamedSharding
+from morphax._src.sharding.spmd import partition, spmd_stats
+
+__all__ = ["run_partitioned"]
+
+
+def _mesh_of(committed, places):
+    for s in [s for _, s in committed] + [p[0] for p in places if p is not None]:
+        if isinstance(s, NamedSharding) and getattr(s.mesh, "devices", None) is not None and s.mesh.size > 1:
+            return s.mesh
+    return None
+
+
+def _lay(s, mesh, ndim):
+    return layout_of(s if isinstance(s, NamedSharding) and s.mesh == mesh else None, ndim)
+
+
+def _index(lay, shape, coords, sizes):
+    """The slices of a value of `shape` laid out `lay` that the device at mesh `coords` holds."""
+    index = []
+    for n, axes in zip(shape, lay):
+        if not axes:
+            index.append(slice(None))
+            continue
+        block, parts = 0, 1
+        for a in axes:  # the first axis is the major one
+            block = block * sizes[a] + coords[a]
+            parts *= sizes[a]
+        m = n // parts
+        index.append(slice(block * m, (block + 1) * m))
+    return tuple(index)
+
+
+def run_partitioned(executable, closed, args, committed, places, name, backend, weak_types):
+    """Run the call SPMD over its mesh and return its (pending) result Arrays, placed per
+    `places`; None when the call is not split over a mesh of several devices (or calls back into
+    Python), so that the caller runs it on one device."""
+    if executable.calls_host:
+        return None
+    mesh = _mesh_of(committed, places)
+    if mesh is None:
+        return None
+    given = dict(committed)
+    in_lays = [_lay(given.get(i), mesh, len(a.shape)) for i, a in enumerate(closed.in_avals)]
+    out_lays = [_lay(p[0] if p else None, mesh, len(a.shape)) for p, a in zip(places, closed.out_avals)]
+    if not any(any(lay) for lay in in_lays + out_lays):
+        return None
+    part = partition(closed, in_lays, out_lays, mesh)
+    program = compile_jaxpr(part.closed, f"spmd_{name}", backend)
+    spmd_stats.record_call(part)
+    sizes = dict(part.mesh_axes)
+    devices = list(mesh.devices.flat)
+    ids = tuple(int(d.id) for d in devices)
+    shape = tuple(mesh.devices.shape)
+    coords = [dict(zip(mesh.axis_names, np.unravel_index(r, shape))) for r in range(len(ids))]
+    bindings = pmap_runner.mesh_bindings(part.mesh_axes, ThreadCommunicator(len(ids)))
+    inputs = [
+        x._buf if type(x) is Array else np.asarray(x, dtype=a.dtype) for x, a in zip(args, closed.in_avals)
+    ]
+    in_index = [[_index(lay, a.shape, c, sizes) for lay, a in zip(in_lays, closed.in_avals)] for c in coords]
+    buffers = [PendingBuffer(a.shape, a.dtype) for a in closed.out_avals]
+
+    def args_for(r):
+        spmd_stats.record_device(ids[r])
+        values = [b if type(b) is np.ndarray else b.result() for b in inputs]
+        return [v[ix] if any(lay) else v for v, ix, lay in zip(values, in_index[r], in_lays)]
+
+    def on_done(results, errors):
+        error = pmap_runner._primary(errors)
+        outs = []
+        if error is None:
+            try:
+                outs = [
+                    _assemble(results, j, b, lay, coords, sizes)
+                    for j, (b, lay) in enumerate(zip(buffers, out_lays))
+                ]
+            except BaseException as e:  # noqa: BLE001 - handed to the buffers
+                error = e
+        for j, b in enumerate(buffers):
+            if error is not None:
+                b.set_error(error)
+            else:
+                b.set_result(outs[j])
+
+    pmap_runner.launch(program, ids, args_for, bindings, on_done)
+    out = []
+    for b, w, p in zip(buffers, weak_types, places):
+        a = Array(b, w)
+        a._place = p
+        out.append(a)
+    return out
+
+
+def _assemble(results, j, buf, lay, coords, sizes):
+    """Output `j`'s global value from the devices' blocks."""
+    if not any(lay):
+        v = np.asarray(results[0][j])
+        return v if v.dtype == buf.dtype else v.astype(buf.dtype)
+    out = np.empty(buf.shape, buf.dtype)
+    written = set()
+    for r, c in enumerate(coords):
+        ix = _index(lay, buf.shape, c, sizes)
+        key = tuple((s.start, s.stop) for s in ix)
+        if key in written:
+            continue  # a replica along an axis the layout does not split
+        written.add(key)
+        out[ix] = results[r][j]
+    return out

@@ -1,0 +1,360 @@
+"""SPMD partitioning (a small GSPMD): a jitted program on arrays split over a mesh becomes one
+per-device program that computes each device's block, with collectives over the mesh axes where
+the blocks must meet. `runtime/spmd_runner.py` runs it on every device of the mesh, as shard_map
+runs its bodies.
+
+The program is re-traced equation by equation with the mesh axis names bound (so `psum`,
+`all_gather` and `axis_index` stage as they do in shard_map). Each value carries a layout (per
+dimension, the mesh axes splitting it: sharding/propagation.py's form) and its local block:
+
+- elementwise operations, `broadcast_in_dim`, `transpose`, `reshape` (when the split dimension
+  survives), `convert_element_type`, `select_n`: local, on operands brought to one layout;
+- `reduce_sum/max/min` over a split dimension: the local reduction, then psum/pmax/pmin over the
+  axes that split the reduced dimensions;
+- `dot_general`: split batch and free dimensions stay local; a contracting dimension split on
+  both operands is a local product plus psum; split on one operand only, the other operand takes
+  its own block of that dimension (a local slice) first;
+- sharding constraints move their operand to their layout (slices to split, all_gather to join);
+- calls (pjit, checkpoint, custom rules) are partitioned through their bodies;
+- anything else falls back: its split operands are all-gathered, it runs replicated on every
+  device, and its results are cut to the propagated layout. Fallbacks are counted
+  (`spmd_stats`) and logged.
+
+The per-device program's outputs are the blocks of the requested output layouts.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections import Counter
+
+import numpy as np
+
+from morphax._src.core.jaxpr import ClosedJaxpr, Literal
+from morphax._src.core.memo import memoized
+from morphax._src.core.primitive import Kind
+from morphax._src.higher_order.pmap import axis_frame
+from morphax._src.prims import reductions as _reductions
+from morphax._src.prims.collectives import all_gather, axis_index, pmax, pmin, psum
+from morphax._src.prims.dot import dot_general_p
+from morphax._src.prims.dynamic_slicing import dynamic_slice_in_dim
+from morphax._src.prims.shape import broadcast_in_dim_p, reshape_p, transpose_p
+from morphax._src.sharding import propagation as _prop
+from morphax._src.sharding.constraint import sharding_constraint_p
+from morphax._src.sharding.shardings import NamedSharding
+from morphax._src.transforms.staging import trace_to_jaxpr
+
+__all__ = ["Partitioned", "SpmdStats", "partition", "spmd_stats"]
+
+logger = logging.getLogger("morphax")
+
+
+class SpmdStats:
+    """What partitioned execution did (tests assert these, never wall times): `calls` (jitted
+    calls run partitioned), `device_runs` (device id -> per-device programs it ran), `fallbacks`
+    (equations run replicated, per call), `fallback_primitives` (their names, counted) and `last`
+    (the Partitioned program of the latest call)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.reset()
+
+    def reset(self):
+        self.calls = 0
+        self.device_runs = Counter()
+        self.fallbacks = 0
+        self.fallback_primitives = Counter()
+        self.last = None
+
+    def record_call(self, part):
+        with self._lock:
+            self.calls += 1
+            self.last = part
+            self.fallbacks += len(part.fallbacks)
+            self.fallback_primitives.update(part.fallbacks)
+
+    def record_device(self, device_id):
+        with self._lock:
+            self.device_runs[device_id] += 1
+
+
+spmd_stats = SpmdStats()
+
+
+class Partitioned:
+    """A partitioned program: `closed` (the per-device ClosedJaxpr, on blocks), the mesh axes
+    ((name, size), ...) in mesh order, and the names of the equations that fell back."""
+
+    def __init__(self, closed, mesh_axes, fallbacks):
+        self.closed, self.mesh_axes, self.fallbacks = closed, mesh_axes, tuple(fallbacks)
+
+
+def partition(closed: ClosedJaxpr, in_lays, out_lays, mesh) -> Partitioned:
+    """The per-device program of `closed` whose inputs are the blocks of `in_lays` and outputs
+    the blocks of `out_lays` (layouts over `mesh`); built once per program and layouts."""
+    key = ("spmd", tuple(in_lays), tuple(out_lays), mesh)
+    return memoized(closed, key, lambda: _partition(closed, tuple(in_lays), tuple(out_lays), mesh))
+
+
+def _partition(closed, in_lays, out_lays, mesh):
+    mesh_axes = tuple(zip(mesh.axis_names, mesh.axis_sizes))
+    p = _Partitioner(mesh, mesh_axes)
+    local_avals = [a.update(shape=p.local_shape(a.shape, lay)) for a, lay in zip(closed.in_avals, in_lays)]
+
+    def body(*blocks):
+        outs = p.interpret(closed.jaxpr, closed.consts, list(zip(blocks, in_lays)))
+        return [
+            p.relayout(v, lay, want, a.shape) for (v, lay), want, a in zip(outs, out_lays, closed.out_avals)
+        ]
+
+    with axis_frame(mesh_axes):
+        per_device = trace_to_jaxpr(body, local_avals)
+    if p.fallbacks:
+        logger.info(
+            "SPMD partitioning ran %d operation(s) replicated (all-gathered operands): %s",
+            len(p.fallbacks),
+            ", ".join(sorted(set(p.fallbacks))),
+        )
+    return Partitioned(per_device, mesh_axes, p.fallbacks)
+
+
+_COMBINE = {
+    _reductions.reduce_sum_p: psum,
+    _reductions.reduce_max_p: pmax,
+    _reductions.reduce_min_p: pmin,
+}
+
+
+def _whole(ndim) -> tuple:
+    return ((),) * ndim
+
+
+class _Partitioner:
+    def __init__(self, mesh, mesh_axes):
+        self.mesh = mesh
+        self.sizes = dict(mesh_axes)
+        self.explicit = all(t.name == "Explicit" for t in mesh.axis_types)
+        self.fallbacks: list = []
+
+    # ---------------------------------------------------------------- layouts and blocks
+
+    def parts(self, axes) -> int:
+        return math.prod(self.sizes[a] for a in axes)
+
+    def local_shape(self, shape, lay) -> tuple:
+        return tuple(int(n) // self.parts(a) for n, a in zip(shape, lay))
+
+    def fits(self, shape, lay) -> bool:
+        return all(int(n) % self.parts(a) == 0 for n, a in zip(shape, lay))
+
+    def relayout(self, x, src, dst, shape):
+        """Block `x` of a value of global `shape` laid out `src`, as its block under `dst`:
+        all_gather joins the dimensions whose split changes, then each device slices its block
+        of the dimensions `dst` splits."""
+        src, dst = tuple(src), tuple(dst)
+        if src == dst:
+            return x
+        cur = list(src)
+        for d, (a, b) in enumerate(zip(src, dst)):
+            if a and a != b:
+                for name in reversed(a):  # the minor axis first: blocks are major-axis-first
+                    x = all_gather(x, name, axis=d, tiled=True)
+                cur[d] = ()
+        for d, b in enumerate(dst):
+            if b and not cur[d]:
+                n = int(shape[d]) // self.parts(b)
+                start = axis_index(b if len(b) > 1 else b[0]) * np.int32(n)
+                x = dynamic_slice_in_dim(x, start, n, axis=d)
+        return x
+
+    # ---------------------------------------------------------------- the program
+
+    def interpret(self, jaxpr, consts, args):
+        """Partition `jaxpr` on `args` [(block, layout)]: returns its outputs [(block, layout)]."""
+        env = {}
+        for v, c in zip(jaxpr.constvars, consts):
+            env[v] = (c, _whole(len(v.aval.shape)))
+        for v, a in zip(jaxpr.invars, args):
+            env[v] = a
+
+        def read(x):
+            if isinstance(x, Literal):
+                return (x.val, _whole(len(x.aval.shape)))
+            return env[x]
+
+        for eqn in jaxpr.eqns:
+            ins = [read(x) for x in eqn.invars]
+            outs = self.equation(eqn, ins)
+            for v, o in zip(eqn.outvars, outs):
+                env[v] = o
+        return [read(x) for x in jaxpr.outvars]
+
+    def equation(self, eqn, ins):
+        prim, params = eqn.primitive, eqn.params
+        vals = [v for v, _ in ins]
+        lays = [lay for _, lay in ins]
+        in_avals = [x.aval for x in eqn.invars]
+        out_avals = [v.aval for v in eqn.outvars]
+        if prim is sharding_constraint_p:
+            want = self.constraint_layout(params["sharding"], len(in_avals[0].shape))
+            return [(self.relayout(vals[0], lays[0], want, in_avals[0].shape), want)]
+        if "sharding_callback" in params and not eqn.outvars:
+            return []  # inspect_array_sharding: propagation answered it when the call was placed
+        call = prim.call_jaxpr_param
+        inner = params.get(call) if call else None
+        if isinstance(inner, ClosedJaxpr) and len(inner.in_avals) == len(ins):
+            return self.interpret(inner.jaxpr, inner.consts, ins)
+        given = params.get("sharding", params.get("out_sharding"))
+        if not any(any(lay) for lay in lays) and not isinstance(given, NamedSharding):
+            return [(o, _whole(len(a.shape))) for o, a in zip(_bind(prim, vals, params), out_avals)]
+        if not isinstance(given, NamedSharding) and "sharding_callback" not in params:
+            outs = self.local_rule(prim, params, vals, lays, in_avals, out_avals)
+            if outs is not None:
+                return outs
+        return self.fallback(eqn, vals, lays, in_avals, out_avals)
+
+    def constraint_layout(self, sharding, ndim):
+        if isinstance(sharding, NamedSharding) and sharding.mesh == self.mesh:
+            return _prop.layout_of(sharding, ndim)
+        return _whole(ndim)
+
+    def local_rule(self, prim, params, vals, lays, in_avals, out_avals):
+        """The outputs of one equation computed on blocks, or None where no rule applies."""
+        if prim.kind is Kind.ELEMENTWISE and vals:
+            return self.elementwise(prim, params, vals, lays, in_avals, out_avals)
+        if prim in _COMBINE and len(vals) == 1:
+            return self.reduction(prim, params, vals[0], lays[0], in_avals[0], out_avals)
+        if prim is dot_general_p and len(vals) == 2:
+            return self.dot(prim, params, vals, lays, in_avals, out_avals)
+        if prim is broadcast_in_dim_p:
+            return self.broadcast(prim, params, vals, lays, in_avals, out_avals)
+        if prim is transpose_p:
+            perm = params["permutation"]
+            lay = tuple(lays[0][p] for p in perm)
+            return [(_bind(prim, vals, params)[0], lay)]
+        if prim is reshape_p and params.get("dimensions") is None and len(vals) == 1:
+            return self.reshape(prim, params, vals[0], lays[0], in_avals[0], out_avals[0])
+        return None
+
+    def elementwise(self, prim, params, vals, lays, in_avals, out_avals):
+        shape = tuple(out_avals[0].shape)
+        if any(tuple(a.shape) != shape for a in out_avals):
+            return None
+        aligned, pads = [], []
+        for lay, a in zip(lays, in_avals):
+            ashape = tuple(a.shape)
+            pad = len(shape) - len(ashape)
+            if pad < 0 or any(n not in (1, m) for n, m in zip(ashape, shape[pad:])):
+                return None
+            pads.append(pad)
+            aligned.append(
+                _whole(pad) + tuple(lay[d] if ashape[d] == shape[pad + d] else () for d in range(len(ashape)))
+            )
+        target = _prop._merge(aligned, len(shape))
+        if not self.fits(shape, target):
+            return None
+        moved = []
+        for v, lay, a, pad in zip(vals, lays, in_avals, pads):
+            ashape = tuple(a.shape)
+            want = tuple(target[pad + d] if ashape[d] == shape[pad + d] else () for d in range(len(ashape)))
+            moved.append(self.relayout(v, lay, want, ashape))
+        return [(o, target) for o in _bind(prim, moved, params)]
+
+    def reduction(self, prim, params, val, lay, in_aval, out_avals):
+        axes = params.get("axes")
+        if not isinstance(axes, tuple) or len(out_avals) != 1:
+            return None
+        if len(out_avals[0].shape) != len(in_aval.shape) - len(axes):
+            return None
+        out = _bind(prim, [val], params)[0]
+        over = tuple(a for d in axes for a in lay[d])
+        if over:
+            out = _COMBINE[prim](out, over)
+        return [(out, tuple(a for d, a in enumerate(lay) if d not in axes))]
+
+    def dot(self, prim, params, vals, lays, in_avals, out_avals):
+        (lc, rc), (lb, rb) = params["dimension_numbers"]
+        la, ra = list(lays[0]), list(lays[1])
+        # Contracting dimensions: both operands take one split (the lhs's where it has one).
+        summed = []
+        for a, b in zip(lc, rc):
+            split = la[a] or ra[b]
+            if split and any(x in summed for x in split):
+                split = ()
+            la[a] = ra[b] = split
+            summed += list(split)
+        # Batch dimensions: one split for both operands.
+        used = set(summed)
+        for a, b in zip(lb, rb):
+            split = la[a] or ra[b]
+            if any(x in used for x in split):
+                split = ()
+            la[a] = ra[b] = split
+            used |= set(split)
+        lfree = [d for d in range(len(la)) if d not in lc and d not in lb]
+        rfree = [d for d in range(len(ra)) if d not in rc and d not in rb]
+        # A mesh axis splits one dimension of the result: later uses are joined.
+        for side, free in ((la, lfree), (ra, rfree)):
+            for d in free:
+                if any(x in used for x in side[d]):
+                    side[d] = ()
+                used |= set(side[d])
+        if not (self.fits(in_avals[0].shape, la) and self.fits(in_avals[1].shape, ra)):
+            return None
+        x = self.relayout(vals[0], lays[0], tuple(la), in_avals[0].shape)
+        y = self.relayout(vals[1], lays[1], tuple(ra), in_avals[1].shape)
+        out = _bind(prim, [x, y], params)[0]
+        if summed:
+            out = psum(out, tuple(summed))
+        lay = tuple([la[a] for a in lb] + [la[d] for d in lfree] + [ra[d] for d in rfree])
+        return [(out, lay)]
+
+    def broadcast(self, prim, params, vals, lays, in_avals, out_avals):
+        if len(vals) != 1:
+            return None  # dynamic shapes
+        shape = tuple(params["shape"])
+        lay = [()] * len(shape)
+        want = list(lays[0])
+        for i, d in enumerate(params["broadcast_dimensions"]):
+            if in_avals[0].shape[i] == shape[d]:
+                lay[d] = lays[0][i]
+            else:
+                want[i] = ()
+        x = self.relayout(vals[0], lays[0], tuple(want), in_avals[0].shape)
+        local = dict(params, shape=self.local_shape(shape, lay))
+        return [(_bind(prim, [x], local)[0], tuple(lay))]
+
+    def reshape(self, prim, params, val, lay, in_aval, out_aval):
+        out_lay = _prop._reshape(lay, tuple(in_aval.shape), tuple(out_aval.shape), self.sizes)
+        kept = {a for a in out_lay if a}
+        want = tuple(a if a in kept else () for a in lay)
+        x = self.relayout(val, lay, want, in_aval.shape)
+        local = dict(params, new_sizes=self.local_shape(out_aval.shape, out_lay))
+        return [(_bind(prim, [x], local)[0], out_lay)]
+
+    def fallback(self, eqn, vals, lays, in_avals, out_avals):
+        """Run the equation replicated on joined operands, then cut its results per the
+        propagated layouts."""
+        prim, params = eqn.primitive, eqn.params
+        if any(any(lay) for lay in lays):
+            self.fallbacks.append(prim.name)
+        whole = [
+            self.relayout(v, lay, _whole(len(a.shape)), a.shape) for v, lay, a in zip(vals, lays, in_avals)
+        ]
+        outs = _bind(prim, whole, params)
+        if "sharding_callback" in params:
+            targets = [_whole(len(a.shape)) for a in out_avals]
+        else:
+            targets = _prop._rule(prim, params, in_avals, lays, out_avals, self.mesh, self.explicit)
+        result = []
+        for o, t, a in zip(outs, targets, out_avals):
+            t = tuple(t) if self.fits(a.shape, t) else _whole(len(a.shape))
+            result.append((self.relayout(o, _whole(len(a.shape)), t, a.shape), t))
+        return result
+
+
+def _bind(prim, vals, params):
+    out = prim.bind(*vals, **params)
+    return list(out) if prim.multiple_results else [out]
