@@ -47,6 +47,7 @@ from morphax._src.api.debugging import named_call, named_scope, pure_callback
 from morphax._src.api.environment import (
     allow_f16_reductions,
     array_garbage_collection_guard,
+    auto_pcast,
     check_tracer_leaks,
     checking_leaks,
     copy_to_host_async,
@@ -76,6 +77,7 @@ from morphax._src.api.environment import (
     process_count,
     process_index,
     process_indices,
+    remove_size_one_mesh_axis_from_type,
     softmax_custom_jvp,
     thread_guard,
     threefry_partitionable,
@@ -96,7 +98,7 @@ from morphax._src.api.jit import (
     jit,
 )
 from morphax._src.api.pmap import pmap
-from morphax._src.api.shard_map import shard_map
+from morphax._src.api.shard_map import shard_map, smap
 from morphax._src.api.tracing import ShapeDtypeStruct, eval_shape, make_jaxpr
 from morphax._src.api.vmap import vmap
 from morphax._src.config import config, enable_x64, make_user_context
@@ -141,6 +143,9 @@ ad = _SimpleNamespace(
 )
 
 __all__ = [
+    "auto_pcast",
+    "remove_size_one_mesh_axis_from_type",
+    "smap",
     "ad",
     "Device",
     "ds",

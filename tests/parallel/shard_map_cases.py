@@ -197,3 +197,20 @@ def case_errors():
         x,
     )
     raises(ValueError, "no mesh", morphax.shard_map(lambda a: a, in_specs=P(), out_specs=P()), x)
+
+
+def case_smap_over_one_axis():
+    # JAX 0.10.2 (4 devices, mesh ('x',)): jit(smap(x * axis_index('x'))) of arange(8.) is
+    # [0, 0, 2, 3, 8, 10, 18, 21].
+    mesh = morphax.make_mesh((4,), ("x",))
+    with morphax.set_mesh(mesh):
+        f = morphax.smap(lambda x: x * morphax.lax.axis_index("x"), in_axes=0, out_axes=0, axis_name="x")
+        x = jnp.arange(8.0)
+        want = np.array([0, 0, 2, 3, 8, 10, 18, 21], np.float32)
+        _close(morphax.jit(f)(x), want)
+        _close(f(x), want)
+        g = morphax.smap(lambda x, y: x + y.sum(), in_axes=(0, None), out_axes=0, axis_name="x")
+        _close(g(x, jnp.ones(3)), np.arange(8, dtype=np.float32) + 3)
+        h = morphax.smap(lambda x: morphax.lax.psum(x, "x"), in_axes=1, out_axes=1, axis_name="x")
+        m = np.arange(8, dtype=np.float32).reshape(2, 4)
+        _close(h(m), np.repeat(m.sum(1, keepdims=True), 4, 1))

@@ -21,6 +21,8 @@ from morphax._src.runtime.array import Array
 from morphax._src.runtime.devices import local_devices
 
 __all__ = [
+    "auto_pcast",
+    "remove_size_one_mesh_axis_from_type",
     "allow_f16_reductions",
     "array_garbage_collection_guard",
     "check_tracer_leaks",
@@ -139,6 +141,11 @@ thread_guard = _flag(
 )
 jax2tf_associative_scan_reductions = _flag(
     "jax2tf_associative_scan_reductions", "Accepted for JAX compatibility; no effect (jax2tf only)."
+)
+auto_pcast = _flag("jax_auto_pcast", "Accepted for JAX compatibility; no effect (sharding-in-types casts).")
+remove_size_one_mesh_axis_from_type = _flag(
+    "jax_remove_size_one_mesh_axis_from_type",
+    "Accepted for JAX compatibility; no effect (sharding in types).",
 )
 enable_custom_prng = _flag("jax_enable_custom_prng", "Accepted for JAX compatibility; no effect.")
 

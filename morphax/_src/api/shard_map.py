@@ -394,3 +394,46 @@ def _check_vma(closed, in_entries, out_entries, out_specs, axes, name):
                 "replicated over those mesh axes. If not, consider revising the corresponding out_specs "
                 "entries. If so, consider disabling the check by passing check_vma=False."
             )
+
+
+def _axis_spec(axis, ndim, axis_name, what):
+    """The PartitionSpec that maps `axis_name` over array axis `axis` (None: unmapped)."""
+    if axis is None:
+        return PartitionSpec()
+    if not isinstance(axis, int) or not -ndim <= axis < max(ndim, 1):
+        raise ValueError(f"smap: {what} axis {axis!r} is out of range for an array of rank {ndim}")
+    return PartitionSpec(*([None] * (axis % ndim)), axis_name)
+
+
+def smap(f=None, /, *, in_axes=Infer, out_axes, axis_name):
+    """`shard_map` over the one mesh axis `axis_name`, with vmap-style `in_axes`/`out_axes`
+    (JAX's `jax.smap`): each argument is split along its in_axis over the devices of that axis
+    of the current mesh (`set_mesh`), and each output is assembled along its out_axis."""
+    if f is None:
+        return functools.partial(smap, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name)
+
+    def out_spec(axis):
+        if axis is not None and (not isinstance(axis, int) or axis < 0):
+            raise ValueError(f"smap: out_axes must be non-negative ints or None, got {axis!r}")
+        return PartitionSpec() if axis is None else PartitionSpec(*([None] * axis), axis_name)
+
+    out_specs = pytree.tree_map(out_spec, out_axes, is_leaf=lambda a: a is None)
+
+    @functools.wraps(f)
+    def wrapped(*args):
+        if in_axes is Infer:
+            in_specs = Infer
+        else:
+            axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+            if len(axes) != len(args):
+                raise ValueError(f"smap: in_axes has {len(axes)} entries for {len(args)} arguments")
+            in_specs = tuple(
+                pytree.tree_map(
+                    lambda x, ax=ax, i=i: _axis_spec(ax, np.ndim(x), axis_name, f"in_axes[{i}]"), arg
+                )
+                for i, (ax, arg) in enumerate(zip(axes, args))
+            )
+        mapped = shard_map(f, out_specs=out_specs, in_specs=in_specs, axis_names={axis_name})
+        return mapped(*args)
+
+    return wrapped
