@@ -27,8 +27,12 @@ __all__ = ["run_partitioned"]
 
 
 def _mesh_of(committed, places):
-    for s in [s for _, s in committed] + [p[0] for p in places if p is not None]:
-        if isinstance(s, NamedSharding) and getattr(s.mesh, "devices", None) is not None and s.mesh.size > 1:
+    for _, s in committed:
+        if type(s) is NamedSharding and s.mesh.size > 1 and getattr(s.mesh, "devices", None) is not None:
+            return s.mesh
+    for p in places:
+        s = p[0] if p is not None else None
+        if type(s) is NamedSharding and s.mesh.size > 1 and getattr(s.mesh, "devices", None) is not None:
             return s.mesh
     return None
 

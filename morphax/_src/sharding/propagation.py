@@ -232,10 +232,8 @@ def out_shardings(closed: ClosedJaxpr, in_shardings, typed=None) -> list:
     `typed`: per input, whether its sharding is in its type (a committed array) rather than only
     given by jit's in_shardings (default: every input's is)."""
     in_shardings = tuple(in_shardings)
-    typed = tuple(True for _ in in_shardings) if typed is None else tuple(bool(t) for t in typed)
-    return memoized(
-        closed, ("out_shardings", in_shardings, typed), lambda: _out_shardings(closed, in_shardings, typed)
-    )
+    key = ("out_shardings", in_shardings) if typed is None else ("out_shardings", in_shardings, tuple(typed))
+    return memoized(closed, key, lambda: _out_shardings(closed, in_shardings, typed))
 
 
 def _constraint_mesh(jaxpr):
@@ -268,7 +266,7 @@ def _out_shardings(closed, in_shardings, typed):
         for s, a in zip(in_shardings, closed.in_avals)
     ]
     touched = [isinstance(s, NamedSharding) for s in in_shardings]
-    with_type = [t and hit for t, hit in zip(typed, touched)]
+    with_type = touched[:] if typed is None else [bool(t) and hit for t, hit in zip(typed, touched)]
     lays = propagate(closed, in_lays, mesh, explicit, touched, with_type)
     # On Explicit axes a result whose type carries its sharding names every dimension
     # (P('x', None)); one laid out only by jit's in_shardings is written as on Auto axes (P('x')),
