@@ -22,4 +22,4 @@ def test_matmuls_meshes_reductions_layout_ops_and_constraints(run_cases):
 
 
 def test_fallback_runs_replicated_and_stays_correct(run_cases):
-    run_cases("spmd_cases", ["case_fallback_is_still_correct"])
+    run_cases("spmd_cases", ["case_along_axis_ops", "case_fallback_is_still_correct"])

@@ -115,6 +115,9 @@ def _rule(prim, params, in_avals, in_lays, out_avals, mesh, explicit) -> list:
     inner = params.get(call) if call else None
     if isinstance(inner, ClosedJaxpr) and len(inner.in_avals) == len(in_lays):
         return propagate(inner, in_lays, mesh, explicit)
+    control = _control_flow(params, in_lays, out_avals, mesh, explicit)
+    if control is not None:
+        return control
     if nout == 1:
         out = out_avals[0]
         dn = params.get("dimension_numbers")
@@ -155,6 +158,43 @@ def _rule(prim, params, in_avals, in_lays, out_avals, mesh, explicit) -> list:
         )
     lay = _merge(aligned, len(shape))
     return [lay if tuple(o.shape) == shape else w for o, w in zip(out_avals, whole)]
+
+
+def _fixed_carry(body, lead, carry, rest, n_out, mesh, explicit):
+    """Loop carries' layouts: each keeps its initial layout when one trip of `body` (inputs
+    lead + carry + rest) gives it back, else becomes whole; iterated to a fixed point. Returns
+    (carry layouts, the body's outputs on them)."""
+    carry = list(carry)
+    while True:
+        outs = propagate(body, list(lead) + carry + list(rest), mesh, explicit)
+        new = [c if o == c else ((),) * len(c) for c, o in zip(carry, outs[:n_out])]
+        if new == carry:
+            return carry, outs
+        carry = new
+
+
+def _control_flow(params, in_lays, out_avals, mesh, explicit):
+    """Layouts through scan, while and cond (by their parameters), or None."""
+    if isinstance(params.get("branches"), tuple) and len(in_lays) >= 1:  # cond: index, operands
+        per_branch = [propagate(b, list(in_lays[1:]), mesh, explicit) for b in params["branches"]]
+        return [
+            lays[0] if all(lay == lays[0] for lay in lays) else ((),) * len(a.shape)
+            for lays, a in zip(zip(*per_branch), out_avals)
+        ]
+    body = params.get("body_jaxpr")
+    if isinstance(body, ClosedJaxpr) and "cond_nconsts" in params:  # while: cond consts, body consts, carry
+        nc, nb = params["cond_nconsts"], params["body_nconsts"]
+        carry, _ = _fixed_carry(
+            body, in_lays[nc : nc + nb], in_lays[nc + nb :], (), len(out_avals), mesh, explicit
+        )
+        return carry
+    body = params.get("jaxpr")
+    if isinstance(body, ClosedJaxpr) and "num_carry" in params and "length" in params:  # scan
+        nc, nk = params["num_consts"], params["num_carry"]
+        xs = [lay[1:] for lay in in_lays[nc + nk :]]  # each trip sees one slice of the scanned dim
+        carry, outs = _fixed_carry(body, in_lays[:nc], in_lays[nc : nc + nk], xs, nk, mesh, explicit)
+        return carry + [((),) + tuple(lay) for lay in outs[nk:]]
+    return None
 
 
 def _is_dot_dims(dn) -> bool:

@@ -10,7 +10,9 @@ dimension, the mesh axes splitting it: sharding/propagation.py's form) and its l
 - elementwise operations, `broadcast_in_dim`, `transpose`, `reshape` (when the split dimension
   survives), `convert_element_type`, `select_n`: local, on operands brought to one layout;
 - `reduce_sum/max/min` over a split dimension: the local reduction, then psum/pmax/pmin over the
-  axes that split the reduced dimensions;
+  axes that split the reduced dimensions; other reductions (argmax, products, logical ones) and
+  operations along dimensions (running reductions, sort, rev): local once those dimensions are
+  joined (all_gather of them alone), the others staying split;
 - `dot_general`: split batch and free dimensions stay local; a contracting dimension split on
   both operands is a local product plus psum; split on one operand only, the other operand takes
   its own block of that dimension (a local slice) first;
@@ -40,7 +42,8 @@ from morphax._src.prims import reductions as _reductions
 from morphax._src.prims.collectives import all_gather, axis_index, pmax, pmin, psum
 from morphax._src.prims.dot import dot_general_p
 from morphax._src.prims.dynamic_slicing import dynamic_slice_in_dim
-from morphax._src.prims.shape import broadcast_in_dim_p, reshape_p, transpose_p
+from morphax._src.prims.shape import broadcast_in_dim_p, reshape_p, rev_p, transpose_p
+from morphax._src.prims.sorting import sort_p
 from morphax._src.sharding import propagation as _prop
 from morphax._src.sharding.constraint import sharding_constraint_p
 from morphax._src.sharding.shardings import NamedSharding
@@ -124,6 +127,19 @@ _COMBINE = {
     _reductions.reduce_sum_p: psum,
     _reductions.reduce_max_p: pmax,
     _reductions.reduce_min_p: pmin,
+}
+
+
+# Operations along some dimensions of same-shaped operands and results (running reductions, sort,
+# rev): local once those dimensions are whole on every device; the parameter naming them.
+_ALONG = {
+    _reductions.cumsum_p: "axis",
+    _reductions.cumprod_p: "axis",
+    _reductions.cummax_p: "axis",
+    _reductions.cummin_p: "axis",
+    _reductions.cumlogsumexp_p: "axis",
+    sort_p: "dimension",
+    rev_p: "dimensions",
 }
 
 
@@ -224,8 +240,10 @@ class _Partitioner:
         """The outputs of one equation computed on blocks, or None where no rule applies."""
         if prim.kind is Kind.ELEMENTWISE and vals:
             return self.elementwise(prim, params, vals, lays, in_avals, out_avals)
-        if prim in _COMBINE and len(vals) == 1:
+        if prim.kind is Kind.REDUCE and len(vals) == 1:
             return self.reduction(prim, params, vals[0], lays[0], in_avals[0], out_avals)
+        if prim in _ALONG:
+            return self.along(prim, params, vals, lays, in_avals, out_avals)
         if prim is dot_general_p and len(vals) == 2:
             return self.dot(prim, params, vals, lays, in_avals, out_avals)
         if prim is broadcast_in_dim_p:
@@ -268,11 +286,29 @@ class _Partitioner:
             return None
         if len(out_avals[0].shape) != len(in_aval.shape) - len(axes):
             return None
-        out = _bind(prim, [val], params)[0]
         over = tuple(a for d in axes for a in lay[d])
+        if over and prim not in _COMBINE:
+            # No collective combines partial results (argmax, products, logical reductions):
+            # the reduced dimensions are joined first; the others stay split.
+            want = tuple(() if d in axes else a for d, a in enumerate(lay))
+            val, lay, over = self.relayout(val, lay, want, in_aval.shape), want, ()
+        out = _bind(prim, [val], params)[0]
         if over:
             out = _COMBINE[prim](out, over)
         return [(out, tuple(a for d, a in enumerate(lay) if d not in axes))]
+
+    def along(self, prim, params, vals, lays, in_avals, out_avals):
+        shape = tuple(in_avals[0].shape)
+        if any(tuple(a.shape) != shape for a in list(in_avals) + list(out_avals)):
+            return None
+        dims = params[_ALONG[prim]]
+        dims = set(dims) if isinstance(dims, tuple) else {dims}
+        target = list(_prop._merge(lays, len(shape)))
+        for d in dims:
+            target[d] = ()
+        target = tuple(target)
+        moved = [self.relayout(v, lay, target, shape) for v, lay in zip(vals, lays)]
+        return [(o, target) for o in _bind(prim, moved, params)]
 
     def dot(self, prim, params, vals, lays, in_avals, out_avals):
         (lc, rc), (lb, rb) = params["dimension_numbers"]
