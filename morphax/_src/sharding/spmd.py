@@ -153,6 +153,8 @@ class _Partitioner:
         self.sizes = dict(mesh_axes)
         self.explicit = all(t.name == "Explicit" for t in mesh.axis_types)
         self.fallbacks: list = []
+        # Whole results of broadcast_in_dim: id -> (result, operand, params, operand aval).
+        self.broadcasts: dict = {}
 
     # ---------------------------------------------------------------- layouts and blocks
 
@@ -172,6 +174,17 @@ class _Partitioner:
         src, dst = tuple(src), tuple(dst)
         if src == dst:
             return x
+        made = self.broadcasts.get(id(x))
+        if made is not None and made[0] is x and not any(src):
+            # A broadcast cut into blocks: broadcast the operand's block to the block's shape
+            # instead (a 1/N seed of a gradient does not become a whole-size constant sliced).
+            _, operand, params, in_aval = made
+            bdims = params["broadcast_dimensions"]
+            want = tuple(dst[d] if in_aval.shape[i] == shape[d] else () for i, d in enumerate(bdims))
+            if all(dst[d] == w for d, w in zip(bdims, want) if w) and self.fits(in_aval.shape, want):
+                block = self.relayout(operand, _whole(len(in_aval.shape)), want, in_aval.shape)
+                local = dict(params, shape=self.local_shape(shape, dst))
+                return _bind(broadcast_in_dim_p, [block], local)[0]
         cur = list(src)
         for d, (a, b) in enumerate(zip(src, dst)):
             if a and a != b:
@@ -224,7 +237,10 @@ class _Partitioner:
             return self.interpret(inner.jaxpr, inner.consts, ins)
         given = params.get("sharding", params.get("out_sharding"))
         if not any(any(lay) for lay in lays) and not isinstance(given, NamedSharding):
-            return [(o, _whole(len(a.shape))) for o, a in zip(_bind(prim, vals, params), out_avals)]
+            outs = _bind(prim, vals, params)
+            if prim is broadcast_in_dim_p and len(vals) == 1:
+                self.broadcasts[id(outs[0])] = (outs[0], vals[0], params, in_avals[0])
+            return [(o, _whole(len(a.shape))) for o, a in zip(outs, out_avals)]
         if not isinstance(given, NamedSharding) and "sharding_callback" not in params:
             outs = self.local_rule(prim, params, vals, lays, in_avals, out_avals)
             if outs is not None:
@@ -360,7 +376,10 @@ class _Partitioner:
                 want[i] = ()
         x = self.relayout(vals[0], lays[0], tuple(want), in_avals[0].shape)
         local = dict(params, shape=self.local_shape(shape, lay))
-        return [(_bind(prim, [x], local)[0], tuple(lay))]
+        out = _bind(prim, [x], local)[0]
+        if not any(lay) and not any(want):
+            self.broadcasts[id(out)] = (out, x, params, in_avals[0])
+        return [(out, tuple(lay))]
 
     def reshape(self, prim, params, val, lay, in_aval, out_aval):
         out_lay = _prop._reshape(lay, tuple(in_aval.shape), tuple(out_aval.shape), self.sizes)
