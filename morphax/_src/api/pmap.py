@@ -12,6 +12,14 @@ Results are Arrays sharded as JAX's: NamedSharding over a 1-D mesh of the device
 buffer whose shards are views; `donate_argnums` is accepted and, as JAX 0.10.2's pmap on CPU
 (whose inputs are copied onto the devices), leaves the arguments alive. As in JAX,
 pmaps do not nest (map the inner axis with vmap).
+
+After `morphax.distributed.initialize()` (under mpirun), as JAX's multi-process pmap: each process
+calls the pmap with its own devices' slices (a mapped size of at most `local_device_count()`),
+the axis spans every process's devices (psum(1) is the global count, axis_index the global
+position, process by process), and each process gets its own devices' results. Collectives
+meet among a process's device threads, then between processes in one MPI call
+(distributed/device_collectives.py). NB: the results are this process's arrays (sharded over
+its own devices), not global arrays with shards on other processes.
 """
 
 from __future__ import annotations
@@ -161,10 +169,13 @@ def pmap(
         if any(s != size for _, s in sizes):
             lines = "\n".join(f"  flat argument {i} has size {s}" for i, s in sizes)
             raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped:\n{lines}")
-        if axis_size is not None and axis_size != size:
-            raise ValueError(f"Specified axis_size {axis_size} doesn't match received axis_size {size}.")
         _check_not_nested(f"pmap({name})")
-        pmap_runner.check_device_count(name, size, device_ids)
+        # Across processes (morphax.distributed) the axis spans every process's devices.
+        global_size = pmap_runner.global_axis_size(name, size, device_ids)
+        if axis_size is not None and axis_size != global_size:
+            raise ValueError(
+                f"Specified axis_size {axis_size} doesn't match received axis_size {global_size}."
+            )
         per_device = [
             a if ax is None else ShapedArray(a.shape[:ax] + a.shape[ax + 1 :], a.dtype, a.weak_type)
             for a, ax in zip(avals, norm_axes)
@@ -176,13 +187,14 @@ def pmap(
             tuple(norm_axes),
             static_vals,
             size,
+            global_size,
             _axis_env() if _trace.ctx.trace is not _trace.base_trace() else (),
             config.trace_context(),
         )
         hit = cache.get(key)
         if hit is None:
             hit = _trace_body(
-                fun, args, kwargs, static_set, in_tree, per_device, axis_name, size, out_axes, name
+                fun, args, kwargs, static_set, in_tree, per_device, axis_name, global_size, out_axes, name
             )
             if not hit[3]:  # closing over an enclosing transformation's values: not reusable
                 cache[key] = hit
@@ -191,7 +203,7 @@ def pmap(
             *lifted,
             *leaves,
             jaxpr=closed,
-            mesh_axes=((axis_name, size),),
+            mesh_axes=((axis_name, global_size),),
             axis_size=size,
             in_axes=(None,) * len(lifted) + tuple(norm_axes),
             out_axes=flat_out_axes,
@@ -200,9 +212,8 @@ def pmap(
             name=name,
         )
         if _trace.ctx.trace is _trace.base_trace():
-            outs = pmap_runner.with_shardings(
-                outs, flat_out_axes, axis_name, device_ids or tuple(range(size))
-            )
+            local_ids = pmap_runner.participants(size, global_size, device_ids)[0]
+            outs = pmap_runner.with_shardings(outs, flat_out_axes, axis_name, local_ids)
         return pytree.tree_unflatten(out_tree, outs)
 
     return pmapped

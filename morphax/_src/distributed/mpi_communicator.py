@@ -240,6 +240,35 @@ class MPICommunicator(Communicator):
 
         return self._collective(self.rank, "all_gather_bytes", np.zeros((0,), np.uint8), {}, exchange)
 
+    def exchange_bundles(self, rank, sends: dict, receives: dict, like, key: str) -> dict:
+        """Point to point: send ``sends[q]`` (an array) to each rank q, and receive from each rank
+        p in `receives` an array of shape ``receives[p]`` and `like`'s dtype; returns {p: array}.
+        `like` (a value of the collective's per-participant shape and dtype) and `key` (what the
+        exchange is, e.g. a digest of a permutation) must agree on every rank: they are checked
+        in the header exchange. The two-level communicator of a multi-process pmap moves its
+        ppermute bundles with this (distributed/device_collectives.py)."""
+        like = np.asarray(like)
+
+        def exchange(x, what):
+            out = {int(p): np.empty(tuple(shape), like.dtype) for p, shape in receives.items()}
+            requests, peers, held = [], [], []
+            for q, value in sends.items():
+                send = _as_bytes(np.asarray(value, like.dtype))
+                held.append(send)  # alive until the sends complete
+                if send.size:
+                    requests.append(self._comm.Isend(send, dest=int(q), tag=_DATA_TAG))
+                    peers.append(None)
+            for p, value in out.items():
+                if value.size:
+                    requests.append(
+                        self._comm.Irecv(value.reshape(-1).view(np.uint8), source=p, tag=_DATA_TAG)
+                    )
+                    peers.append(p)
+            self._wait(requests, what, peers)
+            return out
+
+        return self._collective(rank, "exchange_bundles", like, {"key": str(key)}, exchange)
+
     def abort(self, rank: int, error: BaseException) -> None:
         """Tell the other processes that this one failed with `error`: their next collective on
         this communicator raises CollectiveError at once instead of waiting out the timeout. The

@@ -19,7 +19,14 @@ from collections.abc import Sequence
 from morphax._src.distributed.mpi_communicator import MPICommunicator, mpi, wait_for
 from morphax._src.runtime import devices
 
-__all__ = ["global_communicator", "initialize", "is_initialized", "launch_from_environment", "shutdown"]
+__all__ = [
+    "devices_communicator",
+    "global_communicator",
+    "initialize",
+    "is_initialized",
+    "launch_from_environment",
+    "shutdown",
+]
 
 # The (rank, size) variables MPI launchers set: Open MPI, MPICH/Intel MPI (Hydra's PMI), MVAPICH.
 _LAUNCH_VARIABLES = (
@@ -44,6 +51,10 @@ if os.getppid() == pid:
 
 class _State:
     communicator: MPICommunicator | None = None
+    # A second communicator over the same processes for the collectives of multi-process pmaps,
+    # which device threads make while the main thread may use `communicator` (multihost_utils):
+    # separate MPI communicators keep their messages apart.
+    devices_communicator: MPICommunicator | None = None
     coordinator_address: str | None = None
     shutdown_timeout: float = 300
 
@@ -155,6 +166,9 @@ def initialize(
     # NB: heartbeat_timeout_seconds is not a heartbeat here; a missing peer is noticed by the
     # collective that waits for it (morphax_collective_timeout seconds).
     joining.timeout = None
+    dup, request = comm.Idup()
+    wait_for([request], f"distributed.initialize (process {rank} of {size})", initialization_timeout)
+    _state.devices_communicator = MPICommunicator(dup)
     _state.communicator = joining
     _state.coordinator_address = coordinator_address
     _state.shutdown_timeout = shutdown_timeout_seconds
@@ -192,6 +206,9 @@ def shutdown():
     if communicator is None:
         return
     _state.communicator = None
+    if _state.devices_communicator is not None:
+        _state.devices_communicator.free()
+        _state.devices_communicator = None
     try:
         if communicator._failed is None:  # after a failed collective the peers are gone already
             communicator.timeout = _state.shutdown_timeout
@@ -208,3 +225,14 @@ def global_communicator() -> MPICommunicator:
             "morphax.distributed is not initialized: call morphax.distributed.initialize() (under mpirun) first"
         )
     return _state.communicator
+
+
+def devices_communicator() -> MPICommunicator:
+    """The communicator over all processes that multi-process pmaps use (rank = process index),
+    or a clear error before `initialize`."""
+    if _state.devices_communicator is None:
+        raise RuntimeError(
+            "morphax.distributed is not initialized: a pmap over the devices of several processes needs "
+            "morphax.distributed.initialize() (under mpirun) first"
+        )
+    return _state.devices_communicator

@@ -3,8 +3,10 @@ per-device program, traced once with the mapped axis name bound; each device run
 slice of the inputs and the results are stacked.
 
 Params: `mesh_axes`, ((name, size), ...) of the device mesh (one axis for pmap; shard_map's
-manual mesh axes), and `axis_size`, the number of devices (the product of the sizes), which
-run in row-major mesh order; `in_axes` (per input: the axis split across devices, or None
+manual mesh axes), and `axis_size`, the number of this process's devices that run it (the mapped
+size of the inputs), in row-major mesh order. In one process that is the product of the mesh
+sizes; a pmap across processes (morphax.distributed) has a mesh axis spanning every process's
+devices, and each process feeds and receives only its own devices' slices, as JAX's; `in_axes` (per input: the axis split across devices, or None
 for an input every device receives whole) and `out_axes` (per output: the axis the devices'
 results are stacked along, or None for an output every device computes alike, taken from the
 first device); `devices` (device ids, or None for the first `axis_size`), `backend`, `name`.

@@ -197,6 +197,14 @@ class ThreadCommunicator(Communicator):
                 raise type(err)(*err.args) if isinstance(err, CollectiveMismatchError) else err
             return rnd.results[rank]
 
+    def rendezvous(self, rank: int, what: str, signature, x, combine):
+        """A collective of one's own: every rank deposits (`signature`, `x`); the last to arrive
+        checks that the signatures agree and calls ``combine(values in rank order)``, which
+        returns each rank's result (or raises, and every rank raises it). With the same failure
+        and timeout handling as the built-in collectives; the two-level communicator of
+        multi-process pmaps makes its one call per process from `combine`."""
+        return self._exchange(rank, what, signature, x, combine)
+
     def _mismatch(self, entries):
         what0, sig0, _ = entries[0]
         for r, (what, sig, _) in enumerate(entries[1:], 1):

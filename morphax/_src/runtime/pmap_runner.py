@@ -16,6 +16,8 @@ import numpy as np
 
 from morphax._src.compiler.compile import compile_jaxpr
 from morphax._src.core.avals import get_aval
+from morphax._src.distributed import state as _state
+from morphax._src.distributed.device_collectives import ProcessDevicesCommunicator
 from morphax._src.higher_order import pmap as _pmap
 from morphax._src.prims import collective_axes
 from morphax._src.runtime import devices as _devices
@@ -30,8 +32,10 @@ from morphax._src.sharding.shardings import NamedSharding
 __all__ = [
     "check_device_count",
     "device_ids",
+    "global_axis_size",
     "launch",
     "mesh_bindings",
+    "participants",
     "run_on_devices",
     "stats",
     "with_shardings",
@@ -66,6 +70,65 @@ def check_device_count(name, size, devices=None):
 
 def device_ids(size, devices):
     return tuple(range(size)) if devices is None else tuple(devices)
+
+
+def global_axis_size(name, size, devices=None) -> int:
+    """The size of pmap's mapped axis across processes when each process maps `size` entries
+    (its inputs' size), checking the devices. As JAX: after morphax.distributed.initialize with
+    devices=None every process maps its own devices, `size` at most its local device count, and
+    the axis spans them all (size * process_count); with `devices` (global ids), this process maps
+    those of its own and the axis spans the list."""
+    if _devices.process_count() == 1:
+        check_device_count(name, size, devices)
+        return size
+    me = _devices.process_index()
+    if devices is None:
+        check_device_count(name, size)
+        counts = [len(_devices.local_devices(p)) for p in range(_devices.process_count())]
+        if min(counts) < size:
+            raise ValueError(
+                f"pmap({name}): each process maps {size} entries onto its own devices, but the processes "
+                f"have {counts} devices; map at most {min(counts)} entries per process"
+            )
+        return size * _devices.process_count()
+    owners = _owners(name, devices)
+    mine = sum(1 for p in owners if p == me)
+    if mine == len(devices):
+        check_device_count(name, size, devices)
+        return size
+    if mine != size:
+        raise ValueError(
+            f"pmap({name}): the mapped axis has size {size} in process {me}, but devices= lists {mine} of "
+            "its devices; each process passes one slice per device of its own in the list."
+        )
+    return len(devices)
+
+
+def _owners(name, devices):
+    by_id = {d.id: d for d in _devices.devices()}
+    missing = [i for i in devices if i not in by_id]
+    if missing:
+        raise ValueError(f"pmap({name}): devices= names unknown device ids {missing}")
+    return [by_id[i].process_index for i in devices]
+
+
+def participants(axis_size, global_size, devices):
+    """(ids of this process's devices that run the map, their ranks among all participants, and
+    the process of each rank, or None when all are this process's)."""
+    if devices is None:
+        if global_size == axis_size:
+            return tuple(d.id for d in _devices.local_devices()[:axis_size]), tuple(range(axis_size)), None
+        every = [d for p in range(_devices.process_count()) for d in _devices.local_devices(p)[:axis_size]]
+        layout = [d.process_index for d in every]
+        ids = [d.id for d in every]
+    else:
+        ids, layout = list(devices), _owners("", devices)
+    me = _devices.process_index()
+    ranks = tuple(r for r, p in enumerate(layout) if p == me)
+    mine = tuple(ids[r] for r in ranks)
+    if len(ranks) == len(layout):
+        return mine, tuple(range(len(ranks))), None
+    return mine, ranks, layout
 
 
 def _host(x, dtype):
@@ -187,10 +250,23 @@ def _stack(outs, out_axes):
 
 
 def _prepare(jaxpr, mesh_axes, axis_size, devices, backend, name):
-    check_device_count(name, axis_size, devices)
-    ids = device_ids(axis_size, devices)
+    global_size = int(np.prod([s for _, s in mesh_axes]))
+    if global_size == axis_size:
+        check_device_count(name, axis_size, devices)
+    ids, ranks, layout = participants(axis_size, global_size, devices)
     executable = compile_jaxpr(jaxpr, f"pmap_{name}", backend)
-    return ids, executable, mesh_bindings(mesh_axes, ThreadCommunicator(axis_size))
+    if layout is None:
+        return ids, executable, mesh_bindings(mesh_axes, ThreadCommunicator(axis_size))
+    # The devices of several processes (morphax.distributed): collectives meet among this
+    # process's devices, then between processes.
+    if len(mesh_axes) != 1:
+        raise NotImplementedError(
+            f"{name}: a map over a mesh of several axes across processes is not supported yet; "
+            "map one axis across processes (pmap)"
+        )
+    comm = ProcessDevicesCommunicator(_state.devices_communicator(), layout)
+    axis = mesh_axes[0][0]
+    return ids, executable, lambda r: {axis: (comm, ranks[r])}
 
 
 def _run_pmap(np_args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, name):

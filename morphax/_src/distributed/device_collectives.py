@@ -1,0 +1,202 @@
+"""`ProcessDevicesCommunicator`: the Communicator of a pmap whose devices belong to several
+processes (after ``morphax.distributed.initialize()``): participants are device threads of every
+process, ranked across processes.
+
+Two levels: a collective first meets among the process's own device threads (a
+`ThreadCommunicator` rendezvous, which checks that they agree); the last local thread to arrive
+then makes one MPI call on behalf of all of them, carrying the stacked local blocks (an all-gather
+for all_reduce and all_gather, an all-to-all of per-process bundles for all_to_all, point-to-point
+bundles for ppermute), and hands each local thread its result. Reductions fold the values in
+global rank order, so results equal a one-process run's bit for bit. A failure anywhere stops
+both levels: a device that fails aborts the local rendezvous (its siblings raise) and the MPI
+communicator (the other processes' next collective raises); a failure reported by another
+process is raised to every local thread.
+
+Every process must run the same pmaps with the same number of local participants (as JAX
+requires)."""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+import numpy as np
+
+from morphax._src.runtime.communicators import CollectiveMismatchError, Communicator, ThreadCommunicator
+
+__all__ = ["ProcessDevicesCommunicator"]
+
+_REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+
+
+def _describe(x) -> str:
+    return f"{np.dtype(x.dtype).name}{list(x.shape)}"
+
+
+class ProcessDevicesCommunicator(Communicator):
+    """Collectives between devices of several processes. `processes`: the MPICommunicator over
+    all processes (rank = process index); `layout[r]`: the process of participant r (every process
+    appears, each as often). Local device threads call with their global rank."""
+
+    def __init__(self, processes, layout, timeout: float | None = None):
+        self.size = len(layout)
+        self._mpi = processes
+        self._me = processes.rank
+        count = processes.size
+        self._ranks_of = [[r for r, p in enumerate(layout) if p == q] for q in range(count)]
+        per_process = {len(ranks) for ranks in self._ranks_of}
+        if len(per_process) != 1 or 0 in per_process:
+            raise ValueError(
+                "pmap across processes: every process must take part with the same number of devices, "
+                f"but the participants' processes are {list(layout)} over {count} processes"
+            )
+        self._local = ThreadCommunicator(len(self._ranks_of[self._me]), timeout)
+        self._position = {r: i for i, r in enumerate(self._ranks_of[self._me])}
+        # Global rank -> (process, position among that process's participants).
+        self._where = {r: (q, i) for q, ranks in enumerate(self._ranks_of) for i, r in enumerate(ranks)}
+
+    def __repr__(self):
+        return f"ProcessDevicesCommunicator(size={self.size}, processes={len(self._ranks_of)})"
+
+    def _local_rank(self, rank, what):
+        try:
+            return self._position[rank]
+        except KeyError:
+            raise ValueError(
+                f"{what}: rank {rank} is not one of this process's participants "
+                f"{self._ranks_of[self._me]} (of {self.size})"
+            ) from None
+
+    def abort(self, rank: int, error: BaseException) -> None:
+        """Participant `rank` failed: its siblings in this process raise at once, and the other
+        processes raise at their next collective."""
+        self._local.abort(self._position.get(rank, 0), error)
+        self._mpi.abort(self._me, error)
+
+    def _meet(self, rank, what, signature, x, combine):
+        local = self._local_rank(rank, what)
+        count = len(self._position)
+
+        def across_processes(values):
+            try:
+                return combine(values)
+            except CollectiveMismatchError as e:
+                # The MPI level sees this process's devices' values stacked: say so.
+                raise CollectiveMismatchError(
+                    f"{what} across processes, each process's {count} device value(s) stacked along a "
+                    f"leading axis: {e}"
+                ) from None
+
+        return self._local.rendezvous(local, what, signature, x, across_processes)
+
+    def _by_rank(self, values):
+        """Every participant's value in global rank order, gathered from all processes."""
+        gathered = self._mpi.all_gather(self._me, np.stack(values))  # (processes, local, ...)
+        out = [None] * self.size
+        for r, (q, i) in self._where.items():
+            out[r] = gathered[q, i]
+        return out
+
+    def _same_for_all(self, value):
+        return [value if i == 0 else value.copy() for i in range(len(self._position))]
+
+    # ----------------------------------------------------------------------------- operations
+
+    def all_reduce(self, rank, x, op):
+        if op not in _REDUCERS:
+            raise ValueError(f"all_reduce: op must be one of {sorted(_REDUCERS)}, got {op!r}")
+        x = np.asarray(x)
+        fn = _REDUCERS[op]
+
+        def combine(values):
+            every = self._by_rank(values)
+            total = every[0]
+            for v in every[1:]:  # in global rank order, as ThreadCommunicator: the same rounding
+                total = fn(total, v)
+            return self._same_for_all(np.asarray(total, dtype=x.dtype))
+
+        return self._meet(rank, f"all_reduce({op})", _describe(x), x, combine)
+
+    def all_gather(self, rank, x):
+        x = np.asarray(x)
+        return self._meet(
+            rank,
+            "all_gather",
+            _describe(x),
+            x,
+            lambda values: self._same_for_all(np.stack(self._by_rank(values))),
+        )
+
+    def all_to_all(self, rank, x, split_axis, concat_axis):
+        x = np.asarray(x)
+        n = self.size
+        if x.shape[split_axis] % n:
+            raise ValueError(
+                f"all_to_all: the split axis {split_axis} of {_describe(x)} is not divisible by the "
+                f"communicator size {n}"
+            )
+        mine = self._ranks_of[self._me]
+
+        def combine(values):
+            blocks = [np.split(v, n, axis=split_axis) for v in values]
+            # To process q: for each local sender i, its blocks for q's participants.
+            bundles = np.stack(
+                [np.stack([np.stack([b[d] for d in ranks]) for b in blocks]) for ranks in self._ranks_of]
+            )  # (processes, local senders, their receivers, *block)
+            received = self._mpi.all_to_all(self._me, bundles, 0, 0)  # (processes, senders, mine, *block)
+            results = []
+            for k in range(len(mine)):
+                parts = [received[self._where[s][0], self._where[s][1], k] for s in range(n)]
+                results.append(np.concatenate(parts, axis=concat_axis))
+            return results
+
+        sig = (_describe(x), int(split_axis), int(concat_axis))
+        return self._meet(rank, "all_to_all", sig, x, combine)
+
+    def ppermute(self, rank, x, perm):
+        x = np.asarray(x)
+        perm = tuple((int(s), int(d)) for s, d in perm)
+        for s, d in perm:
+            if not (0 <= s < self.size and 0 <= d < self.size):
+                raise ValueError(f"ppermute: pair {(s, d)} of perm names a rank outside 0..{self.size - 1}")
+        me = self._me
+
+        def combine(values):
+            out = [None] * len(values)
+            sends, receives, incoming = {}, {}, {}
+            for s, d in perm:
+                (ps, i), (pd, k) = self._where[s], self._where[d]
+                if ps == me and pd == me:
+                    out[k] = values[i].copy()
+                elif ps == me:
+                    sends.setdefault(pd, []).append(values[i])
+                elif pd == me:
+                    incoming.setdefault(ps, []).append(k)
+            for p, targets in incoming.items():
+                receives[p] = (len(targets), *x.shape)
+            if sends or receives or len(self._ranks_of) > 1:
+                digest = zlib.crc32(json.dumps(sorted(perm)).encode())
+                got = self._mpi.exchange_bundles(
+                    me, {q: np.stack(v) for q, v in sends.items()}, receives, values[0], f"ppermute {digest}"
+                )
+                for p, targets in incoming.items():
+                    for j, k in enumerate(targets):
+                        out[k] = got[p][j]
+            return [np.zeros_like(values[0]) if o is None else o for o in out]
+
+        return self._meet(rank, "ppermute", (_describe(x), perm), x, combine)
+
+    def barrier(self, rank):
+        def combine(values):
+            self._mpi.barrier(self._me)
+            return [None] * len(values)
+
+        self._meet(rank, "barrier", None, None, combine)
+
+    def subgroups(self, groups) -> list:
+        # NB: pmap binds one axis; groups (axis_index_groups, several mesh axes) across processes
+        # are not supported yet.
+        raise NotImplementedError(
+            "collectives over groups of devices (axis_index_groups, shard_map over several mesh axes) are "
+            "not supported across processes yet; use them within one process's devices"
+        )
