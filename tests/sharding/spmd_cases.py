@@ -201,7 +201,7 @@ def case_reductions_layout_ops_and_constraints():
     assert spmd_stats.calls == 0 and not spmd_stats.device_runs
 
 
-# ---------------------------------------------------------------------------------- fallbacks
+# ------------------------------------------------------------------ operations along dimensions
 
 
 def case_along_axis_ops():
@@ -241,6 +241,68 @@ def case_along_axis_ops():
         assert "all_gather" in _program()
 
 
+def case_batched_linear_algebra_and_ffts():
+    """Split batch dimensions: every device factors its own matrices (JAX's shardings)."""
+    explicit = morphax.make_mesh((4,), ("x",))
+    auto = morphax.make_mesh((4,), ("x",), axis_types=(AxisType.Auto,))
+    b = np.eye(3, dtype=np.float32) * 3 + RNG.normal(size=(8, 3, 3)).astype(np.float32) * 0.3
+    spd = b @ np.swapaxes(b, 1, 2)
+    c = (RNG.normal(size=(8, 8)) + 1j * RNG.normal(size=(8, 8))).astype(np.complex64)
+    cases = [
+        (auto, jnp.linalg.inv, b, np.linalg.inv(b), P("x")),
+        (explicit, jnp.linalg.cholesky, spd, np.linalg.cholesky(spd), P("x", None, None)),
+        (explicit, lambda v: jnp.linalg.eigh(v)[0], spd, np.linalg.eigvalsh(spd), P("x", None)),
+        (explicit, lambda v: jnp.abs(jnp.linalg.qr(v)[1]), b, np.abs(np.linalg.qr(b)[1]), P("x", None, None)),
+        (explicit, jnp.fft.fft, c, np.fft.fft(c), P("x", None)),
+    ]
+    for mesh, fn, a, want, spec in cases:
+        spmd_stats.reset()
+        out = morphax.jit(fn)(_put(a, mesh, P("x")))
+        _close(out, want, rtol=1e-4, atol=1e-4)
+        assert out.sharding.spec == spec, (out.sharding, spec)
+        _shards_match(out)
+        _ran_partitioned()
+        assert "all_gather" not in _program()
+
+
+def case_slices_pads_concatenations_gathers():
+    """Data movement that keeps the split dimension whole stays local (JAX's shardings); along
+    the split dimension the operand is joined first, and the result cut again."""
+    explicit = morphax.make_mesh((4,), ("x",))
+    auto = morphax.make_mesh((4,), ("x",), axis_types=(AxisType.Auto,))
+    x = RNG.normal(size=(8, 6)).astype(np.float32)
+    idx = np.array([5, 0, 3])
+    local = [
+        (lambda v: jnp.concatenate([v, v * 2], axis=1), np.concatenate([x, x * 2], axis=1)),
+        (lambda v: v.reshape(8, 1, 6).squeeze(1) + 1, x + 1),
+        (lambda v: jnp.pad(v, ((0, 0), (1, 2))), np.pad(x, ((0, 0), (1, 2)))),
+        (lambda v: v[:, 1:4], x[:, 1:4]),
+        (lambda v: v[:, jnp.asarray(idx)], x[:, idx]),
+        (lambda v: v.at[:, jnp.asarray([5, 0, 9])].get(mode="fill", fill_value=-1.0), np.where([1, 1, 0], x[:, [5, 0, 0]], -1.0)),
+    ]  # fmt: skip
+    for fn, want in local:
+        spmd_stats.reset()
+        out = morphax.jit(fn)(_put(x, explicit, P("x")))
+        _close(out, want)
+        assert out.sharding.spec == P("x", None), out.sharding
+        _shards_match(out)
+        _ran_partitioned()
+        assert "all_gather" not in _program(), _program()
+    joined = [
+        (explicit, lambda v: jnp.concatenate([v, v], axis=0), np.concatenate([x, x]), P("x", None)),
+        (explicit, lambda v: v[2:6] * 2, x[2:6] * 2, P("x", None)),
+        (auto, lambda v: jnp.pad(v, ((1, 0), (0, 0))), np.pad(x, ((1, 0), (0, 0))), P()),
+        (auto, lambda v: v[jnp.asarray(idx)], x[idx], P()),
+    ]
+    for mesh, fn, want, spec in joined:
+        spmd_stats.reset()
+        out = morphax.jit(fn)(_put(x, mesh, P("x")))
+        _close(out, want)
+        assert out.sharding.spec == spec, (out.sharding, spec)
+        _shards_match(out)
+        _ran_partitioned()
+
+
 # ---------------------------------------------------------------------------------- fallbacks
 
 
@@ -264,13 +326,25 @@ def case_fallback_is_still_correct():
         _ran_partitioned(fallbacks=1)
         assert dict(spmd_stats.fallback_primitives) == {"scan": 1}
         assert "all_gather" in _program()
-    # A gather (indexing with an array) between partitioned operations.
+    # A scatter between partitioned operations (JAX's sharding: the operand's).
+    for mesh, spec in ((explicit, P("x", None)), (auto, P("x"))):
+        spmd_stats.reset()
+        out = morphax.jit(lambda v: jnp.sin(v.at[:, jnp.asarray([5, 0, 3])].add(1.0)) * 2)(
+            _put(x, mesh, P("x"))
+        )
+        want = x.copy()
+        want[:, [5, 0, 3]] += 1.0
+        _close(out, np.sin(want) * 2)
+        assert out.sharding.spec == spec, (out.sharding, spec)
+        _shards_match(out)
+        _ran_partitioned(fallbacks=1)
+        assert dict(spmd_stats.fallback_primitives) == {"scatter-add": 1}, spmd_stats.fallback_primitives
+    # Linear algebra on a matrix split along a matrix dimension (Auto axes: JAX gives a
+    # replicated result).
+    m = RNG.normal(size=(8, 8)).astype(np.float32) + 8 * np.eye(8, dtype=np.float32)
     spmd_stats.reset()
-    idx = jnp.asarray([5, 0, 3])
-    out = morphax.jit(lambda v, i: jnp.sort(v * 2, axis=1)[:, i].sum(1))(_put(x, explicit, P("x")), idx)
-    _close(out, np.sort(x * 2, axis=1)[:, [5, 0, 3]].sum(1), rtol=1e-5, atol=1e-5)
-    # NB: JAX gives P('x'); morphax's propagation does not carry splits through gather yet (the
-    # result is replicated), which the partitioned program follows.
-    assert out.sharding.mesh == explicit
-    assert spmd_stats.calls == 1 and dict(spmd_stats.device_runs) == {d: 1 for d in range(4)}
-    assert spmd_stats.fallbacks >= 1 and "sort" not in spmd_stats.fallback_primitives
+    out = morphax.jit(lambda v: jnp.linalg.inv(v) * 2)(_put(m, auto, P("x")))
+    _close(out, np.linalg.inv(m) * 2, rtol=1e-4, atol=1e-5)
+    assert out.sharding.spec == P()
+    _ran_partitioned(fallbacks=1)
+    assert dict(spmd_stats.fallback_primitives) == {"lu": 1}, spmd_stats.fallback_primitives

@@ -21,5 +21,13 @@ def test_matmuls_meshes_reductions_layout_ops_and_constraints(run_cases):
     )
 
 
-def test_fallback_runs_replicated_and_stays_correct(run_cases):
-    run_cases("spmd_cases", ["case_along_axis_ops", "case_fallback_is_still_correct"])
+def test_other_operations_partitioned_or_fall_back_correctly(run_cases):
+    run_cases(
+        "spmd_cases",
+        [
+            "case_along_axis_ops",
+            "case_batched_linear_algebra_and_ffts",
+            "case_slices_pads_concatenations_gathers",
+            "case_fallback_is_still_correct",
+        ],
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from morphax._src.core.memo import memoized
+from morphax._src.core.primitive import Kind
 from morphax._src.sharding.mesh import AxisType, Mesh
 from morphax._src.sharding.partition_spec import PartitionSpec, layout_key
 from morphax._src.sharding.shardings import NamedSharding, Sharding
@@ -142,6 +143,11 @@ def _rule(prim, params, in_avals, in_lays, out_avals, mesh, explicit) -> list:
             return [tuple(in_lays[0][p] for p in perm)]
         if len(in_lays) == 1 and "new_sizes" in params and params.get("dimensions") is None:
             return [_reshape(in_lays[0], in_avals[0].shape, out.shape, sizes)]
+        shaped = _shape_rule(params, in_avals, in_lays, out, sizes)
+        if shaped is not None:
+            return [shaped]
+    if getattr(prim, "kind", None) is Kind.OPAQUE and is_core_op(prim, params, in_avals, out_avals):
+        return core_rule(params, in_avals, in_lays, out_avals)[2]
     # Elementwise (NumPy broadcasting, as eager binary ops allow): each operand dimension of the
     # output's size keeps its split.
     shape = tuple(out_avals[0].shape)
@@ -195,6 +201,100 @@ def _control_flow(params, in_lays, out_avals, mesh, explicit):
         carry, outs = _fixed_carry(body, in_lays[:nc], in_lays[nc : nc + nk], xs, nk, mesh, explicit)
         return carry + [((),) + tuple(lay) for lay in outs[nk:]]
     return None
+
+
+def _dividing(lay, shape, sizes) -> tuple:
+    """`lay` without the splits that do not divide their dimension."""
+    out = []
+    for axes, n in zip(lay, shape):
+        parts = 1
+        for a in axes:
+            parts *= sizes.get(a, 1)
+        out.append(axes if n % parts == 0 else ())
+    return tuple(out)
+
+
+def _shape_rule(params, in_avals, in_lays, out, sizes):
+    """Squeeze, slices, padding, concatenation, gathers and scatters (by their parameters), or None. As JAX
+    gives them: a slice keeps its operand's splits (also on a sliced dimension, when they divide
+    it), padding joins the padded dimensions, a concatenation keeps its operands' splits, a
+    gather passes on the splits of operand dimensions it takes whole, and a scatter keeps its
+    operand's."""
+    rank = len(out.shape)
+    first = in_avals[0].shape if in_avals else None
+    dims = params.get("dimensions")
+    if len(in_lays) == 1 and isinstance(dims, tuple) and rank == len(first) - len(dims):  # squeeze
+        return tuple(a for d, a in enumerate(in_lays[0]) if d not in dims)
+    if len(in_lays) == 1 and "start_indices" in params and "limit_indices" in params:  # slice
+        return _dividing(in_lays[0], out.shape, sizes)
+    cfg = params.get("padding_config")
+    if isinstance(cfg, tuple) and len(cfg) == rank and in_lays:  # pad
+        return tuple(() if any(p) else a for a, p in zip(in_lays[0], cfg))
+    dim = params.get("dimension")
+    if (
+        isinstance(dim, int)
+        and in_lays
+        and "num_keys" not in params
+        and all(len(a.shape) == rank for a in in_avals)
+        and all(a.shape[k] == out.shape[k] for a in in_avals for k in range(rank) if k != dim)
+    ):  # concatenate
+        return _dividing(_merge(in_lays, rank), out.shape, sizes)
+    dn = params.get("dimension_numbers")
+    if hasattr(dn, "update_window_dims") and in_lays and tuple(first) == tuple(out.shape):  # scatter
+        return _dividing(in_lays[0], out.shape, sizes)
+    if len(in_lays) == 2 and hasattr(dn, "offset_dims") and "slice_sizes" in params:  # gather
+        lay = [()] * rank
+        # Batch dimensions of the result: those of the indices (all but the index vector).
+        batch_out = [d for d in range(rank) if d not in dn.offset_dims]
+        for o, k in zip(batch_out, range(len(in_avals[1].shape) - 1)):
+            lay[o] = in_lays[1][k]
+        for d, o in zip(gather_offset_operand_dims(dn, len(first)), dn.offset_dims):
+            if params["slice_sizes"][d] == first[d]:
+                lay[o] = in_lays[0][d]
+        return _dedupe(lay)
+    return None
+
+
+def gather_offset_operand_dims(dn, ndim) -> list:
+    """The operand dimensions a gather's offset (window) dimensions come from, in order."""
+    skip = set(dn.collapsed_slice_dims) | set(getattr(dn, "operand_batching_dims", ()) or ())
+    return [d for d in range(ndim) if d not in skip]
+
+
+_ALONG_PARAMS = ("axis", "axes", "dimension", "dimensions", "window_strides", "window_dimensions")
+
+
+def is_core_op(prim, params, in_avals, out_avals) -> bool:
+    """A library operation on the trailing core dimensions of its operands, batched over the
+    leading ones (linear algebra, FFTs): one without a parameter naming the dimensions it works
+    along, and not a pass-through of its operands (optimization_barrier)."""
+    if not in_avals or any(k in params for k in _ALONG_PARAMS):
+        return False
+    if prim.multiple_results and len(in_avals) == len(out_avals):
+        if all(tuple(a.shape) == tuple(o.shape) and a.dtype == o.dtype for a, o in zip(in_avals, out_avals)):
+            return False
+    return True
+
+
+def core_rule(params, in_avals, in_lays, out_avals):
+    """(number of batch dimensions, their splits, output layouts) of a core operation: the leading batch
+    dimensions (all but the last two, or but the FFT's) keep the splits of the operands sharing
+    them; the core dimensions are whole, as JAX gives them."""
+    lengths = params.get("fft_lengths")
+    core = len(lengths) if isinstance(lengths, tuple) else 2
+    first = tuple(in_avals[0].shape)
+    nb = max(len(first) - core, 0)
+    batch = first[:nb]
+    lead = [lay[:nb] for lay, a in zip(in_lays, in_avals) if tuple(a.shape[:nb]) == batch]
+    merged = _merge(lead, nb) if lead else ((),) * nb
+    outs = []
+    for o in out_avals:
+        rank = len(o.shape)
+        if rank >= nb and tuple(o.shape[:nb]) == batch:
+            outs.append(tuple(merged) + ((),) * (rank - nb))
+        else:
+            outs.append(((),) * rank)
+    return nb, tuple(merged), outs
 
 
 def _is_dot_dims(dn) -> bool:

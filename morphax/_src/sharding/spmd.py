@@ -40,9 +40,12 @@ from morphax._src.core.primitive import Kind
 from morphax._src.higher_order.pmap import axis_frame
 from morphax._src.prims import reductions as _reductions
 from morphax._src.prims.collectives import all_gather, axis_index, pmax, pmin, psum
+from morphax._src.prims.concatenate import concatenate_p
 from morphax._src.prims.dot import dot_general_p
 from morphax._src.prims.dynamic_slicing import dynamic_slice_in_dim
-from morphax._src.prims.shape import broadcast_in_dim_p, reshape_p, rev_p, transpose_p
+from morphax._src.prims.gather_scatter_add import gather_p
+from morphax._src.prims.shape import broadcast_in_dim_p, reshape_p, rev_p, squeeze_p, transpose_p
+from morphax._src.prims.slicing import pad_p, slice_p
 from morphax._src.prims.sorting import sort_p
 from morphax._src.sharding import propagation as _prop
 from morphax._src.sharding.constraint import sharding_constraint_p
@@ -270,7 +273,108 @@ class _Partitioner:
             return [(_bind(prim, vals, params)[0], lay)]
         if prim is reshape_p and params.get("dimensions") is None and len(vals) == 1:
             return self.reshape(prim, params, vals[0], lays[0], in_avals[0], out_avals[0])
+        if prim is squeeze_p:
+            dims = params["dimensions"]
+            return [(_bind(prim, vals, params)[0], tuple(a for d, a in enumerate(lays[0]) if d not in dims))]
+        if prim is slice_p:
+            return self.slice(prim, params, vals[0], lays[0], in_avals[0])
+        if prim is pad_p and len(vals) == 2:
+            cfg = params["padding_config"]
+            want = tuple(() if any(p) else a for a, p in zip(lays[0], cfg))
+            x = self.relayout(vals[0], lays[0], want, in_avals[0].shape)
+            y = self.relayout(vals[1], lays[1], (), ())
+            return [(_bind(prim, [x, y], params)[0], want)]
+        if prim is concatenate_p:
+            return self.concatenate(prim, params, vals, lays, in_avals, out_avals[0])
+        if prim is gather_p and len(vals) == 2:
+            return self.gather(prim, params, vals, lays, in_avals, out_avals[0])
+        if prim.kind is Kind.OPAQUE and _prop.is_core_op(prim, params, in_avals, out_avals):
+            return self.batched(prim, params, vals, lays, in_avals, out_avals)
         return None
+
+    def batched(self, prim, params, vals, lays, in_avals, out_avals):
+        """Linear algebra and FFTs over split batch dimensions: each device works on its own
+        matrices (the core dimensions joined first)."""
+        nb, merged, outs = _prop.core_rule(params, in_avals, lays, out_avals)
+        if not any(merged):
+            return None
+        batch = tuple(in_avals[0].shape[:nb])
+        if any(tuple(a.shape[:nb]) != batch for a in in_avals):
+            return None
+        moved = [
+            self.relayout(v, lay, merged + _whole(len(a.shape) - nb), a.shape)
+            for v, lay, a in zip(vals, lays, in_avals)
+        ]
+        return list(zip(_bind(prim, moved, params), [tuple(o) for o in outs]))
+
+    def slice(self, prim, params, val, lay, aval):
+        """Dimensions taken whole keep their split (their limit becomes the block's); the
+        others are joined first."""
+        start, limit, strides = params["start_indices"], params["limit_indices"], params["strides"]
+        strides = strides or (1,) * len(start)
+        want = tuple(
+            a if (s == 0 and e == n and st == 1) else ()
+            for a, s, e, st, n in zip(lay, start, limit, strides, aval.shape)
+        )
+        x = self.relayout(val, lay, want, aval.shape)
+        local = self.local_shape(aval.shape, want)
+        limits = tuple(m if w else e for m, w, e in zip(local, want, limit))
+        return [(_bind(prim, [x], dict(params, limit_indices=limits))[0], want)]
+
+    def concatenate(self, prim, params, vals, lays, in_avals, out_aval):
+        dim = params["dimension"]
+        rank = len(out_aval.shape)
+        target = list(_prop._merge(lays, rank))
+        target[dim] = ()  # blocks of a split concatenated dimension do not concatenate locally
+        target = tuple(target)
+        if not self.fits(out_aval.shape, target):
+            return None
+        moved = [self.relayout(v, lay, target, a.shape) for v, lay, a in zip(vals, lays, in_avals)]
+        return [(_bind(prim, moved, params)[0], target)]
+
+    def gather(self, prim, params, vals, lays, in_avals, out_aval):
+        """Each device gathers from its block: operand dimensions taken whole keep their split,
+        the indices keep theirs on their batch dimensions (a batching dimension pair shares one
+        split); the other operand dimensions and the index vector are joined first."""
+        dn, sizes = params["dimension_numbers"], params["slice_sizes"]
+        shape, ishape = tuple(in_avals[0].shape), tuple(in_avals[1].shape)
+        rank = len(out_aval.shape)
+        offset = _prop.gather_offset_operand_dims(dn, len(shape))
+        obatch = tuple(getattr(dn, "operand_batching_dims", ()) or ())
+        ibatch = tuple(getattr(dn, "start_indices_batching_dims", ()) or ())
+        want_x, want_i = [()] * len(shape), [()] * len(ishape)
+        used: set = set()
+
+        def take(axes):
+            if not axes or any(a in used for a in axes):
+                return ()
+            used.update(axes)
+            return axes
+
+        for d, k in zip(obatch, ibatch):
+            want_x[d] = want_i[k] = take(lays[1][k] or lays[0][d])
+        for k in range(len(ishape) - 1):
+            if k not in ibatch:
+                want_i[k] = take(lays[1][k])
+        for d in offset:
+            if sizes[d] == shape[d] and d not in dn.start_index_map:
+                want_x[d] = take(lays[0][d])
+        want_x, want_i = tuple(want_x), tuple(want_i)
+        if not (self.fits(shape, want_x) and self.fits(ishape, want_i)):
+            return None
+        x = self.relayout(vals[0], lays[0], want_x, shape)
+        i = self.relayout(vals[1], lays[1], want_i, ishape)
+        local_sizes = tuple(
+            m if (want_x[d] and d not in obatch) else n
+            for d, (m, n) in enumerate(zip(self.local_shape(shape, want_x), sizes))
+        )
+        out = _bind(prim, [x, i], dict(params, slice_sizes=local_sizes))[0]
+        lay = [()] * rank
+        for o, k in zip([d for d in range(rank) if d not in dn.offset_dims], range(len(ishape) - 1)):
+            lay[o] = want_i[k]
+        for d, o in zip(offset, dn.offset_dims):
+            lay[o] = want_x[d]
+        return [(out, tuple(lay))]
 
     def elementwise(self, prim, params, vals, lays, in_avals, out_avals):
         shape = tuple(out_avals[0].shape)
