@@ -16,6 +16,8 @@ dimension, the mesh axes splitting it: sharding/propagation.py's form) and its l
 - `dot_general`: split batch and free dimensions stay local; a contracting dimension split on
   both operands is a local product plus psum; split on one operand only, the other operand takes
   its own block of that dimension (a local slice) first;
+- squeeze, slice, pad, concatenate and gather on dimensions they take whole; linear algebra and
+  FFTs over split batch dimensions;
 - sharding constraints move their operand to their layout (slices to split, all_gather to join);
 - calls (pjit, checkpoint, custom rules) are partitioned through their bodies;
 - anything else falls back: its split operands are all-gathered, it runs replicated on every
