@@ -37,8 +37,18 @@ def _mesh_of(committed, places):
     return None
 
 
-def _lay(s, mesh, ndim):
-    return layout_of(s if isinstance(s, NamedSharding) and s.mesh == mesh else None, ndim)
+def _lay(s, mesh, shape):
+    """The layout of a value of `shape` placed per `s` (whole where `s` is not on `mesh`, or
+    where its split would not divide the dimension)."""
+    lay = layout_of(s if isinstance(s, NamedSharding) and s.mesh == mesh else None, len(shape))
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    for axes, n in zip(lay, shape):
+        parts = 1
+        for a in axes:
+            parts *= sizes[a]
+        if n % parts:
+            return ((),) * len(shape)
+    return lay
 
 
 def _index(lay, shape, coords, sizes):
@@ -67,8 +77,8 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
     if mesh is None:
         return None
     given = dict(committed)
-    in_lays = [_lay(given.get(i), mesh, len(a.shape)) for i, a in enumerate(closed.in_avals)]
-    out_lays = [_lay(p[0] if p else None, mesh, len(a.shape)) for p, a in zip(places, closed.out_avals)]
+    in_lays = [_lay(given.get(i), mesh, a.shape) for i, a in enumerate(closed.in_avals)]
+    out_lays = [_lay(p[0] if p else None, mesh, a.shape) for p, a in zip(places, closed.out_avals)]
     if not any(any(lay) for lay in in_lays + out_lays):
         return None
     part = partition(closed, in_lays, out_lays, mesh)

@@ -233,6 +233,8 @@ class _Partitioner:
         out_avals = [v.aval for v in eqn.outvars]
         if prim is sharding_constraint_p:
             want = self.constraint_layout(params["sharding"], len(in_avals[0].shape))
+            if not self.fits(in_avals[0].shape, want):
+                want = _whole(len(want))  # a split that does not divide: kept whole
             return [(self.relayout(vals[0], lays[0], want, in_avals[0].shape), want)]
         if "sharding_callback" in params and not eqn.outvars:
             return []  # inspect_array_sharding: propagation answered it when the call was placed
