@@ -43,6 +43,10 @@ def cases(total):
             morphax.pmap(lambda v: (lax.pmean(v, "i"), lax.pmax(v, "i"), lax.pmin(v, "i")), "i"),
             (x,),
         ),
+        "psum_tree": (
+            morphax.pmap(lambda v: lax.psum((v, (v * 10).astype(jnp.int32), v[0, :2]), "i"), "i"),
+            (x,),
+        ),
         "psum_int": (morphax.pmap(lambda v: lax.psum((v * 10).astype(jnp.int32), "i"), "i"), (x,)),
         "all_gather": (morphax.pmap(lambda v: lax.all_gather(v, "i"), "i"), (x,)),
         "all_gather_tiled": (morphax.pmap(lambda v: lax.all_gather(v, "i", axis=1, tiled=True), "i"), (x,)),

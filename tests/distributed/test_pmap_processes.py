@@ -1,7 +1,7 @@
 """pmap across processes: ``mpirun -n 2`` with 2 CPU devices per process runs
 tests/distributed/pmap_program.py (each process feeding its local devices' slices, collectives
 spanning both processes), and its results, put together in process order, must equal bit for bit
-the same program in one process on 4 devices (psum/pmean/pmax/pmin, all_gather, ppermute full
+the same program in one process on 4 devices (psum/pmean/pmax/pmin, a psum of several operands in one exchange, all_gather, ppermute full
 and partial, all_to_all, axis_index, jit of pmap, pmean of gradients). Processes that disagree on
 a collective's shapes both raise, naming them. Skipped where mpi4py or mpirun is missing; the
 one-process planning checks run everywhere."""
@@ -73,7 +73,7 @@ def test_two_processes_of_two_devices_equal_one_process_of_four(tmp_path):
         assert (got["rank"], got["process_count"], got["local"], got["device_count"]) == (r, 2, 2, 4)
     assert (single["process_count"], single["local"]) == (1, 4)
     names = [k for k in single if k not in ("rank", "process_count", "local", "device_count")]
-    assert len(names) == 12
+    assert len(names) == 13
     for name in names:
         for got in procs:
             assert not isinstance(got[name], str), f"{name}: {got[name]}"

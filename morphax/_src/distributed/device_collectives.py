@@ -117,6 +117,41 @@ class ProcessDevicesCommunicator(Communicator):
 
         return self._meet(rank, f"all_reduce({op})", _describe(x), x, combine)
 
+    def all_reduce_many(self, rank, xs, op):
+        if op not in _REDUCERS:
+            raise ValueError(f"all_reduce: op must be one of {sorted(_REDUCERS)}, got {op!r}")
+        xs = [np.asarray(x) for x in xs]
+        fn = _REDUCERS[op]
+        sig = tuple(_describe(x) for x in xs)
+        # The operands travel as one byte buffer per device, led by a digest of their shapes
+        # and dtypes (so processes that disagree are told, not handed each other's bytes).
+        digest = np.frombuffer(np.uint64(zlib.crc32(repr(sig).encode())).tobytes(), np.uint8)
+
+        def combine(values):
+            packed = [
+                np.concatenate([digest] + [np.ascontiguousarray(v).reshape(-1).view(np.uint8) for v in vs])
+                for vs in values
+            ]
+            every = self._by_rank(packed)
+            for r, buf in enumerate(every):
+                if not np.array_equal(buf[:8], digest):
+                    raise CollectiveMismatchError(
+                        f"all_reduce({op}) across processes: participant {r} (process {self._where[r][0]}) "
+                        f"reduces operands of other shapes or dtypes than {list(sig)} of this process"
+                    )
+            totals, offset = [], 8
+            for x in xs:
+                n = x.nbytes
+                parts = [buf[offset : offset + n].view(x.dtype).reshape(x.shape) for buf in every]
+                offset += n
+                total = parts[0]
+                for v in parts[1:]:  # in global rank order, as all_reduce
+                    total = fn(total, v)
+                totals.append(np.array(total, dtype=x.dtype))
+            return [totals if i == 0 else [t.copy() for t in totals] for i in range(len(values))]
+
+        return self._meet(rank, f"all_reduce({op})", sig, xs, combine)
+
     def all_gather(self, rank, x):
         x = np.asarray(x)
         return self._meet(

@@ -42,7 +42,13 @@ def reduction_impl(prim_name):
         # Over several names: reduce over each in turn (sum, max and min are associative).
         for name in axes:
             comm, rank = _comm(name, prim_name, axis_index_groups)
-            outs = [comm.all_reduce(rank, x, op) for x in outs]
+            # One exchange for all operands (a psum of a pytree of gradients): one rendezvous,
+            # and across processes one MPI call.
+            outs = (
+                comm.all_reduce_many(rank, outs, op)
+                if len(outs) != 1
+                else [comm.all_reduce(rank, outs[0], op)]
+            )
         return outs
 
     return impl

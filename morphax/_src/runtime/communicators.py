@@ -54,6 +54,11 @@ class Communicator:
         """`op` ("sum", "max" or "min") of every rank's `x`; every rank receives the result."""
         raise NotImplementedError
 
+    def all_reduce_many(self, rank: int, xs, op: str) -> list:
+        """`all_reduce` of each of `xs` (one psum of several operands); implementations make it
+        one exchange."""
+        return [self.all_reduce(rank, x, op) for x in xs]
+
     def all_gather(self, rank: int, x):
         """Every rank's `x` stacked along a new leading axis: shape (size, *x.shape)."""
         raise NotImplementedError
@@ -233,6 +238,24 @@ class ThreadCommunicator(Communicator):
             return [total if r == 0 else total.copy() for r in range(self.size)]
 
         return self._exchange(rank, f"all_reduce({op})", _describe(x), x, combine)
+
+    def all_reduce_many(self, rank, xs, op):
+        if op not in _REDUCERS:
+            raise ValueError(f"all_reduce: op must be one of {sorted(_REDUCERS)}, got {op!r}")
+        xs = [np.asarray(x) for x in xs]
+        fn = _REDUCERS[op]
+
+        def combine(values):
+            totals = []
+            for j, x in enumerate(xs):
+                total = values[0][j]
+                for v in values[1:]:  # in rank order, as all_reduce
+                    total = fn(total, v[j])
+                totals.append(np.asarray(total, dtype=x.dtype))
+            return [totals if r == 0 else [t.copy() for t in totals] for r in range(self.size)]
+
+        sig = tuple(_describe(x) for x in xs)
+        return self._exchange(rank, f"all_reduce({op})", sig, xs, combine)
 
     def all_gather(self, rank, x):
         x = np.asarray(x)
