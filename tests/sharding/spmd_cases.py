@@ -306,26 +306,61 @@ def case_slices_pads_concatenations_gathers():
 # ---------------------------------------------------------------------------------- fallbacks
 
 
+def case_control_flow():
+    """Loops and conditionals run on every device with their bodies partitioned: a data-parallel
+    training loop all-reduces its gradients inside the loop; carries keep their splits (JAX's
+    shardings)."""
+    explicit = morphax.make_mesh((4,), ("x",))
+    auto = morphax.make_mesh((4,), ("x",), axis_types=(AxisType.Auto,))
+    x = RNG.normal(size=(32, 8)).astype(np.float32)
+    y = RNG.normal(size=(32, 2)).astype(np.float32)
+    w0 = jnp.asarray(RNG.normal(size=(8, 2)).astype(np.float32) * 0.1)
+
+    def loss(w, a, b):
+        return jnp.mean((jnp.tanh(a @ w) - b) ** 2)
+
+    train = morphax.jit(
+        lambda w, a, b: lax.fori_loop(0, 5, lambda i, w: w - 0.1 * morphax.grad(loss)(w, a, b), w)
+    )
+    want = train(w0, jnp.asarray(x), jnp.asarray(y))
+    spmd_stats.reset()
+    out = train(w0, _put(x, explicit, P("x")), _put(y, explicit, P("x")))
+    _close(out, want)
+    assert out.sharding.spec == P(None, None)
+    _ran_partitioned()
+    text = _program()
+    assert "psum" in text and "all_gather" not in text, text
+    v = RNG.normal(size=(8, 6)).astype(np.float32)
+    w = RNG.normal(size=6).astype(np.float32)
+    cases = [
+        (lambda a: lax.fori_loop(0, 3, lambda i, c: jnp.tanh(c * w) + 1, a * 2) - 1, P("x", None), P("x")),
+        (
+            lambda a: lax.while_loop(lambda c: jnp.sum(c) < 1e3, lambda c: c * 2 + 1, jnp.abs(a)),
+            P("x", None),
+            P("x"),
+        ),
+        (
+            lambda a: lax.cond(a.sum() > 0, lambda u: u * 2, lambda u: jnp.sin(u) @ jnp.ones((6, 6)), a),
+            P("x", None),
+            P("x"),
+        ),
+        (lambda a: lax.scan(lambda c, r: (c + r, c * r), jnp.zeros(8), a.T)[0], P("x"), P("x")),
+    ]
+    for fn, spec_explicit, spec_auto in cases:
+        want = morphax.jit(fn)(jnp.asarray(v))
+        for mesh, spec in ((explicit, spec_explicit), (auto, spec_auto)):
+            spmd_stats.reset()
+            out = morphax.jit(fn)(_put(v, mesh, P("x")))
+            _close(out, want)
+            assert out.sharding.spec == spec, (out.sharding, spec)
+            _shards_match(out)
+            _ran_partitioned()
+
+
 def case_fallback_is_still_correct():
     auto = morphax.make_mesh((4,), ("x",), axis_types=(AxisType.Auto,))
     explicit = morphax.make_mesh((4,), ("x",))
     x = RNG.normal(size=(8, 6)).astype(np.float32)
-    w = RNG.normal(size=6).astype(np.float32)
-    # A loop: its operands are gathered, it runs replicated, and its result is cut to the
-    # propagated sharding (JAX's: the carry keeps its split).
-    for mesh, spec in ((explicit, P("x", None)), (auto, P("x"))):
-        spmd_stats.reset()
-        f = morphax.jit(lambda v, m: lax.fori_loop(0, 3, lambda i, c: jnp.tanh(c * m) + 1, v * 2) - 1)
-        out = f(_put(x, mesh, P("x")), jnp.asarray(w))
-        want = x * 2
-        for _ in range(3):
-            want = np.tanh(want * w) + 1
-        _close(out, want - 1)
-        assert out.sharding.spec == spec, (out.sharding, spec)
-        _shards_match(out)
-        _ran_partitioned(fallbacks=1)
-        assert dict(spmd_stats.fallback_primitives) == {"scan": 1}
-        assert "all_gather" in _program()
     # A scatter between partitioned operations (JAX's sharding: the operand's).
     for mesh, spec in ((explicit, P("x", None)), (auto, P("x"))):
         spmd_stats.reset()

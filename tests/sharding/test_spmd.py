@@ -28,6 +28,7 @@ def test_other_operations_partitioned_or_fall_back_correctly(run_cases):
             "case_along_axis_ops",
             "case_batched_linear_algebra_and_ffts",
             "case_slices_pads_concatenations_gathers",
+            "case_control_flow",
             "case_fallback_is_still_correct",
         ],
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.compiler.compile import compile_jaxpr
+from morphax._src.higher_order.pmap import axis_frame
 from morphax._src.runtime import pmap_runner
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.buffers import PendingBuffer
@@ -82,7 +83,9 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
     if not any(any(lay) for lay in in_lays + out_lays):
         return None
     part = partition(closed, in_lays, out_lays, mesh)
-    program = compile_jaxpr(part.closed, f"spmd_{name}", backend)
+    # Compiled with the mesh axis names bound: loop forms retrace bodies holding collectives.
+    with axis_frame(part.mesh_axes):
+        program = compile_jaxpr(part.closed, f"spmd_{name}", backend)
     spmd_stats.record_call(part)
     sizes = dict(part.mesh_axes)
     devices = list(mesh.devices.flat)

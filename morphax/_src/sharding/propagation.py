@@ -166,14 +166,32 @@ def _rule(prim, params, in_avals, in_lays, out_avals, mesh, explicit) -> list:
     return [lay if tuple(o.shape) == shape else w for o, w in zip(out_avals, whole)]
 
 
+def next_carry(carry, outs, joined) -> list:
+    """One step towards loop carries' layouts: a carry keeps its layout when a trip of the body
+    gives it back; a whole carry the body splits takes that split (once: `joined`, a set of
+    positions, records carries given up on); any other change makes it whole."""
+    new = []
+    for k, (c, o) in enumerate(zip(carry, outs)):
+        c, o = tuple(c), tuple(o)
+        if o == c:
+            new.append(c)
+        elif not any(c) and k not in joined:
+            joined.add(k)
+            new.append(o)
+        else:
+            joined.add(k)
+            new.append(((),) * len(c))
+    return new
+
+
 def _fixed_carry(body, lead, carry, rest, n_out, mesh, explicit):
-    """Loop carries' layouts: each keeps its initial layout when one trip of `body` (inputs
-    lead + carry + rest) gives it back, else becomes whole; iterated to a fixed point. Returns
-    (carry layouts, the body's outputs on them)."""
-    carry = list(carry)
+    """Loop carries' layouts, iterated to a fixed point (`next_carry`) of one trip of `body`
+    (inputs lead + carry + rest). Returns (carry layouts, the body's outputs on them)."""
+    carry = [tuple(c) for c in carry]
+    joined: set = set()
     while True:
         outs = propagate(body, list(lead) + carry + list(rest), mesh, explicit)
-        new = [c if o == c else ((),) * len(c) for c, o in zip(carry, outs[:n_out])]
+        new = next_carry(carry, outs[:n_out], joined)
         if new == carry:
             return carry, outs
         carry = new

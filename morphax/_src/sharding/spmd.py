@@ -19,7 +19,8 @@ dimension, the mesh axes splitting it: sharding/propagation.py's form) and its l
 - squeeze, slice, pad, concatenate and gather on dimensions they take whole; linear algebra and
   FFTs over split batch dimensions;
 - sharding constraints move their operand to their layout (slices to split, all_gather to join);
-- calls (pjit, checkpoint, custom rules) are partitioned through their bodies;
+- calls (pjit, checkpoint, custom rules) are partitioned through their bodies, and loops
+  (scan, while) and conditionals run on every device with partitioned bodies and branches;
 - anything else falls back: its split operands are all-gathered, it runs replicated on every
   device, and its results are cut to the propagated layout. Fallbacks are counted
   (`spmd_stats`) and logged.
@@ -39,7 +40,10 @@ import numpy as np
 from morphax._src.core.jaxpr import ClosedJaxpr, Literal
 from morphax._src.core.memo import memoized
 from morphax._src.core.primitive import Kind
+from morphax._src.higher_order.conditionals import cond_p
 from morphax._src.higher_order.pmap import axis_frame
+from morphax._src.higher_order.scan import scan_p
+from morphax._src.higher_order.while_loop import while_p
 from morphax._src.prims import reductions as _reductions
 from morphax._src.prims.collectives import all_gather, axis_index, pmax, pmin, psum
 from morphax._src.prims.concatenate import concatenate_p
@@ -294,7 +298,94 @@ class _Partitioner:
             return self.gather(prim, params, vals, lays, in_avals, out_avals[0])
         if prim.kind is Kind.OPAQUE and _prop.is_core_op(prim, params, in_avals, out_avals):
             return self.batched(prim, params, vals, lays, in_avals, out_avals)
+        if prim is scan_p:
+            return self.scan(prim, params, vals, lays, in_avals)
+        if prim is while_p:
+            return self.while_loop(prim, params, vals, lays, in_avals)
+        if prim is cond_p and vals:
+            return self.cond(prim, params, vals, lays, in_avals)
         return None
+
+    # ---------------------------------------------------------------- control flow
+
+    def sub_program(self, closed, in_lays, out_lays=None):
+        """(the per-device ClosedJaxpr of a loop body or branch on blocks laid out `in_lays`, its
+        output layouts): `out_lays` where given (its outputs are moved there), else its own."""
+        local = [a.update(shape=self.local_shape(a.shape, lay)) for a, lay in zip(closed.in_avals, in_lays)]
+        found = []
+
+        def body(*blocks):
+            outs = self.interpret(closed.jaxpr, closed.consts, list(zip(blocks, in_lays)))
+            if out_lays is not None:
+                outs = [
+                    (self.relayout(v, lay, want, a.shape), want)
+                    for (v, lay), want, a in zip(outs, out_lays, closed.out_avals)
+                ]
+            found[:] = [lay for _, lay in outs]
+            return [v for v, _ in outs]
+
+        return trace_to_jaxpr(body, local), list(found)
+
+    def fixed_carry(self, body, lead, carry, rest, n):
+        """Carry layouts that one trip of `body` (inputs: lead + carry + rest) gives back
+        (propagation.next_carry's steps). Returns (carry layouts, the body's other output
+        layouts)."""
+        carry = [tuple(c) for c in carry]
+        mark = len(self.fallbacks)
+        joined: set = set()
+        while True:
+            _, outs = self.sub_program(body, list(lead) + carry + list(rest))
+            del self.fallbacks[mark:]  # counted once, by the final trace
+            new = _prop.next_carry(carry, outs[:n], joined)
+            if new == carry:
+                return carry, [tuple(o) for o in outs[n:]]
+            carry = new
+
+    def scan(self, prim, params, vals, lays, in_avals):
+        """A scan runs on every device with its carries and the scanned operands' blocks (the
+        scanned dimension whole), its body partitioned."""
+        body, nc, nk = params["jaxpr"], params["num_consts"], params["num_carry"]
+        xs_lays = [_whole(1) + tuple(lay[1:]) for lay in lays[nc + nk :]]
+        xs = [
+            self.relayout(v, lay, w, a.shape)
+            for v, lay, w, a in zip(vals[nc + nk :], lays[nc + nk :], xs_lays, in_avals[nc + nk :])
+        ]
+        slices = [w[1:] for w in xs_lays]
+        carry, ys = self.fixed_carry(body, lays[:nc], lays[nc : nc + nk], slices, nk)
+        sub, _ = self.sub_program(body, list(lays[:nc]) + carry + slices, carry + ys)
+        init = [
+            self.relayout(v, lay, c, a.shape)
+            for v, lay, c, a in zip(vals[nc : nc + nk], lays[nc : nc + nk], carry, in_avals[nc : nc + nk])
+        ]
+        outs = _bind(prim, list(vals[:nc]) + init + xs, dict(params, jaxpr=sub))
+        return list(zip(outs, carry + [_whole(1) + y for y in ys]))
+
+    def while_loop(self, prim, params, vals, lays, in_avals):
+        """A while loop runs on every device with the blocks of its carries, body and condition
+        partitioned (the condition's value is the same on every device: whole values are)."""
+        cn, bn = params["cond_nconsts"], params["body_nconsts"]
+        cconsts, bconsts, carry_in = lays[:cn], lays[cn : cn + bn], lays[cn + bn :]
+        carry, _ = self.fixed_carry(params["body_jaxpr"], bconsts, carry_in, (), len(carry_in))
+        body, _ = self.sub_program(params["body_jaxpr"], list(bconsts) + carry, carry)
+        cond, _ = self.sub_program(params["cond_jaxpr"], list(cconsts) + carry, [()])
+        init = [
+            self.relayout(v, lay, c, a.shape)
+            for v, lay, c, a in zip(vals[cn + bn :], carry_in, carry, in_avals[cn + bn :])
+        ]
+        outs = _bind(prim, list(vals[: cn + bn]) + init, dict(params, cond_jaxpr=cond, body_jaxpr=body))
+        return list(zip(outs, carry))
+
+    def cond(self, prim, params, vals, lays, in_avals):
+        """Every device takes the same branch (the index is whole), each partitioned with the
+        first branch's output layouts."""
+        branches = params["branches"]
+        mark = len(self.fallbacks)
+        _, want = self.sub_program(branches[0], list(lays[1:]))
+        del self.fallbacks[mark:]
+        subs = tuple(self.sub_program(b, list(lays[1:]), want)[0] for b in branches)
+        index = self.relayout(vals[0], lays[0], _whole(len(in_avals[0].shape)), in_avals[0].shape)
+        outs = _bind(prim, [index] + list(vals[1:]), dict(params, branches=subs))
+        return list(zip(outs, [tuple(w) for w in want]))
 
     def batched(self, prim, params, vals, lays, in_avals, out_avals):
         """Linear algebra and FFTs over split batch dimensions: each device works on its own
