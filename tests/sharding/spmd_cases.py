@@ -126,6 +126,23 @@ def case_matmul_contracting_and_output_dims():
             assert (name in text) == (name in collectives), (sa, sb, name, text)
 
 
+def case_operation_out_sharding():
+    """An operation's own out_sharding (JAX's answer to contracting dimensions split on Explicit
+    axes): the product is computed on blocks, all-reduced, and each device keeps its block."""
+    mesh = morphax.make_mesh((4,), ("x",))
+    a = RNG.normal(size=(8, 16)).astype(np.float32)
+    b = RNG.normal(size=(16, 8)).astype(np.float32)
+    with morphax.sharding.set_mesh(mesh):
+        f = morphax.jit(lambda p, q: lax.dot_general(p, q, (((1,), (0,)), ((), ())), out_sharding=P("x")))
+        spmd_stats.reset()
+        out = f(_put(a, mesh, P(None, "x")), _put(b, mesh, P("x")))
+        _close(out, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+        assert out.sharding.spec == P("x", None)
+        _shards_match(out)
+        _ran_partitioned()
+        assert "psum" in _program()
+
+
 def case_two_dimensional_mesh():
     mesh = morphax.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Auto, AxisType.Auto))
     x = RNG.normal(size=(8, 6)).astype(np.float32)

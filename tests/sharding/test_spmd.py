@@ -15,6 +15,7 @@ def test_matmuls_meshes_reductions_layout_ops_and_constraints(run_cases):
         "spmd_cases",
         [
             "case_matmul_contracting_and_output_dims",
+            "case_operation_out_sharding",
             "case_two_dimensional_mesh",
             "case_reductions_layout_ops_and_constraints",
         ],

@@ -55,6 +55,7 @@ from morphax._src.prims.slicing import pad_p, slice_p
 from morphax._src.prims.sorting import sort_p
 from morphax._src.sharding import propagation as _prop
 from morphax._src.sharding.constraint import sharding_constraint_p
+from morphax._src.sharding.partition_spec import PartitionSpec
 from morphax._src.sharding.shardings import NamedSharding
 from morphax._src.transforms.staging import trace_to_jaxpr
 
@@ -190,7 +191,7 @@ class _Partitioner:
             _, operand, params, in_aval = made
             bdims = params["broadcast_dimensions"]
             want = tuple(dst[d] if in_aval.shape[i] == shape[d] else () for i, d in enumerate(bdims))
-            if all(dst[d] == w for d, w in zip(bdims, want) if w) and self.fits(in_aval.shape, want):
+            if self.fits(in_aval.shape, want):
                 block = self.relayout(operand, _whole(len(in_aval.shape)), want, in_aval.shape)
                 local = dict(params, shape=self.local_shape(shape, dst))
                 return _bind(broadcast_in_dim_p, [block], local)[0]
@@ -246,17 +247,43 @@ class _Partitioner:
         inner = params.get(call) if call else None
         if isinstance(inner, ClosedJaxpr) and len(inner.in_avals) == len(ins):
             return self.interpret(inner.jaxpr, inner.consts, ins)
-        given = params.get("sharding", params.get("out_sharding"))
-        if not any(any(lay) for lay in lays) and not isinstance(given, NamedSharding):
+        key = "sharding" if "sharding" in params else "out_sharding"
+        given = params.get(key)
+        if isinstance(given, (NamedSharding, PartitionSpec)) and len(out_avals) == 1:
+            # An operation's own out_sharding: computed on blocks with it cleared (it speaks of
+            # the whole value), then moved to its layout.
+            want = self.given_layout(given, out_avals[0].shape)
+            local = dict(params, **{key: None})
+            if any(any(lay) for lay in lays):
+                outs = self.local_rule(prim, local, vals, lays, in_avals, out_avals)
+                if outs is None:
+                    return self.fallback(eqn, vals, lays, in_avals, out_avals)
+            else:
+                outs = [(_bind(prim, vals, local)[0], _whole(len(out_avals[0].shape)))]
+            (v, lay), a = outs[0], out_avals[0]
+            return [(self.relayout(v, lay, want, a.shape), want)]
+        if not any(any(lay) for lay in lays):
             outs = _bind(prim, vals, params)
             if prim is broadcast_in_dim_p and len(vals) == 1:
                 self.broadcasts[id(outs[0])] = (outs[0], vals[0], params, in_avals[0])
             return [(o, _whole(len(a.shape))) for o, a in zip(outs, out_avals)]
-        if not isinstance(given, NamedSharding) and "sharding_callback" not in params:
+        if "sharding_callback" not in params:
             outs = self.local_rule(prim, params, vals, lays, in_avals, out_avals)
             if outs is not None:
                 return outs
         return self.fallback(eqn, vals, lays, in_avals, out_avals)
+
+    def given_layout(self, given, shape):
+        """The layout an operation's own sharding parameter names (whole where it is on another
+        mesh or does not divide)."""
+        ndim = len(shape)
+        if isinstance(given, NamedSharding):
+            lay = _prop.layout_of(given, ndim) if given.mesh == self.mesh else _whole(ndim)
+        else:
+            lay = tuple(given._axes_of(d) for d in range(ndim))
+        if any(a not in self.sizes for axes in lay for a in axes) or not self.fits(shape, lay):
+            return _whole(ndim)
+        return lay
 
     def constraint_layout(self, sharding, ndim):
         if isinstance(sharding, NamedSharding) and sharding.mesh == self.mesh:
