@@ -1,8 +1,8 @@
 """`jit`'s `in_shardings` and `out_shardings`: checked when `jit` is applied, resolved (bare
 PartitionSpecs against the current mesh) and flattened to one entry per argument/result leaf
-when the function is called eagerly. NB: inside an enclosing trace they are not applied (the
-enclosing computation's placement rules decide), and the computation runs on one device; results
-are laid out per the shardings (runtime/placement.py)."""
+when the function is called eagerly (results laid out per them: runtime/placement.py; split over
+a mesh of several devices, the call runs SPMD: runtime/spmd_runner.py). NB: inside an enclosing
+trace they are not applied (the enclosing computation's placement rules decide)."""
 
 from __future__ import annotations
 

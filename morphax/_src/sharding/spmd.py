@@ -122,6 +122,9 @@ def _partition(closed, in_lays, out_lays, mesh):
             p.relayout(v, lay, want, a.shape) for (v, lay), want, a in zip(outs, out_lays, closed.out_avals)
         ]
 
+    # NB: the traced program is partitioned, not the optimized one: the passes drop sharding
+    # constraints (identities to them), which must cut blocks here. compile_jaxpr optimizes the
+    # per-device program after (DCE and CSE there also remove dead or repeated collectives).
     with axis_frame(mesh_axes):
         per_device = trace_to_jaxpr(body, local_avals)
     if p.fallbacks:
