@@ -11,6 +11,7 @@ import numpy as np
 import morphax
 import morphax.numpy as jnp
 from morphax import lax
+from morphax._src import events
 from morphax._src.sharding.spmd import spmd_stats
 from morphax.sharding import AxisType, NamedSharding
 from morphax.sharding import PartitionSpec as P
@@ -85,6 +86,14 @@ def case_data_parallel_mlp():
         # nothing is gathered.
         text = _program()
         assert text.count("psum") >= 5 and "all_gather" not in text, text
+    # The profiler sees one run per device, each on its device's stream (thread).
+    events.start()
+    try:
+        morphax.block_until_ready(step(params, _put(x, mesh, P("x")), _put(y, mesh, P("x"))))
+    finally:
+        recorded, _ = events.stop()
+    runs = [e for e in recorded if e[2] == "device" and e[1].startswith("spmd")]
+    assert len(runs) == 4 and len({e[5] for e in runs}) == 4, runs
     # Repeated calls reuse the partitioned program and still run on every device.
     spmd_stats.reset()
     outs = [step(params, _put(x, mesh, P("x")), _put(y, mesh, P("x"))) for _ in range(3)]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from morphax._src import events
 from morphax._src.compiler.compile import compile_jaxpr
 from morphax._src.higher_order.pmap import axis_frame
 from morphax._src.runtime import pmap_runner
@@ -121,7 +122,16 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
             else:
                 b.set_result(outs[j])
 
-    pmap_runner.launch(program, ids, args_for, bindings, on_done)
+    def run(*values):
+        if not events.on:
+            return program(*values)
+        start = events.now()  # the profiler's timeline: one event per device stream
+        try:
+            return program(*values)
+        finally:
+            events.complete(f"spmd {name}", "device", start)
+
+    pmap_runner.launch(run, ids, args_for, bindings, on_done)
     out = []
     for b, w, p in zip(buffers, weak_types, places):
         a = Array(b, w)
