@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import pathlib
 import sys
+import time
 
 import numpy as np
 
@@ -70,9 +71,39 @@ def cases(total):
     }
 
 
+def failure(out_dir):
+    """Process 1's devices fail before a psum (a host callback raises): every process raises at
+    once, process 0 naming process 1's error, instead of waiting out the collective timeout."""
+    import morphax
+    from morphax import lax
+
+    morphax.distributed.initialize()
+    me = morphax.process_index()
+
+    def check(v):
+        if me == 1:
+            raise RuntimeError("a device of process 1 failed")
+        return v
+
+    def f(v):
+        v = morphax.pure_callback(check, morphax.ShapeDtypeStruct(v.shape, v.dtype), v)
+        return lax.psum(v, "i")
+
+    start = time.monotonic()
+    try:
+        morphax.pmap(f, "i")(np.ones((morphax.local_device_count(), 3), np.float32)).block_until_ready()
+        out = {"rank": me, "error": None}
+    except Exception as e:
+        out = {"rank": me, "error": [type(e).__name__, str(e)], "seconds": time.monotonic() - start}
+    morphax.distributed.shutdown()
+    pathlib.Path(out_dir, f"{me}.json").write_text(json.dumps(out))
+
+
 def main(argv):
     import morphax
 
+    if "--failure" in argv:
+        return failure(argv[-1])
     reference = "--reference" in argv
     if not reference:
         morphax.distributed.initialize()

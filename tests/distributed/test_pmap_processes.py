@@ -3,7 +3,8 @@ tests/distributed/pmap_program.py (each process feeding its local devices' slice
 spanning both processes), and its results, put together in process order, must equal bit for bit
 the same program in one process on 4 devices (psum/pmean/pmax/pmin, a psum of several operands in one exchange, all_gather, ppermute full
 and partial, all_to_all, axis_index, jit of pmap, pmean of gradients). Processes that disagree on
-a collective's shapes both raise, naming them. Skipped where mpi4py or mpirun is missing; the
+a collective's shapes both raise, naming them; a device failing in one process makes the other
+raise at once with its error. Skipped where mpi4py or mpirun is missing; the
 one-process planning checks run everywhere."""
 
 from __future__ import annotations
@@ -92,6 +93,28 @@ def test_two_processes_of_two_devices_equal_one_process_of_four(tmp_path):
         assert kind == "CollectiveMismatchError", message
         assert message.startswith("all_reduce(sum) across processes"), message
         assert "float32[2,3]" in message and "float32[2,4]" in message, message
+
+
+@needs_mpi
+def test_a_failing_device_stops_every_process_at_once(tmp_path):
+    env = _env(2)
+    env["MORPHAX_COLLECTIVE_TIMEOUT"] = "30"
+    run = subprocess.run(
+        [_mpirun(), "-n", "2", sys.executable, str(PROGRAM), "--failure", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    procs = _results(tmp_path)
+    assert run.returncode == 0 and len(procs) == 2, run.stdout + run.stderr
+    assert procs[1]["error"] == ["RuntimeError", "a device of process 1 failed"]
+    kind, message = procs[0]["error"]
+    assert (
+        kind == "CollectiveError"
+        and "process 1 failed (RuntimeError: a device of process 1 failed)" in message
+    )
+    assert procs[0]["seconds"] < 20  # told by process 1's abort, not by the 30 s timeout
 
 
 def test_one_process_plans_its_own_devices():
