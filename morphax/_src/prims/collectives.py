@@ -199,7 +199,12 @@ def pmin(x, axis_name, *, axis_index_groups=None):
 def pmean(x, axis_name, *, axis_index_groups=None):
     """Mean of `x` over the named axis: psum(x) / psum(1). Integers average to floats, as in JAX."""
     total = psum(x, axis_name, axis_index_groups=axis_index_groups)
-    n = psum(1, axis_name, axis_index_groups=axis_index_groups)
+    if axis_index_groups is None:
+        # NB: JAX binds psum(1) (which XLA folds); the count is known when tracing, and on
+        # devices a collective for it would cost a rendezvous (across processes an MPI call).
+        n = axis_size(axis_name)
+    else:
+        n = psum(1, axis_name, axis_index_groups=axis_index_groups)
 
     def mean(v):
         dt = get_aval(v).dtype
