@@ -12,6 +12,9 @@ device thread cores / devices BLAS and OpenMP threads (what the example does), "
 device all the cores (BLAS pools competing with the other devices' threads). The 1-device
 baseline runs with both settings. A configuration's time is the best of ``--repeat`` timings of
 ``--steps`` steps after warm-up (C libraries built); "spread" is the slowest / best timing.
+A control measures how much two threads can run at once on the machine at that moment (NumPy
+matmuls on two threads vs one after the other): on a machine shared with other work, the ratios
+cannot exceed it.
 
 Run: ``python benchmarks/data_parallel.py [--steps 20] [--repeat 5] [--runs 3] [--no-mpi]``.
 """
@@ -73,6 +76,40 @@ def worker(steps, repeat):
         morphax.distributed.shutdown()
 
 
+def control(repeat):
+    """How much two threads can run at once on this machine now: NumPy's half-batch forward
+    matmuls of the MLP (one BLAS thread) twice in a row, then on two threads at once; prints the
+    speed-up (2.0 on two idle cores; lower when other work holds a core)."""
+    import threading
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((BATCH // 2, SIZES[0])).astype(np.float32)
+    ws = [rng.standard_normal((m, n)).astype(np.float32) for m, n in zip(SIZES[:-1], SIZES[1:])]
+
+    def work(n=20):
+        for _ in range(n):
+            h = x
+            for w in ws:
+                h = np.tanh(h @ w)
+
+    ratios = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        work()
+        work()
+        one = time.perf_counter() - t0
+        threads = [threading.Thread(target=work) for _ in range(2)]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        ratios.append(one / (time.perf_counter() - t0))
+    print(json.dumps({"times": ratios}), flush=True)
+
+
 def _mpirun():
     beside = pathlib.Path(sys.executable).parent / "mpirun"
     return str(beside) if beside.exists() else shutil.which("mpirun")
@@ -86,7 +123,8 @@ def _launch(devices, processes, threads, steps, repeat):
         OMP_NUM_THREADS=str(threads),
         PYTHONPATH=str(pathlib.Path(__file__).resolve().parents[1]),
     )
-    cmd = [sys.executable, __file__, "--worker", "--steps", str(steps), "--repeat", str(repeat)]
+    mode = "--control" if devices == 0 else "--worker"
+    cmd = [sys.executable, __file__, mode, "--steps", str(steps), "--repeat", str(repeat)]
     if processes > 1:
         cmd = [_mpirun(), "-n", str(processes), *cmd]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
@@ -103,9 +141,12 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="launches of each configuration")
     parser.add_argument("--no-mpi", action="store_true")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--control", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         return worker(args.steps, args.repeat)
+    if args.control:
+        return control(args.repeat)
     cores = os.cpu_count() or 1
     has_mpi = not args.no_mpi and _mpirun() is not None
     try:
@@ -124,7 +165,9 @@ def main():
     print(f"MLP {'-'.join(map(str, SIZES))}, global batch {BATCH}, {cores} cores; {args.runs} launches each")
     best = {name: [] for name in configs}
     spread = {name: [] for name in configs}
+    controls = []
     for _ in range(args.runs):  # interleaved, so a burst of load elsewhere hits every configuration
+        controls += _launch(0, 1, 1, args.steps, args.repeat)
         for name, (devices, processes, threads) in configs.items():
             times = _launch(devices, processes, threads, args.steps, args.repeat)
             best[name].append(min(times))
@@ -133,6 +176,10 @@ def main():
     for name in configs:
         ms = ", ".join(f"{1e3 * t:.1f}" for t in best[name])
         print(f"{name:30s} {ms:>28s} {BATCH / min(best[name]):11.0f} {max(spread[name]):7.2f}")
+    print(
+        f"control: NumPy matmuls on two threads at once vs in a row (one BLAS thread each): "
+        f"{min(controls):.2f}-{max(controls):.2f}x (2.0 on two idle cores)"
+    )
     print("throughput ratios (goal >= 1.5), range over launches (launch i against launch i):")
     for name in configs:
         if name.startswith("1 device"):

@@ -60,9 +60,8 @@ def make_train_step(lr=0.1, momentum=0.9, axis_name=AXIS):
     def step(params, velocity, x, y):
         value, grads = morphax.value_and_grad(loss)(params, x, y)
         # Every device's slice has the same number of rows, so the mean of the devices' means
-        # is the mean over the whole batch.
-        grads = lax.pmean(grads, axis_name)
-        value = lax.pmean(value, axis_name)
+        # is the mean over the whole batch. One pmean for both: one exchange between devices.
+        grads, value = lax.pmean((grads, value), axis_name)
         velocity = morphax.tree.map(lambda v, g: momentum * v + g, velocity, grads)
         params = morphax.tree.map(lambda p, v: p - lr * v, params, velocity)
         return params, velocity, value
