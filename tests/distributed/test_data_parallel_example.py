@@ -30,7 +30,11 @@ def _mpirun():
 
 
 def _env():
-    return {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI_", "PMIX_", "XLA_FLAGS"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI_", "PMIX_", "XLA_FLAGS"))}
+    # C kernels from the first step in every run: a background build runs the first steps on
+    # NumPy (other rounding) for as long as the build takes, which differs between runs.
+    env["MORPHAX_COMPILE_IN_BACKGROUND"] = "0"
+    return env
 
 
 def _run(cmd, save):

@@ -42,6 +42,9 @@ def _env(local_devices):
     }
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={local_devices}"
     env["MORPHAX_COLLECTIVE_TIMEOUT"] = "60"
+    # C kernels from the first call in every run (a background build would run the first calls
+    # on NumPy, whose rounding differs, for as long as the build takes).
+    env["MORPHAX_COMPILE_IN_BACKGROUND"] = "0"
     return env
 
 
