@@ -2,6 +2,10 @@
 on its own stream, at the same time as the others; their collectives meet in a
 `ThreadCommunicator` (one per call), bound to the axis name on each device's thread.
 
+Across processes (after morphax.distributed.initialize) each process runs its own devices'
+share, their ranks numbered across processes (`participants`), and collectives go through the
+two-level communicator of distributed/device_collectives.py instead.
+
 Registered as the `xla_pmap` primitive's evaluation (higher_order/pmap.py), eagerly and inside
 compiled programs. Calls block until every device is done: a device that fails aborts the
 communicator, so the others stop at their next collective instead of waiting for it, and the
@@ -31,7 +35,6 @@ from morphax._src.sharding.shardings import NamedSharding
 
 __all__ = [
     "check_device_count",
-    "device_ids",
     "global_axis_size",
     "launch",
     "mesh_bindings",
@@ -66,10 +69,6 @@ def check_device_count(name, size, devices=None):
             f"--xla_force_host_platform_device_count={size}, or "
             f"morphax.config.update('jax_num_cpu_devices', {size}) before the first computation)."
         )
-
-
-def device_ids(size, devices):
-    return tuple(range(size)) if devices is None else tuple(devices)
 
 
 def global_axis_size(name, size, devices=None) -> int:
