@@ -132,7 +132,13 @@ class ProcessDevicesCommunicator(Communicator):
                 np.concatenate([digest] + [np.ascontiguousarray(v).reshape(-1).view(np.uint8) for v in vs])
                 for vs in values
             ]
-            every = self._by_rank(packed)
+            try:
+                every = self._by_rank(packed)
+            except CollectiveMismatchError as e:  # the bytes differ in length: name the operands
+                raise CollectiveMismatchError(
+                    f"the devices of this process reduce operands {list(sig)} (packed in one buffer per "
+                    f"device), another process's differ: {e}"
+                ) from None
             for r, buf in enumerate(every):
                 if not np.array_equal(buf[:8], digest):
                     raise CollectiveMismatchError(
