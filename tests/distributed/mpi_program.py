@@ -20,6 +20,17 @@ def _error(f):
     return None
 
 
+def _emit(result: dict) -> None:
+    """One process's result: a file of its own in $MPI_TEST_OUT (the processes' stdout lines
+    share one pipe and may interleave), else a line on stdout."""
+    out_dir = os.environ.get("MPI_TEST_OUT")
+    if out_dir:
+        with open(os.path.join(out_dir, f"rank{result['rank']}.json"), "w") as fh:
+            json.dump(result, fh)
+    else:
+        print(json.dumps(result), flush=True)
+
+
 def main(scenario: str) -> None:
     launch_rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
     if scenario == "never_joins" and launch_rank == 1:
@@ -31,7 +42,7 @@ def main(scenario: str) -> None:
 
     if scenario == "never_joins":
         morphax.distributed.initialize(initialization_timeout=2)
-        print(json.dumps({"rank": launch_rank, "joined": True}), flush=True)
+        _emit({"rank": launch_rank, "joined": True})
         return
 
     morphax.distributed.initialize()
@@ -45,7 +56,7 @@ def main(scenario: str) -> None:
         error = _error(lambda: comm.all_reduce(r, np.ones(3, np.float32), "sum"))
         again = _error(lambda: comm.barrier(r))
         waited = time.monotonic() - start
-        print(json.dumps({"rank": r, "error": error, "again": again, "waited": waited}), flush=True)
+        _emit({"rank": r, "error": error, "again": again, "waited": waited})
         morphax.distributed.shutdown()
         return
 
@@ -100,7 +111,7 @@ def main(scenario: str) -> None:
     result["after_abort"] = _error(lambda: comm.barrier(r))
     morphax.distributed.shutdown()
     result["after_shutdown"] = [morphax.distributed.is_initialized(), morphax.process_index()]
-    print(json.dumps(result), flush=True)
+    _emit(result)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -41,15 +42,17 @@ def _launch(n: int, scenario: str, local_devices: int = 1):
         if not k.startswith(("OMPI_", "PMI_", "PMIX_", "MORPHAX_COLLECTIVE"))
     }
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={local_devices}"
-    out = subprocess.run(
-        [_mpirun(), "-n", str(n), sys.executable, str(PROGRAM), scenario],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=180,
-    )
-    lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-    return sorted(lines, key=lambda d: d["rank"]), out
+    with tempfile.TemporaryDirectory() as out_dir:
+        env["MPI_TEST_OUT"] = out_dir  # one result file per process (stdout lines interleave)
+        out = subprocess.run(
+            [_mpirun(), "-n", str(n), sys.executable, str(PROGRAM), scenario],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+        )
+        results = [json.loads(p.read_text()) for p in sorted(pathlib.Path(out_dir).glob("rank*.json"))]
+    return sorted(results, key=lambda d: d["rank"]), out
 
 
 @needs_mpi
