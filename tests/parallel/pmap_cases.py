@@ -359,3 +359,17 @@ def case_devices_run_concurrently():
     np.testing.assert_array_equal(out, [0, 1])
     assert saw_other == [True, True], saw_other
     assert threads[0] != threads[1], threads
+
+
+def case_loops_with_collectives_in_their_tests():
+    # A while_loop whose test (and body) use a collective: the loop is compiled with the axis
+    # name bound (it once failed with "unbound axis name" at compile time).
+    def body(v):
+        return lax.while_loop(
+            lambda c: lax.psum(c.sum(), "i") < 100.0, lambda c: c * 2.0 + lax.pmean(c, "i"), v
+        )
+
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
+    want = morphax.vmap(body, axis_name="i")(x)
+    np.testing.assert_allclose(morphax.pmap(body, axis_name="i")(x), want, rtol=1e-6)
+    np.testing.assert_allclose(morphax.jit(morphax.pmap(body, axis_name="i"))(x), want, rtol=1e-6)

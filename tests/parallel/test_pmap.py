@@ -34,6 +34,7 @@ def test_grads_nesting_jit_cache_and_concurrency_on_4_devices(run_cases):
             "case_devices_run_concurrently",
             "case_pmaps_from_several_threads",
             "case_jit_of_pmap_between_eager_pmaps",
+            "case_loops_with_collectives_in_their_tests",
         ],
     )
 

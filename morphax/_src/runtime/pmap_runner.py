@@ -253,7 +253,9 @@ def _prepare(jaxpr, mesh_axes, axis_size, devices, backend, name):
     if global_size == axis_size:
         check_device_count(name, axis_size, devices)
     ids, ranks, layout = participants(axis_size, global_size, devices)
-    executable = compile_jaxpr(jaxpr, f"pmap_{name}", backend)
+    # Compiled with the axis names bound: loop forms retrace bodies that hold collectives.
+    with _pmap.axis_frame(mesh_axes):
+        executable = compile_jaxpr(jaxpr, f"pmap_{name}", backend)
     if layout is None:
         return ids, executable, mesh_bindings(mesh_axes, ThreadCommunicator(axis_size))
     # The devices of several processes (morphax.distributed): collectives meet among this
