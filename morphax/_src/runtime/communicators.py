@@ -235,9 +235,12 @@ class ThreadCommunicator(Communicator):
             for v in values[1:]:  # in rank order, so every run rounds the same way
                 total = fn(total, v)
             total = np.asarray(total, dtype=x.dtype)
-            return [total if r == 0 else total.copy() for r in range(self.size)]
+            return [total] * self.size
 
-        return self._exchange(rank, f"all_reduce({op})", _describe(x), x, combine)
+        # Rank 0 keeps the combined array; the others copy it on their own threads, in parallel
+        # (not serially on the last to arrive, while everyone waits).
+        out = self._exchange(rank, f"all_reduce({op})", _describe(x), x, combine)
+        return out if rank == 0 else out.copy()
 
     def all_reduce_many(self, rank, xs, op):
         if op not in _REDUCERS:
@@ -252,19 +255,20 @@ class ThreadCommunicator(Communicator):
                 for v in values[1:]:  # in rank order, as all_reduce
                     total = fn(total, v[j])
                 totals.append(np.asarray(total, dtype=x.dtype))
-            return [totals if r == 0 else [t.copy() for t in totals] for r in range(self.size)]
+            return [totals] * self.size
 
         sig = tuple(_describe(x) for x in xs)
-        return self._exchange(rank, f"all_reduce({op})", sig, xs, combine)
+        out = self._exchange(rank, f"all_reduce({op})", sig, xs, combine)
+        return out if rank == 0 else [t.copy() for t in out]
 
     def all_gather(self, rank, x):
         x = np.asarray(x)
 
         def combine(values):
-            stacked = np.stack(values)
-            return [stacked if r == 0 else stacked.copy() for r in range(self.size)]
+            return [np.stack(values)] * self.size
 
-        return self._exchange(rank, "all_gather", _describe(x), x, combine)
+        out = self._exchange(rank, "all_gather", _describe(x), x, combine)
+        return out if rank == 0 else out.copy()
 
     def all_to_all(self, rank, x, split_axis, concat_axis):
         x = np.asarray(x)
