@@ -151,3 +151,28 @@ def test_bad_arguments():
         comm.barrier(5)
     with pytest.raises(ValueError, match="size must be at least 1"):
         ThreadCommunicator(0)
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "min"])
+def test_large_all_reduces_split_the_work_and_give_the_serial_bits(op):
+    # Above PARALLEL_REDUCE_ELEMENTS every rank reduces its share; the result must be bit-equal
+    # to one rank reducing everything in rank order (and the same object contents on all ranks).
+    from morphax._src.runtime.communicators import PARALLEL_REDUCE_ELEMENTS
+
+    n = 3
+    rng = np.random.default_rng(0)
+    xs = [rng.normal(size=PARALLEL_REDUCE_ELEMENTS + 7).astype(np.float32) for _ in range(n)]
+    ys = [rng.normal(size=(5, 4)).astype(np.float32) for _ in range(n)]
+    fn = {"sum": np.add, "max": np.maximum, "min": np.minimum}[op]
+    want_x, want_y = xs[0], ys[0]
+    for r in range(1, n):
+        want_x, want_y = fn(want_x, xs[r]), fn(want_y, ys[r])
+    comm = ThreadCommunicator(n, timeout=30)
+    outs, errors = _on_threads(
+        n, lambda r: (comm.all_reduce(r, xs[r], op), comm.all_reduce_many(r, [xs[r], ys[r]], op))
+    )
+    assert errors == [None] * n
+    for single, (many_x, many_y) in outs:
+        np.testing.assert_array_equal(single, want_x)
+        np.testing.assert_array_equal(many_x, want_x)
+        np.testing.assert_array_equal(many_y, want_y)
