@@ -169,13 +169,8 @@ class ProcessDevicesCommunicator(Communicator):
         )
 
     def all_to_all(self, rank, x, split_axis, concat_axis):
-        x = np.asarray(x)
+        x = self._checked_split(x, split_axis)
         n = self.size
-        if x.shape[split_axis] % n:
-            raise ValueError(
-                f"all_to_all: the split axis {split_axis} of {_describe(x)} is not divisible by the "
-                f"communicator size {n}"
-            )
         mine = self._ranks_of[self._me]
 
         def combine(values):

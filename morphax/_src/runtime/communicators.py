@@ -66,6 +66,16 @@ class Communicator:
         """Every rank's `x` stacked along a new leading axis: shape (size, *x.shape)."""
         raise NotImplementedError
 
+    def _checked_split(self, x, split_axis):
+        """`x` as an array whose axis `split_axis` divides into one block per rank (all_to_all)."""
+        x = np.asarray(x)
+        if x.shape[split_axis] % self.size:
+            raise ValueError(
+                f"all_to_all: the split axis {split_axis} of {_describe(x)} is not divisible by the "
+                f"communicator size {self.size}"
+            )
+        return x
+
     def all_to_all(self, rank: int, x, split_axis: int, concat_axis: int):
         """Rank i splits `x` along `split_axis` into `size` blocks and sends block j to rank j;
         each rank concatenates the blocks it receives, ordered by sender, along `concat_axis`."""
@@ -297,13 +307,8 @@ class ThreadCommunicator(Communicator):
         return out if rank == 0 else out.copy()
 
     def all_to_all(self, rank, x, split_axis, concat_axis):
-        x = np.asarray(x)
+        x = self._checked_split(x, split_axis)
         n = self.size
-        if x.shape[split_axis] % n:
-            raise ValueError(
-                f"all_to_all: the split axis {split_axis} of {_describe(x)} is not divisible by the "
-                f"communicator size {n}"
-            )
 
         def combine(values):
             blocks = [np.split(v, n, axis=split_axis) for v in values]
