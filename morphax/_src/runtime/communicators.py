@@ -239,22 +239,25 @@ class ThreadCommunicator(Communicator):
 
     def _reduce_in_parallel(self, rank, what, signature, xs, fn) -> list:
         """all_reduce of the arrays `xs` where every rank reduces its share of the elements (of
-        each array), after one meeting to see everyone's values and before a second that waits
-        for every share. Elementwise, in rank order: the same bits as one rank reducing all."""
+        each array) and writes it into every rank's result, after one meeting to see everyone's
+        values and before a second that waits for every share. Elementwise, in rank order: the
+        same bits as one rank reducing all."""
 
         def share(values):
-            return [(values, [np.empty(x.shape, x.dtype) for x in xs])] * self.size
+            outs = [[np.empty(x.shape, x.dtype) for x in xs] for _ in range(self.size)]
+            return [(values, outs)] * self.size
 
         values, outs = self._exchange(rank, what, signature, xs, share)
-        for j, out in enumerate(outs):
-            flat = out.reshape(-1)
-            lo, hi = flat.size * rank // self.size, flat.size * (rank + 1) // self.size
+        for j in range(len(xs)):
+            n = values[0][j].size
+            lo, hi = n * rank // self.size, n * (rank + 1) // self.size
             total = values[0][j].reshape(-1)[lo:hi]
             for v in values[1:]:
                 total = fn(total, v[j].reshape(-1)[lo:hi])
-            flat[lo:hi] = total
+            for out in outs:  # every rank's own result array, so nobody copies afterwards
+                out[j].reshape(-1)[lo:hi] = total
         self._exchange(rank, f"{what}, shares reduced", signature, None, lambda _: [None] * self.size)
-        return outs if rank == 0 else [o.copy() for o in outs]
+        return outs[rank]
 
     def all_reduce(self, rank, x, op):
         if op not in _REDUCERS:
