@@ -48,7 +48,8 @@ def _rbinop(fn):
     return op
 
 
-_OPERAND_TYPES = (Array, Tracer, int, float, complex, bool)
+# Array last: its isinstance hook (tracers are Arrays) costs a Python call for the scalars.
+_OPERAND_TYPES = (int, float, complex, Tracer, Array)
 
 
 def _is_operand(x) -> bool:

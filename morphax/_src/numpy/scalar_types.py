@@ -31,7 +31,8 @@ class _ScalarMeta(type):
         return cls is other or cls.dtype.type == other
 
     def __ne__(cls, other):
-        return not cls.__eq__(other)
+        # Not `cls.__eq__(other)`: on a class that finds object's unbound slot, not this method.
+        return not (cls == other)
 
     def __call__(cls, x):
         from morphax._src.numpy import creation

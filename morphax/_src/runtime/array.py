@@ -13,10 +13,33 @@ import numpy as np
 from morphax._src import errors, events
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, pytype_aval_mappings
+from morphax._src.core.trace import Tracer
 from morphax._src.runtime.buffers import DeletedBuffer, PendingBuffer
 
 
-class Array:
+class _ArrayMeta(type):
+    """Makes `Array` the type of every array value a program sees: concrete Arrays are its
+    instances, and so are tracers of any transformation (jit, grad, vmap, scan bodies...), as
+    `jax.Array` is the base of both ArrayImpl and Tracer in JAX. Libraries test
+    ``isinstance(x, jax.Array)`` (or ``jnp.ndarray``) to tell arrays from other leaves, and that
+    test must not change inside a transformation.
+
+    Python answers ``isinstance(a, Array)`` for an exact Array without calling this, so only
+    other values pay for the extra check. The fast paths that test ``type(x) is Array`` still
+    mean "a concrete Array"."""
+
+    def __instancecheck__(cls, instance):
+        if type.__instancecheck__(cls, instance):
+            return True
+        return cls is Array and isinstance(instance, Tracer)
+
+    def __subclasscheck__(cls, subclass):
+        if type.__subclasscheck__(cls, subclass):
+            return True
+        return cls is Array and isinstance(subclass, type) and issubclass(subclass, Tracer)
+
+
+class Array(metaclass=_ArrayMeta):
     """An immutable n-dimensional array. ``_buf`` is a NumPy array once ready, else a PendingBuffer.
 
     ``_place`` says where it lives: None for the common case, uncommitted on the first device;

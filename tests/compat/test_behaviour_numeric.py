@@ -1,0 +1,89 @@
+"""JAX's behaviour in the details that libraries (optax, chex, flax, equinox, jaxtyping) and
+users rely on: tracers are Arrays, scalar types compare, `*_like` of shape-dtype structs, round,
+complex ordering, weak types of gradients, gradients at tie points, wrapping of weak Python ints,
+rank promotion, and `lax.top_k`'s list. Every expected value here is what JAX 0.10 gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import morphax
+import morphax.numpy as jnp
+from morphax import lax
+from morphax._src.core.trace import Tracer
+
+# -- 1. tracers are instances of Array ------------------------------------------------------------
+_TRANSFORMS = {
+    "jit": lambda f: morphax.jit(f)(1.0),
+    "grad": lambda f: morphax.grad(f)(1.0),
+    "vjp": lambda f: morphax.vjp(f, 1.0),
+    "jvp": lambda f: morphax.jvp(f, (1.0,), (1.0,)),
+    "vmap": lambda f: morphax.vmap(f)(jnp.ones(3)),
+    "checkpoint": lambda f: morphax.grad(morphax.checkpoint(f))(1.0),
+    "scan": lambda f: lax.scan(lambda c, x: (f(c), x), 1.0, jnp.ones(2)),
+    "while_loop": lambda f: lax.while_loop(lambda c: c < 10.0, f, 1.0),
+    "cond": lambda f: lax.cond(True, f, f, 1.0),
+    "custom_jvp": lambda f: morphax.grad(_custom_jvp_of(f))(1.0),
+    "grad_of_vmap_of_jit": lambda f: morphax.grad(
+        lambda x: morphax.vmap(morphax.jit(f))(x * jnp.ones(2)).sum()
+    )(1.0),
+}
+
+
+def _custom_jvp_of(f):
+    @morphax.custom_jvp
+    def g(x):
+        return f(x)
+
+    @g.defjvp
+    def g_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), f(t)
+
+    return g
+
+
+@pytest.mark.parametrize("name", sorted(_TRANSFORMS))
+def test_tracers_are_arrays(name):
+    seen = []
+
+    def record(x):
+        seen.append((isinstance(x, morphax.Array), isinstance(x, jnp.ndarray), isinstance(x, Tracer)))
+        return x * 2.0
+
+    _TRANSFORMS[name](record)
+    assert seen and all(a and b for a, b, _ in seen), seen
+    assert any(t for _, _, t in seen), "the function was never traced"
+
+
+def test_array_instance_checks_outside_transformations():
+    x = jnp.ones(3)
+    assert isinstance(x, morphax.Array) and isinstance(x, jnp.ndarray)
+    assert type(x) is morphax.Array  # the dispatch fast paths' test still means "concrete"
+    for other in (np.ones(3), np.float32(1), 1.0, 1, True, None, [1.0], "a"):
+        assert not isinstance(other, morphax.Array), other
+        assert not isinstance(other, jnp.ndarray), other
+    assert issubclass(Tracer, morphax.Array) and not issubclass(np.ndarray, morphax.Array)
+    assert isinstance(x, (int, morphax.Array))
+
+
+def test_tree_leaves_filtered_by_array_type_under_jit():
+    # The optax idiom: keep the leaves that are arrays, inside a jitted update.
+    def count(tree):
+        return sum(isinstance(leaf, morphax.Array) for leaf in morphax.tree_util.tree_leaves(tree))
+
+    tree = {"a": jnp.ones(2), "b": jnp.zeros(())}
+    assert count(tree) == 2
+    assert morphax.jit(lambda t: jnp.float32(count(t)))(tree) == 2
+
+
+# -- 2. scalar types compare ----------------------------------------------------------------------
+def test_scalar_types_compare_and_hash():
+    assert jnp.float16 != jnp.float32
+    assert not (jnp.float32 != jnp.float32)
+    assert jnp.float32 == np.float32 and not (jnp.float32 != np.float32)
+    assert jnp.float32 != "float32"  # as JAX: only the NumPy scalar type itself is equal
+    assert hash(jnp.float32) == hash(np.float32)
+    assert {jnp.float32: 1}[np.float32] == 1
+    assert len({jnp.float16, jnp.float32, jnp.int32}) == 3
