@@ -4,9 +4,13 @@ Each message says what went wrong, where (the function being traced and the argu
 value came from), and what to do about it.
 """
 
+from morphax._src.core.jaxpr import JaxprTypeError
 from morphax._src.errors import (
     ConcretizationTypeError,
+    InconclusiveDimensionOperation,
+    JAXIndexError,
     JaxRuntimeError,
+    JAXTypeError,
     KeyReuseError,
     NonConcreteBooleanIndexError,
     TracerArrayConversionError,
@@ -17,6 +21,10 @@ from morphax._src.errors import (
 
 __all__ = [
     "ConcretizationTypeError",
+    "InconclusiveDimensionOperation",
+    "JAXIndexError",
+    "JAXTypeError",
+    "JaxprTypeError",
     "JaxRuntimeError",
     "KeyReuseError",
     "NonConcreteBooleanIndexError",

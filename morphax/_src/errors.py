@@ -16,6 +16,18 @@ class MorphaxTypeError(TypeError):
     pass
 
 
+class JAXTypeError(TypeError):
+    """A TypeError morphax raises about tracing (JAX's base of the tracer conversion errors)."""
+
+
+class JAXIndexError(IndexError):
+    """An IndexError morphax raises about tracing (JAX's base of NonConcreteBooleanIndexError)."""
+
+
+class InconclusiveDimensionOperation(Exception):
+    """An operation on symbolic dimensions whose answer cannot be decided (JAX's name)."""
+
+
 class JaxRuntimeError(RuntimeError):
     """A failure while a computation ran (JAX's name, so `except jax.errors.JaxRuntimeError`
     works). NB: an ordinary exception raised by a host callback propagates as itself (JAX wraps
@@ -161,7 +173,7 @@ def _concrete_fix(origin: TracerOrigin | None) -> str:
 # ------------------------------------------------------------------------------------- errors
 
 
-class ConcretizationTypeError(TypeError):
+class ConcretizationTypeError(JAXTypeError):
     """A concrete (Python) value was needed from an abstract tracer."""
 
     def __init__(self, tracer, context: str = ""):
@@ -185,7 +197,7 @@ class TracerBoolConversionError(ConcretizationTypeError):
         )
 
 
-class TracerIntegerConversionError(TypeError):
+class TracerIntegerConversionError(JAXTypeError):
     """`__index__` (a `range`, list index, or shape) was applied to an abstract tracer."""
 
     def __init__(self, tracer):
@@ -209,7 +221,7 @@ class TracerIntegerConversionError(TypeError):
         )
 
 
-class TracerArrayConversionError(TypeError):
+class TracerArrayConversionError(JAXTypeError):
     """`numpy.asarray` (``__array__``) was applied to a tracer, which has no data yet."""
 
     def __init__(self, tracer):
@@ -224,7 +236,7 @@ class TracerArrayConversionError(TypeError):
         )
 
 
-class NonConcreteBooleanIndexError(IndexError):
+class NonConcreteBooleanIndexError(JAXIndexError):
     """A boolean mask known only at run time would give the result a data-dependent shape."""
 
     def __init__(self, tracer):
@@ -246,7 +258,7 @@ _TRACE_KINDS = {
 }
 
 
-class UnexpectedTracerError(TypeError):
+class UnexpectedTracerError(JAXTypeError):
     """A tracer was used after the transformation that made it had finished (it escaped)."""
 
     def __init__(self, tracer):
