@@ -87,3 +87,63 @@ def test_scalar_types_compare_and_hash():
     assert hash(jnp.float32) == hash(np.float32)
     assert {jnp.float32: 1}[np.float32] == 1
     assert len({jnp.float16, jnp.float32, jnp.int32}) == 3
+
+
+# -- 3. *_like accept anything with a shape and a dtype -------------------------------------------
+class _ShapeDtype:
+    shape = (2,)
+    dtype = np.dtype(np.float16)
+
+
+@pytest.mark.parametrize("fn", ["zeros_like", "ones_like", "empty_like", "full_like"])
+def test_like_functions_accept_shape_dtype_structs(fn):
+    f = getattr(jnp, fn)
+    args = (7,) if fn == "full_like" else ()
+    fill = 7 if fn == "full_like" else (1 if fn == "ones_like" else 0)
+    s = morphax.ShapeDtypeStruct((2, 3), jnp.int32)
+    out = f(s, *args)
+    assert out.dtype == np.int32 and out.shape == (2, 3) and not out.weak_type
+    if fn != "empty_like":
+        np.testing.assert_array_equal(np.asarray(out), np.full((2, 3), fill, np.int32))
+    assert f(s, *args, dtype=jnp.float32).dtype == np.float32
+    assert f(s, *args, shape=(4,)).shape == (4,)
+    assert f(_ShapeDtype(), *args).dtype == np.float16  # any object with shape and dtype
+    # A weakly typed struct still gives a strong result, as in JAX.
+    assert not f(morphax.ShapeDtypeStruct((), jnp.float32, weak_type=True), *args).weak_type
+    assert morphax.jit(lambda: f(s, *args))().shape == (2, 3)
+    with pytest.raises(TypeError, match=fn):
+        f([1.0, 2.0], *args)
+
+
+def test_full_like_of_struct_casts_fill_value():
+    s = morphax.ShapeDtypeStruct((2,), jnp.int32)
+    np.testing.assert_array_equal(np.asarray(jnp.full_like(s, 2.7)), [2, 2])
+    np.testing.assert_array_equal(np.asarray(jnp.full_like(s, jnp.array([1, 2]))), [1, 2])
+
+
+# -- 4. round() ----------------------------------------------------------------------------------
+def test_round_operator():
+    out = round(jnp.array(2.567))
+    assert out.dtype == np.int32 and int(out) == 3
+    out = round(jnp.float32(2.567), 1)
+    assert out.dtype == np.float32 and abs(float(out) - 2.6) < 1e-6
+    np.testing.assert_array_equal(np.asarray(round(jnp.array([1.5, 2.5, -0.5]))), [2, 2, 0])  # halves to even
+    assert round(jnp.array([1, 2])).dtype == np.int32
+    traced = morphax.jit(lambda x: round(x))(2.5)
+    assert traced.dtype == np.int32 and int(traced) == 2
+    np.testing.assert_array_equal(np.asarray(morphax.vmap(round)(jnp.array([0.4, 3.6]))), [0, 4])
+    with morphax.enable_x64():
+        assert round(jnp.array(2.5)).dtype == np.int64
+
+
+# -- 10. lax.top_k returns a list ----------------------------------------------------------------
+def test_top_k_returns_a_list():
+    out = lax.top_k(jnp.array([1.0, 4.0, 3.0]), 2)
+    assert type(out) is list and len(out) == 2
+    np.testing.assert_array_equal(np.asarray(out[0]), [4.0, 3.0])
+    np.testing.assert_array_equal(np.asarray(out[1]), [1, 2])
+    assert type(morphax.jit(lambda x: lax.top_k(x, 1))(jnp.ones(3))) is list
+    assert type(lax.approx_max_k(jnp.arange(5.0), 2)) is list
+    assert type(lax.approx_min_k(jnp.arange(5.0), 2)) is list
+    with pytest.raises(ValueError, match="top_k is not compatible with complex"):
+        lax.top_k(jnp.array([1j, 2.0]), 1)

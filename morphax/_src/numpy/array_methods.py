@@ -64,6 +64,13 @@ def _matmul(a, b):
     return _jnp().matmul(a, b)
 
 
+def _round_operator(self, ndigits=None):
+    """``round(x)`` and ``round(x, n)``: `jnp.round`; without `ndigits` the result is cast to the
+    default integer dtype, as Python's round of a float returns an int."""
+    out = _jnp().round(self, decimals=0 if ndigits is None else ndigits)
+    return out if ndigits is not None else out.astype(int)
+
+
 def _method(name):
     def method(self, *args, **kwargs):
         return getattr(_jnp(), name)(self, *args, **kwargs)
@@ -111,6 +118,7 @@ _OPERATORS = {
     "__pos__": ufuncs.positive,
     "__abs__": ufuncs.absolute,
     "__invert__": ufuncs.invert,
+    "__round__": _round_operator,
 }
 
 # Methods that are the jnp function of the same name applied to self.

@@ -273,13 +273,31 @@ def full(shape, fill_value, dtype=None, *, device=None):
     return _on(broadcast_to(asarray(fill_value, dtype=dt), shape), device)
 
 
+def _numpy_dtype(a):
+    """`a.dtype` as a NumPy dtype; None when `a` has none or an extended one (key arrays)."""
+    dtype = getattr(a, "dtype", None)
+    if dtype is None:
+        return None
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return None
+
+
 def _like(fun_name, a, fill_value, dtype, shape):
-    util.check_arraylike(fun_name, a)
     dt = _user_dtype(dtype, fun_name)
-    # The result is weak only if it takes its dtype from a weakly typed `a`.
-    weak = dt is None and _dtypes.is_weakly_typed(a)
-    dt = dt or _dtypes.result_type(a)
-    shape = np.shape(a) if shape is None else canonicalize_shape(shape, fun_name)
+    if not isinstance(a, (Array, Tracer)) and hasattr(a, "shape") and _numpy_dtype(a) is not None:
+        # Anything with a shape and a dtype serves as the prototype (a ShapeDtypeStruct, a
+        # NumPy array), as in JAX; only a real weakly typed array makes the result weak.
+        weak = False
+        dt = dt or _dtypes.canonicalize_dtype(_numpy_dtype(a))
+        shape = tuple(a.shape) if shape is None else canonicalize_shape(shape, fun_name)
+    else:
+        util.check_arraylike(fun_name, a)
+        # The result is weak only if it takes its dtype from a weakly typed `a`.
+        weak = dt is None and _dtypes.is_weakly_typed(a)
+        dt = dt or _dtypes.result_type(a)
+        shape = np.shape(a) if shape is None else canonicalize_shape(shape, fun_name)
     if np.ndim(fill_value) != 0:
         return broadcast_to(asarray(fill_value, dtype=dt), shape)
     return _fill(tuple(shape), fill_value, dt, weak)

@@ -90,7 +90,7 @@ def _approx_top_k(name, operand, k, reduction_dimension, recall_target, override
     if is_max:
         return top_k(operand, size, axis=axis)
     values, indices = top_k(neg(operand), size, axis=axis)
-    return neg(values), indices
+    return [neg(values), indices]
 
 
 def approx_max_k(

@@ -316,5 +316,12 @@ def top_k(operand, k: int, *, axis: int = -1):
     lower index first and NaN counts as larger than +inf."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"top_k: k must be a static Python int, got {k!r}")
+    dt = get_aval(operand).dtype
+    if _dtypes.is_complex(dt):
+        raise ValueError(
+            f"top_k is not compatible with complex inputs (got an operand of dtype {dt}): take the "
+            "real part or the magnitude first."
+        )
     ax = axis_of_shape("top_k", axis, get_aval(operand).shape) if get_aval(operand).shape else axis
-    return tuple(top_k_p.bind(operand, k=int(k), axis=ax))
+    # A list [values, indices], as JAX returns (its annotation says tuple; the value is a list).
+    return list(top_k_p.bind(operand, k=int(k), axis=ax))
