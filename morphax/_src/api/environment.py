@@ -15,7 +15,8 @@ import numpy as np
 
 from morphax._src.config import config
 from morphax._src.core import pytree
-from morphax._src.core.avals import get_aval
+from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.dtypes import ExtendedDType
 from morphax._src.runtime import devices as _devices
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.devices import local_devices
@@ -65,12 +66,23 @@ __all__ = [
 ]
 
 
+_NO_VALUE = object()
+
+
 def _flag(option: str, doc: str):
     """A config option as JAX exposes it at top level: ``name(value)`` is a context manager that
     sets the option for the block, in this thread only (``config.update(option, value)`` sets it
     for the process)."""
 
-    def flag(new_val):
+    def flag(new_val=_NO_VALUE):
+        if new_val is _NO_VALUE:
+            # As in JAX: a boolean option's context manager turns it on when called without a value.
+            if not isinstance(getattr(config, config._attr(option, flag.__name__)), bool):
+                raise TypeError(
+                    f"morphax.{flag.__name__}(): the context manager for config option {option!r} "
+                    "requires an argument, the option's value inside the block."
+                )
+            new_val = True
         return config._override(option, new_val)
 
     flag.__name__ = flag.__qualname__ = option.removeprefix("jax_")
@@ -178,8 +190,21 @@ def ensure_compile_time_eval():
 
 
 def typeof(x):
-    """The abstract type of `x` (ShapedArray: shape, dtype, weak type), as tracing sees it."""
-    return get_aval(x)
+    """The abstract type of `x` (ShapedArray: shape, dtype, weak type), as tracing sees it. Typed
+    PRNG key arrays give a ShapedArray of their extended dtype (``key<fry>[]``), as in JAX."""
+    dtype = getattr(x, "dtype", None)
+    if isinstance(dtype, ExtendedDType):
+        # ShapedArray's constructor takes NumPy dtypes only; the key aval keeps the extended one.
+        aval = ShapedArray.__new__(ShapedArray)
+        aval.shape, aval.dtype, aval.weak_type = tuple(x.shape), dtype, False
+        return aval
+    try:
+        return get_aval(x)
+    except TypeError:
+        raise TypeError(
+            f"typeof: argument {x!r} of type {type(x).__name__} is not a valid morphax type "
+            "(expected an array, tracer, NumPy array or Python scalar)."
+        ) from None
 
 
 def copy_to_host_async(x):

@@ -31,6 +31,21 @@ class ShapeDtypeStruct:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
+    @classmethod
+    def like(cls, x):
+        """The shape, dtype and weak type of `x` (an array, tracer, NumPy array, Python scalar or
+        anything with an aval, such as another ShapeDtypeStruct), and its sharding if it has one."""
+        if isinstance(x, ShapeDtypeStruct):
+            return cls(x.shape, x.dtype, weak_type=x.weak_type, sharding=x.sharding)
+        try:
+            aval = get_aval(x)
+        except TypeError:
+            raise TypeError(
+                f"ShapeDtypeStruct.like: expected an array-like value (array, tracer, NumPy array or "
+                f"Python scalar), got {x!r} of type {type(x).__name__}."
+            ) from None
+        return cls(aval.shape, aval.dtype, weak_type=aval.weak_type, sharding=getattr(x, "sharding", None))
+
     @property
     def aval(self):
         return ShapedArray(self.shape, self.dtype, self.weak_type)

@@ -1,0 +1,157 @@
+"""Small API names JAX programs and libraries use, each behaving as in JAX 0.10.2: `typeof`,
+`log_compiles` (context manager and the `jax_log_compiles` option), `dtypes.prng_key`,
+`Lowered.compiler_ir` and `ShapeDtypeStruct.like`."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import morphax
+import morphax.numpy as jnp
+from morphax import random
+from morphax._src.core.avals import ShapedArray
+
+
+# ------------------------------------------------------------------------------------- typeof
+def test_typeof_gives_the_aval():
+    # JAX: jax.typeof(jnp.ones((2, 3))) is ShapedArray(float32[2,3]); Python scalars are weak.
+    a = morphax.typeof(jnp.ones((2, 3)))
+    assert isinstance(a, ShapedArray)
+    assert (a.shape, a.dtype, a.weak_type) == ((2, 3), np.dtype("float32"), False)
+    s = morphax.typeof(1.0)
+    assert (s.shape, s.dtype, s.weak_type) == ((), np.dtype("float32"), True)
+    assert morphax.typeof(np.ones(2)).dtype == np.dtype("float32")  # canonicalized, as in JAX
+    assert morphax.typeof(np.int32(3)).weak_type is False
+
+
+def test_typeof_under_transformations():
+    seen = []
+
+    def f(x):
+        seen.append(morphax.typeof(x))
+        return x * 2
+
+    morphax.jit(f)(jnp.ones((4, 3)))
+    morphax.vmap(f)(jnp.ones((4, 3)))
+    morphax.grad(lambda x: f(x).sum())(jnp.ones(3))
+    assert [t.shape for t in seen] == [(4, 3), (3,), (3,)]
+    assert all(t.dtype == np.dtype("float32") for t in seen)
+
+
+def test_typeof_of_keys_and_bad_input():
+    # JAX: jax.typeof(jax.random.key(0)) is ShapedArray(key<fry>[]).
+    k = random.key(0)
+    a = morphax.typeof(k)
+    assert a.shape == () and a.dtype == k.dtype and repr(a) == "ShapedArray(key<fry>[])"
+    assert morphax.typeof(random.split(k, 3)).shape == (3,)
+    got = []
+    morphax.jit(lambda k: got.append(morphax.typeof(k)) or 0)(k)
+    assert got[0].dtype == k.dtype and got[0].shape == ()
+    with pytest.raises(TypeError, match="typeof.*str"):
+        morphax.typeof("a")
+
+
+# ------------------------------------------------------------------------------- log_compiles
+def _records(caplog, f):
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="morphax"):
+        f()
+    return [r for r in caplog.records if r.name.startswith("morphax")]
+
+
+def test_log_compiles_context_manager(caplog):
+    # JAX: `with jax.log_compiles():` (no argument: on) logs, at WARNING level, each trace and
+    # each compilation of a jitted function; a cache hit logs nothing.
+    def f(x):
+        return x * 3
+
+    jf = morphax.jit(f)
+
+    def run():
+        with morphax.log_compiles():
+            jf(jnp.ones(3))
+            jf(jnp.ones(3))  # cache hit: no new lines
+
+    recs = _records(caplog, run)
+    warn = [r.getMessage() for r in recs if r.levelno == logging.WARNING]
+    assert any("Tracing f" in m for m in warn), warn
+    assert sum("Compiling f" in m for m in warn) == 1, warn
+    assert any("f32[3]" in m for m in warn if "Compiling" in m)
+    # Off again after the block.
+    recs = _records(caplog, lambda: morphax.jit(lambda x: x - 1)(jnp.ones(2)))
+    assert not [r for r in recs if r.levelno >= logging.WARNING]
+
+
+def test_log_compiles_option(caplog):
+    def run():
+        morphax.config.update("jax_log_compiles", True)
+        try:
+            morphax.jit(lambda x: x + 7)(jnp.ones(5))
+        finally:
+            morphax.config.update("jax_log_compiles", False)
+
+    warn = [r.getMessage() for r in _records(caplog, run) if r.levelno == logging.WARNING]
+    assert any("Compiling" in m and "f32[5]" in m for m in warn), warn
+    assert morphax.config.jax_log_compiles is False
+
+
+def test_boolean_flag_context_managers_default_to_true():
+    # JAX: a boolean option's context manager called without a value turns the option on; a
+    # non-boolean one requires the value.
+    with morphax.debug_nans():
+        assert morphax.config.jax_debug_nans is True
+    assert morphax.config.jax_debug_nans is False
+    with pytest.raises(TypeError, match="numpy_rank_promotion.*requires an argument"):
+        with morphax.numpy_rank_promotion():
+            pass
+
+
+# ---------------------------------------------------------------------------- dtypes.prng_key
+def test_prng_key_dtype_category():
+    k = random.key(0)
+    assert jnp.issubdtype(k.dtype, morphax.dtypes.prng_key)
+    assert morphax.dtypes.issubdtype(k.dtype, morphax.dtypes.prng_key)
+    assert jnp.issubdtype(k.dtype, morphax.dtypes.extended)
+    # Raw uint32 keys and ordinary arrays are not of the key category.
+    assert not jnp.issubdtype(random.PRNGKey(0).dtype, morphax.dtypes.prng_key)
+    assert not jnp.issubdtype(jnp.float32, morphax.dtypes.prng_key)
+    assert str(k.dtype) == "key<fry>"
+
+
+# ---------------------------------------------------------------------- Lowered.compiler_ir
+def test_lowered_compiler_ir():
+    lowered = morphax.jit(lambda x: jnp.sin(x) + 1.0).lower(jnp.ones(3))
+    ir = lowered.compiler_ir()
+    # morphax's IR is the jaxpr the backends compile (JAX: the StableHLO module).
+    assert ir is lowered.compiler_ir(dialect="jaxpr")
+    assert "sin" in str(ir) and "f32[3]" in str(ir)
+    source = lowered.compiler_ir("source")
+    assert isinstance(source, str) and source in lowered.as_text()
+    # Representations this backend does not have: None, as JAX's contract says.
+    assert lowered.compiler_ir("stablehlo") is None and lowered.compiler_ir("hlo") is None
+    with pytest.raises(ValueError, match="unknown dialect"):
+        lowered.compiler_ir("mhlo-ish")
+
+
+# ------------------------------------------------------------------- ShapeDtypeStruct.like
+def test_shape_dtype_struct_like():
+    s = morphax.ShapeDtypeStruct.like(jnp.ones((2, 3), jnp.int8))
+    assert (s.shape, s.dtype, s.weak_type) == ((2, 3), np.dtype("int8"), False)
+    # JAX: Python scalars stay weak, NumPy float64 arrays are canonicalized to float32.
+    assert morphax.ShapeDtypeStruct.like(1.0) == morphax.ShapeDtypeStruct((), jnp.float32, weak_type=True)
+    assert morphax.ShapeDtypeStruct.like(np.ones(4)).dtype == np.dtype("float32")
+    with morphax.enable_x64():
+        assert morphax.ShapeDtypeStruct.like(np.ones(4)).dtype == np.dtype("float64")
+    t = morphax.ShapeDtypeStruct((5,), jnp.uint16)
+    assert morphax.ShapeDtypeStruct.like(t) == t
+    # Usable where JAX takes a ShapeDtypeStruct, and from inside a trace.
+    out = morphax.eval_shape(lambda x: x @ x.T, morphax.ShapeDtypeStruct.like(jnp.ones((4, 2))))
+    assert out.shape == (4, 4)
+    inner = []
+    morphax.jit(lambda x: inner.append(morphax.ShapeDtypeStruct.like(x)) or x)(jnp.ones(6))
+    assert inner[0] == morphax.ShapeDtypeStruct((6,), jnp.float32)
+    with pytest.raises(TypeError, match="ShapeDtypeStruct.like"):
+        morphax.ShapeDtypeStruct.like("abc")
