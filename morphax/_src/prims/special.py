@@ -7,11 +7,11 @@ Hurwitz zeta function `zeta`. Floating dtypes only; references run in float64 an
 from __future__ import annotations
 
 import numpy as np
-import scipy.special as _sp
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import aval_of
 from morphax._src.core.avals import ShapedArray
+from morphax._src.core.lazy_import import LazyModule
 from morphax._src.core.primitive import Primitive
 from morphax._src.prims._ad import defjvp
 from morphax._src.prims._operands import lax_binary_operands, lax_nary_operands
@@ -32,6 +32,8 @@ from morphax._src.prims.conversion import full_like
 from morphax._src.prims.selection import select
 from morphax._src.prims.transcendental import digamma, exp, lgamma, log, log1p
 from morphax._src.prims.unary import neg, sign
+
+_sp = LazyModule("scipy.special")  # imported at first use, so `import morphax` stays fast
 
 __all__ = [
     "bessel_i0e",
@@ -87,10 +89,10 @@ def _signed_unary_cases(rng):
 
 
 bessel_i0e_p = elementwise_unop(
-    "bessel_i0e", _in_float64(_sp.i0e), "float", spec=TestSpec(cases=_signed_unary_cases)
+    "bessel_i0e", _in_float64(_sp.deferred("i0e")), "float", spec=TestSpec(cases=_signed_unary_cases)
 )
 bessel_i1e_p = elementwise_unop(
-    "bessel_i1e", _in_float64(_sp.i1e), "float", spec=TestSpec(cases=_signed_unary_cases)
+    "bessel_i1e", _in_float64(_sp.deferred("i1e")), "float", spec=TestSpec(cases=_signed_unary_cases)
 )
 
 
@@ -292,13 +294,13 @@ def _random_gamma_grad_ref(a, x):
 _POSITIVE = (0.2, 5.0)
 igamma_p = binary_elementwise(
     "igamma",
-    _in_float64(_gammainc_like(_sp.gammainc)),
+    _in_float64(_gammainc_like(_sp.deferred("gammainc"))),
     dtypes="float",
     spec=TestSpec(cases=binary_cases("float", domain=_POSITIVE)),
 )
 igammac_p = binary_elementwise(
     "igammac",
-    _in_float64(_gammainc_like(_sp.gammaincc)),
+    _in_float64(_gammainc_like(_sp.deferred("gammaincc"))),
     dtypes="float",
     spec=TestSpec(cases=binary_cases("float", domain=_POSITIVE)),
 )
@@ -423,7 +425,7 @@ def _betainc_cases(rng):
 
 elementwise_primitive(
     regularized_incomplete_beta_p,
-    _in_float64(_sp.betainc),
+    _in_float64(_sp.deferred("betainc")),
     _betainc_abstract_eval,
     TestSpec(cases=_betainc_cases, grad_order=0),
 )

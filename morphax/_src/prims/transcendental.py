@@ -13,11 +13,11 @@ import enum
 import math
 
 import numpy as np
-import scipy.special as _sp
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import aval_of
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.lazy_import import LazyModule
 from morphax._src.core.values import make_array
 from morphax._src.prims._ad import defjvp
 from morphax._src.prims._operands import lax_binary_operands
@@ -45,6 +45,8 @@ from morphax._src.prims.conversion import convert_element_type, full_like
 from morphax._src.prims.selection import select
 from morphax._src.prims.unary import neg
 from morphax._src.prims.xla_float32_log import log1p_f32
+
+_sp = LazyModule("scipy.special")  # imported at first use, so `import morphax` stays fast
 
 __all__ = [
     "AccuracyMode",
@@ -388,8 +390,8 @@ def _digamma(x):
 _SPECIAL_FN_SPECIALS = (0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, -2.5, np.inf, -np.inf, np.nan, 1e6)
 _ERF_INV_SPECIALS = (0.0, -0.0, 0.5, -0.5, 0.999, 1.0, -1.0, 1.5, np.inf, np.nan)
 
-erf_p = _plain("erf", _in_float32(_sp.erf), "float")
-erfc_p = _plain("erfc", _in_float32(_sp.erfc), "float")
+erf_p = _plain("erf", _in_float32(_sp.deferred("erf")), "float")
+erfc_p = _plain("erfc", _in_float32(_sp.deferred("erfc")), "float")
 # XLA's float32 ErfInv: Giles' single-precision polynomial ("Approximating the erfinv function",
 # 2010) in w = -log1p(-x^2) (that log1p also in XLA's operation order), each Horner step one
 # fused multiply-add. Matching it bit for bit makes random.normal reproduce JAX's numbers exactly.
@@ -434,7 +436,7 @@ erf_inv_p = elementwise_unop(
     ),
 )
 lgamma_p = _plain(
-    "lgamma", _in_float32(_sp.gammaln), "float", domain=(0.1, 5.0), specials=_SPECIAL_FN_SPECIALS
+    "lgamma", _in_float32(_sp.deferred("gammaln")), "float", domain=(0.1, 5.0), specials=_SPECIAL_FN_SPECIALS
 )
 digamma_p = _plain(
     "digamma", _in_float32(_digamma), "float", domain=(0.1, 5.0), specials=_SPECIAL_FN_SPECIALS

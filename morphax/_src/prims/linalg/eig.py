@@ -7,7 +7,6 @@ from __future__ import annotations
 import enum
 
 import numpy as np
-import scipy.linalg
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import is_zero
@@ -80,6 +79,8 @@ def _eig_impl(
     def one(a):
         if not np.all(np.isfinite(a)):
             raise np.linalg.LinAlgError("non-finite input")
+        import scipy.linalg  # here, not at the top: `import morphax` does not load SciPy
+
         w, vl, vr = scipy.linalg.eig(a, left=True, right=True, check_finite=False)
         res = [w]
         if compute_left_eigenvectors:

@@ -4,7 +4,6 @@ derivative (de Hoog, Anderssen & Lukas), and `lu_pivots_to_permutation`."""
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
 from morphax._src.core.ad_util import is_zero
 from morphax._src.core.avals import ShapedArray
@@ -73,6 +72,8 @@ def _lu_impl(x):
         piv = np.broadcast_to(np.arange(k, dtype=np.int32), batch + (k,)).copy()
         perm = np.broadcast_to(np.arange(m, dtype=np.int32), batch + (m,)).copy()
         return [x.copy(), piv, perm]
+    import scipy.linalg  # here, not at the top: `import morphax` does not load SciPy
+
     getrf = scipy.linalg.get_lapack_funcs("getrf", (x,))
 
     def one(a):

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
 from morphax._src.core.ad_util import is_zero
 from morphax._src.core.avals import ShapedArray
@@ -68,6 +67,8 @@ def _qr_impl(x, *, pivoting, full_matrices, use_magma):
         eye = np.broadcast_to(np.eye(m, k, dtype=x.dtype), x.shape[:-2] + (m, k)).copy()
         p = np.broadcast_to(np.arange(n, dtype=np.int32), x.shape[:-2] + (n,)).copy()
         return [eye, np.zeros(x.shape[:-2] + (k, n), x.dtype), p]
+    import scipy.linalg  # here, not at the top: `import morphax` does not load SciPy
+
     q, r, p = _per_matrix(lambda a: scipy.linalg.qr(a, mode=mode, pivoting=True), x)
     return [q.astype(x.dtype), r.astype(x.dtype), p.astype(np.int32)]
 

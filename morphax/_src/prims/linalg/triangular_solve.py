@@ -4,7 +4,6 @@ in a, linear in b (with its transpose)."""
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import Zero, add_tangents, is_undefined_primal, is_zero, tangent_aval
@@ -62,6 +61,8 @@ def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a, 
     out = np.empty(b.shape, b.dtype)
     if out.size == 0:
         return out
+    import scipy.linalg  # here, not at the top: `import morphax` does not load SciPy
+
     trsm = scipy.linalg.get_blas_funcs("trsm", (a, b))
     complex_ = _dtypes.is_complex(a.dtype)
     # BLAS trsm solves op(a) with op in {a, a^T, a^H}; conj(a) alone is conj(trsm(a, conj(b))).
