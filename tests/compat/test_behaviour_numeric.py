@@ -147,3 +147,48 @@ def test_top_k_returns_a_list():
     assert type(lax.approx_min_k(jnp.arange(5.0), 2)) is list
     with pytest.raises(ValueError, match="top_k is not compatible with complex"):
         lax.top_k(jnp.array([1j, 2.0]), 1)
+
+
+# -- 8. weak Python ints wrap into narrow integer dtypes -----------------------------------------
+@pytest.mark.parametrize(
+    "fn,want,dtype",
+    [
+        (lambda: jnp.uint8(1) + 300, 45, np.uint8),
+        (lambda: jnp.int8(1) + 200, -55, np.int8),
+        (lambda: jnp.int8(1) + (-300), -43, np.int8),
+        (lambda: jnp.uint8(1) + (-3), 254, np.uint8),
+        (lambda: jnp.uint32(1) + (-1), 0, np.uint32),
+        (lambda: jnp.uint32(1) + (2**31 - 1), 2**31, np.uint32),
+        (lambda: jnp.int8(3) * 1000, -72, np.int8),
+        (lambda: jnp.maximum(jnp.uint8(1), 300), 44, np.uint8),
+        (lambda: jnp.where(True, jnp.uint8(1), 300), 1, np.uint8),
+        (lambda: jnp.full((), 300, dtype=jnp.uint8), 44, np.uint8),
+        (lambda: jnp.full_like(jnp.uint8(1), 300), 44, np.uint8),
+        (lambda: jnp.zeros(2, jnp.uint8).at[0].set(300)[0], 44, np.uint8),
+        (lambda: morphax.jit(lambda x: x + 300)(jnp.uint8(1)), 45, np.uint8),
+        (lambda: jnp.uint8(44) == 300, True, np.bool_),
+    ],
+)
+def test_weak_python_int_wraps(fn, want, dtype):
+    out = fn()
+    assert out.dtype == dtype and not out.weak_type
+    assert out.item() == want
+
+
+def test_python_int_overflow_of_default_int_raises():
+    # Beyond the default integer dtype (int32, int64 under x64) JAX raises, whatever the other
+    # operand's dtype, floats included.
+    for fn in (lambda: jnp.int8(1) + 2**40, lambda: jnp.uint32(1) + 2**31, lambda: jnp.float32(1) + 2**40):
+        with pytest.raises(OverflowError, match="too large to convert to int32"):
+            fn()
+    # An explicit dtype does not wrap.
+    with pytest.raises(OverflowError, match="asarray: Python int 300 out of bounds for uint8"):
+        jnp.asarray(300, dtype=jnp.uint8)
+    with morphax.enable_x64():
+        assert (jnp.uint8(1) + 300).item() == 45
+        assert (jnp.int32(1) + 2**31).item() == -(2**31) + 1
+        assert (jnp.int8(1) + 2**40).item() == 1
+        assert (jnp.uint64(1) + (-1)).item() == 0
+        for big in (2**63, 2**64, -(2**63) - 1):
+            with pytest.raises(OverflowError, match="too large to convert to int64"):
+                jnp.uint64(1) + big

@@ -81,7 +81,7 @@ def _user_dtype(dtype, fun_name, default=None):
 
 def _fill(shape, value, dtype, weak_type=False):
     """A `shape` array of the scalar `value` (possibly traced) as one broadcast_in_dim."""
-    scalar = util.convert_element_type(value, dtype, weak_type)
+    scalar = util.convert_operand(value, dtype, weak_type)  # jnp.full(2, 300, dtype=uint8) wraps
     if get_aval(scalar).shape != ():
         raise TypeError(f"fill value must be a scalar, got shape {get_aval(scalar).shape}")
     if shape == ():
@@ -133,6 +133,8 @@ def _array(obj, dtype, ndmin, fun_name):
     if isinstance(obj, (Array, Tracer)):
         out = obj if dt is None else util.convert_element_type(obj, dt, False)
     elif type(obj) in _PY_SCALARS:
+        if type(obj) is int and dt is not None and _dtypes.is_integer(dt):
+            _check_int_fits(obj, dt, fun_name)  # an explicit dtype does not wrap (as NumPy)
         weak = dt is None and _dtypes.is_weakly_typed(obj)
         out = util.convert_element_type(obj, dt or _dtypes.python_scalar_dtype(obj), weak)
     elif isinstance(obj, (np.ndarray, np.generic)):
@@ -153,6 +155,15 @@ def _array(obj, dtype, ndmin, fun_name):
         shape = (1,) * (ndmin - nd) + get_aval(out).shape
         out = L.broadcast_in_dim(out, shape, tuple(range(ndmin - nd, ndmin)))
     return out
+
+
+def _check_int_fits(x: int, dt, fun_name):
+    info = np.iinfo(dt)
+    if not info.min <= x <= info.max:
+        raise OverflowError(
+            f"{fun_name}: Python int {x} out of bounds for {np.dtype(dt).name} (range {info.min} to "
+            f"{info.max}); pass a wider dtype, or wrap explicitly with jnp.asarray(x).astype(dtype)."
+        )
 
 
 def _array_from_sequence(obj, dt, fun_name):

@@ -58,6 +58,27 @@ def _python_scalar_to_array(x, dtype, weak_type):
     return make_array(x, dtype, weak_type)
 
 
+def convert_operand(x, dtype, weak_type=False):
+    """`convert_element_type` for an operand being promoted. As JAX, a Python int operand is
+    first an array of the default integer dtype (int32, or int64 under x64), which it must fit,
+    and then converts to `dtype` as arrays do: wrapping modulo 2**bits into a narrower integer
+    dtype (``jnp.uint8(1) + 300`` is uint8 45, ``jnp.int8(1) + 200`` is int8 -55)."""
+    if type(x) is not int:
+        return convert_element_type(x, dtype, weak_type)
+    default = _dtypes.default_int_dtype()
+    info = np.iinfo(default)
+    if not info.min <= x <= info.max:
+        hint = "" if config.enable_x64 else ", or enable 64-bit mode (config.update('jax_enable_x64', True))"
+        raise OverflowError(
+            f"Python int {x} too large to convert to {default.name} (the default integer dtype "
+            f"that Python int operands take). Use a float{hint}."
+        )
+    dtype = np.dtype(dtype)
+    if _dtypes.is_integer(dtype) and dtype != default:
+        return make_array(np.array(x, default).astype(dtype), dtype, weak_type)
+    return _python_scalar_to_array(x, dtype, weak_type)
+
+
 def _guard_host_array(x):
     """A NumPy operand becoming an Array is a host-to-device transfer (runtime/guards.py). NB:
     Python scalars are not counted (JAX counts them): they are also the constants of morphax's
@@ -90,21 +111,21 @@ def promote_dtypes(*args):
     if len(args) < 2:
         return [asarray_like(a) for a in args]
     to_dtype, weak = _dtypes.result_type(*args, return_weak_type_flag=True)
-    return [convert_element_type(x, to_dtype, weak) for x in args]
+    return [convert_operand(x, to_dtype, weak) for x in args]
 
 
 def promote_dtypes_inexact(*args):
     """Like `promote_dtypes`, then integers and bools go to the default float (sin(1) is a float)."""
     to_dtype, weak = _dtypes.result_type(*args, return_weak_type_flag=True)
     to_dtype = _dtypes.to_inexact_dtype(to_dtype)
-    return [convert_element_type(x, to_dtype, weak) for x in args]
+    return [convert_operand(x, to_dtype, weak) for x in args]
 
 
 def promote_dtypes_numeric(*args):
     to_dtype, weak = _dtypes.result_type(*args, return_weak_type_flag=True)
     if _dtypes.is_bool(to_dtype):
         to_dtype = _dtypes.default_int_dtype()
-    return [convert_element_type(x, to_dtype, weak) for x in args]
+    return [convert_operand(x, to_dtype, weak) for x in args]
 
 
 def asarray_like(x):
