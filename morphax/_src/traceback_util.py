@@ -45,6 +45,28 @@ def is_internal_filename(filename: str) -> bool:
     return hit
 
 
+# Files of libraries built on the JAX API (flax, equinox, jaxtyping) that asked, through
+# `register_exclusion` (JAX's `jax._src.traceback_util` names), to be hidden like morphax's own.
+_exclude_paths: list[str] = []
+
+
+def register_exclusion(path: str) -> None:
+    """Hide frames of files under `path` from filtered tracebacks, as morphax's own frames."""
+    if path not in _exclude_paths:
+        _exclude_paths.append(path)
+
+
+def include_frame(frame: types.FrameType) -> bool:
+    """Whether a filtered traceback keeps `frame` (it is neither morphax's nor excluded)."""
+    return not _is_hidden(frame.f_code.co_filename)
+
+
+def _is_hidden(filename: str) -> bool:
+    if is_internal_filename(filename):
+        return True
+    return any(filename.startswith(path) for path in _exclude_paths)
+
+
 def filtering_mode() -> str:
     """ "off" or "remove_frames"."""
     mode = getattr(config, "traceback_filtering", "auto")
@@ -63,7 +85,7 @@ def filter_traceback(tb: types.TracebackType | None) -> types.TracebackType | No
     entries, kept = 0, []
     while tb is not None:
         entries += 1
-        if not is_internal_filename(tb.tb_frame.f_code.co_filename):
+        if not _is_hidden(tb.tb_frame.f_code.co_filename):
             kept.append(tb)
         tb = tb.tb_next
     if len(kept) == entries:

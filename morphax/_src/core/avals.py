@@ -42,6 +42,11 @@ class ShapedArray:
             self.weak_type if weak_type is None else weak_type,
         )
 
+    def to_tangent_aval(self):
+        """The type of this value's tangents: float0 for integers and bools (JAX's name)."""
+        dtype = self.dtype if _dtypes.is_inexact(self.dtype) else _dtypes.float0
+        return ShapedArray(self.shape, dtype, self.weak_type)
+
     def strip_weak_type(self):
         return ShapedArray(self.shape, self.dtype, False) if self.weak_type else self
 

@@ -60,8 +60,10 @@ class Primitive:
       param_defaults                   params applied in `bind` when a binder leaves them out
     """
 
-    def __init__(self, name: str, *, multiple_results: bool = False):
-        if name in registry:
+    def __init__(self, name: str, *, multiple_results: bool = False, register: bool = True):
+        # register=False: a primitive defined by user code (morphax.extend.core.Primitive), which
+        # may reuse a name as JAX allows and stays out of the catalogue the tests enumerate.
+        if register and name in registry:
             raise ValueError(f"primitive {name!r} is defined twice; each primitive lives in one block")
         self.name = name
         self.multiple_results = multiple_results
@@ -159,7 +161,8 @@ class Primitive:
         # Canonical values of params that some binders leave out, filled in by `bind`, so equal
         # programs have equal params (CSE and compile caches compare params).
         self.param_defaults: dict = {}
-        registry[name] = self
+        if register:
+            registry[name] = self
 
     def bind(self, *args, **params):
         if self.param_defaults:  # the hot path pays one attribute check

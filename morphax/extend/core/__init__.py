@@ -1,0 +1,74 @@
+"""`morphax.extend.core` (`jax.extend.core`): define primitives, read jaxprs and traces.
+
+A primitive made here follows JAX's conventions: ``p = Primitive("name")``, ``p.def_impl(f)``
+(f computes on arrays), ``p.def_abstract_eval(g)`` (g maps `ShapedArray`s to `ShapedArray`s),
+rules in `morphax.interpreters.ad` / `batching` and a lowering in `morphax.interpreters.mlir`;
+``p.bind(*args, **params)`` then works eagerly and under jit, grad and vmap.
+"""
+
+from morphax._src.core.effects import Effect
+from morphax._src.core.jaxpr import (
+    ClosedJaxpr,
+    DropVar,
+    Jaxpr,
+    JaxprEqn,
+    JaxprTypeError,
+    Literal,
+    Var,
+    check_jaxpr,
+)
+from morphax._src.errors import InconclusiveDimensionOperation
+from morphax._src.extend.primitives import Primitive
+from morphax._src.extend.tracing import (
+    TraceTag,
+    concrete_or_error,
+    find_top_trace,
+    gensym,
+    get_opaque_trace_state,
+    jaxpr_as_fun,
+    jaxprs_in_params,
+    mapped_aval,
+    new_jaxpr_eqn,
+    primal_dtype_to_tangent_dtype,
+    set_current_trace,
+    subjaxprs,
+    take_current_trace,
+    unmapped_aval,
+    valid_jaxtype,
+)
+from morphax._src.transforms.staging import DebugInfo
+from morphax.core import Effects, no_effects
+from morphax.extend.core import primitives
+
+__all__ = [
+    "ClosedJaxpr",
+    "DebugInfo",
+    "DropVar",
+    "Effect",
+    "Effects",
+    "InconclusiveDimensionOperation",
+    "Jaxpr",
+    "JaxprEqn",
+    "JaxprTypeError",
+    "Literal",
+    "Primitive",
+    "TraceTag",
+    "Var",
+    "check_jaxpr",
+    "concrete_or_error",
+    "find_top_trace",
+    "gensym",
+    "get_opaque_trace_state",
+    "jaxpr_as_fun",
+    "jaxprs_in_params",
+    "mapped_aval",
+    "new_jaxpr_eqn",
+    "no_effects",
+    "primal_dtype_to_tangent_dtype",
+    "primitives",
+    "set_current_trace",
+    "subjaxprs",
+    "take_current_trace",
+    "unmapped_aval",
+    "valid_jaxtype",
+]
