@@ -131,7 +131,9 @@ def test_gather_scalar_index_row():
 def test_gather_index_array_rows_with_oob():
     dn = GDN(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
     idx = np.array([[0], [4], [-1], [5], [2]], np.int32)
-    fill = lax.gather(X53, idx, dn, (1, 3))
+    # JAX: the default mode is PROMISE_IN_BOUNDS, which clamps (the -1 is not wrapped by lax.gather).
+    _eq(lax.gather(X53, idx, dn, (1, 3)), X53[[0, 4, 0, 4, 2]])
+    fill = lax.gather(X53, idx, dn, (1, 3), mode="fill")
     want = np.stack([X53[0], X53[4], np.full(3, np.nan, np.float32), np.full(3, np.nan, np.float32), X53[2]])
     _eq(fill, want)
     clip = lax.gather(X53, idx, dn, (1, 3), mode="clip")
@@ -152,7 +154,7 @@ def test_gather_columns_and_points():
     _eq(lax.gather(x, cols[:2], dn, (3, 1)), x[:, [4, 0]])
     pts = np.array([[0, 1], [2, 4], [3, 0], [1, -1]], np.int32)
     dn2 = GDN(offset_dims=(), collapsed_slice_dims=(0, 1), start_index_map=(0, 1))
-    got = lax.gather(x, pts, dn2, (1, 1))
+    got = lax.gather(x, pts, dn2, (1, 1), mode="fill")
     _eq(got, np.array([x[0, 1], x[2, 4], np.iinfo(np.int32).min, np.iinfo(np.int32).min], np.int32))
     _eq(lax.gather(x, pts, dn2, (1, 1), mode=Mode.CLIP), np.array([x[0, 1], x[2, 4], x[2, 0], x[1, 0]]))
 
@@ -162,9 +164,11 @@ def test_gather_slices_fill_checks_whole_window():
     x = np.arange(6, dtype=np.float32)
     dn = GDN(offset_dims=(1,), collapsed_slice_dims=(), start_index_map=(0,))
     idx = np.array([[0], [3], [4]], np.int32)
-    got = np.asarray(lax.gather(x, idx, dn, (3,)))
+    got = np.asarray(lax.gather(x, idx, dn, (3,), mode="fill"))
     _eq(got[:2], np.array([[0, 1, 2], [3, 4, 5]], np.float32))
     assert np.isnan(got[2]).all()
+    # The default (PROMISE_IN_BOUNDS) clamps the start so the window fits, as XLA does.
+    _eq(np.asarray(lax.gather(x, idx, dn, (3,)))[2], np.array([3, 4, 5], np.float32))
     _eq(np.asarray(lax.gather(x, idx, dn, (3,), mode="clip"))[2], np.array([3, 4, 5], np.float32))
 
 
@@ -184,7 +188,7 @@ def test_gather_slices_fill_checks_whole_window():
 def test_gather_default_fill_values(dtype, fill):
     x = np.zeros((3,), dtype)
     dn = GDN(offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,))
-    got = lax.gather(x, np.array([[7]], np.int32), dn, (1,))
+    got = lax.gather(x, np.array([[7]], np.int32), dn, (1,), mode="fill")
     want = np.array([fill]).astype(dtype)
     assert got.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(np.asarray(got).astype(np.complex128), want.astype(np.complex128))
@@ -205,7 +209,9 @@ def test_gather_batching_dims_take_along_axis():
 
 def test_gather_jaxpr_spelling_and_weak_type():
     dn = GDN(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
-    closed = jax.make_jaxpr(lambda x, i: lax.gather(x, i, dn, (1, 3)))(X53, np.zeros((2, 1), np.int32))
+    closed = jax.make_jaxpr(lambda x, i: lax.gather(x, i, dn, (1, 3), mode="fill"))(
+        X53, np.zeros((2, 1), np.int32)
+    )
     text = str(closed)
     assert (
         "gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), "
@@ -219,6 +225,8 @@ def test_gather_jaxpr_spelling_and_weak_type():
         )
     )
     assert "fill_value=None" in clip and "mode=GatherScatterMode.CLIP" in clip
+    default = str(jax.make_jaxpr(lambda x, i: lax.gather(x, i, dn, (1, 3)))(X53, np.zeros((2, 1), np.int32)))
+    assert "fill_value=None" in default and "mode=GatherScatterMode.PROMISE_IN_BOUNDS" in default
     weak = lax.gather(lax.mul(X53, 1.0), np.zeros((2, 1), np.int32), dn, (1, 3))
     assert not weak.weak_type
     # A weakly typed operand stays weak (Python scalar broadcast through the gather).

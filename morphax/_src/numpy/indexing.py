@@ -1,7 +1,10 @@
 """NumPy indexing: `x[idx]`, functional updates via `x.at[idx]`, and take / take_along_axis /
 put_along_axis. Basic indices lower to slice/rev/squeeze/broadcast_in_dim (dynamic_slice for traced
 scalars), advanced ones to one gather or scatter planned by `_index_plan`. JAX's out-of-bounds
-policy: reads clamp, updates are dropped, static Python ints out of bounds raise IndexError."""
+policy, static Python ints included: reads clamp (an out-of-bounds static int becomes a
+dynamic_slice start, as in JAX, so checkify sees it), updates are dropped, and mode='fill' reads
+return the fill value. Default reads are PROMISE_IN_BOUNDS gathers: clamped forward, while their
+transpose (a scatter-add) drops the cotangent of an out-of-bounds index, as JAX's does."""
 
 from __future__ import annotations
 
@@ -120,7 +123,7 @@ def _rewriting_take(
     aval = get_aval(arr)
     gmode = _parse_mode(mode, "indexing")
     fill = gmode == L.GatherScatterMode.FILL_OR_DROP
-    parsed = parse_index(aval.shape, idx, strict_ints=mode is None, clip_ints=not fill)
+    parsed = parse_index(aval.shape, idx, clip_ints=gmode == L.GatherScatterMode.CLIP)
     y = _insert_axes(arr, parsed)
     if not parsed.has_array and not (fill and parsed.has_int):
         return _basic_take(y, parsed, normalize)
@@ -137,7 +140,7 @@ def _rewriting_take(
         out = _gather(
             y,
             plan,
-            gmode or L.GatherScatterMode.CLIP,
+            gmode or L.GatherScatterMode.PROMISE_IN_BOUNDS,
             fill_value,
             unique_indices,
             indices_are_sorted,
@@ -169,14 +172,19 @@ def _gather(y, plan, mode, fill_value, unique_indices, indices_are_sorted, norma
 def _basic_take(y, parsed, normalize):
     """Only slices, ints and None: static slicing, one dynamic_slice for traced scalars, squeeze."""
     entries = parsed.entries
+    idx_dtype = _dtypes.default_int_dtype()
     for e in entries:
         if e.kind == INT and parsed.shape[e.dim] == 0:
             raise IndexError(f"index is out of bounds for axis {e.dim} with size 0")
+        if e.kind == INT and not 0 <= e.value < parsed.shape[e.dim]:
+            # Out of bounds: a constant dynamic_slice start, normalized once and clamped there (as
+            # JAX does). Any value past the index dtype's range clamps alike, so saturate to it.
+            info = np.iinfo(idx_dtype)
+            e.kind, e.value = DYNINT, np.asarray(min(max(e.value, int(info.min)), int(info.max)), idx_dtype)
     y, shape = apply_static_slices(y, entries, parsed.shape, ints=True)
     dyn = [e for e in entries if e.kind == DYNINT]
     if dyn:
         # One dynamic_slice for every traced scalar index; it wraps negative starts once and clamps.
-        idx_dtype = _dtypes.default_int_dtype()
         starts, sizes = [0] * len(shape), list(shape)
         for e in dyn:
             if shape[e.dim] == 0:
@@ -254,7 +262,7 @@ def _scatter_update(
     xa = get_aval(x)
     values = util.convert_element_type(values, xa.dtype, xa.weak_type)
     smode = _parse_mode(mode, fun) or L.GatherScatterMode.FILL_OR_DROP
-    parsed = parse_index(xa.shape, idx, strict_ints=False, clip_ints=smode == L.GatherScatterMode.CLIP)
+    parsed = parse_index(xa.shape, idx, clip_ints=smode == L.GatherScatterMode.CLIP)
     plan = Plan(parsed.shape, parsed.entries)
     values = _broadcast_values(values, plan.result_shape, fun)
     if op == "sub":
@@ -381,9 +389,7 @@ class _IndexUpdateRef:
         x = util.asarray_like(self.array)
         xa = get_aval(x)
         smode = _parse_mode(mode, "x.at[idx].apply") or L.GatherScatterMode.FILL_OR_DROP
-        parsed = parse_index(
-            xa.shape, self.index, strict_ints=False, clip_ints=smode == L.GatherScatterMode.CLIP
-        )
+        parsed = parse_index(xa.shape, self.index, clip_ints=smode == L.GatherScatterMode.CLIP)
         plan = Plan(parsed.shape, parsed.entries)
         if 0 in plan.gather_shape or plan.empty_axis_indexed:
             return x

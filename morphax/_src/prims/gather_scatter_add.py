@@ -355,10 +355,12 @@ def gather(
     fill_value=None,
 ):
     """XLA gather: for each index vector (last axis of `start_indices`) take the operand slice of
-    `slice_sizes` starting there. `mode` None means FILL_OR_DROP, whose default `fill_value` is
-    NaN for inexact dtypes, the minimum (signed) or maximum (unsigned) integer, or True."""
+    `slice_sizes` starting there. `mode` None means PROMISE_IN_BOUNDS, as in JAX: an out-of-bounds
+    start is clamped so the slice fits (and the transpose drops its cotangent). Under 'fill' the
+    default `fill_value` is NaN for inexact dtypes, the minimum (signed) or maximum (unsigned)
+    integer, or True."""
     dn = _normalize_gather_dnums(dimension_numbers)
-    parsed = GatherScatterMode.from_any(mode)
+    parsed = GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else GatherScatterMode.from_any(mode)
     if parsed == GatherScatterMode.FILL_OR_DROP:
         if fill_value is None:
             fill_value = _default_fill(get_aval(operand).dtype)
