@@ -114,9 +114,22 @@ def _min_identity(dt: np.dtype):
     return np.inf
 
 
+# float32 and complex64 sums accumulate in double width and round once, as the C backend's
+# kernels do (render.py's `_acc_dtype`, which documents the order): NumPy alone adds a
+# non-contiguous axis (axis 0 of a tall matrix) naively in float32, an error growing with the
+# length (5e-4 relative over 10**6 rows) where XLA's is a few ulps. In float64 the row-by-row
+# order stays within ~n * 1e-16 before the final rounding, so eager, NumPy-backend and C-backend
+# results agree (bit for bit along a non-contiguous axis) and do not depend on threads.
+_SUM_ACCUMULATOR = {
+    np.dtype(np.float32): np.dtype(np.float64),
+    np.dtype(np.complex64): np.dtype(np.complex128),
+}
+
+
 def _sum_impl(x, *, axes):
     dt = x.dtype
-    return np.asarray(np.sum(x, axis=axes, dtype=_compute_dtype(dt))).astype(dt)
+    acc = _SUM_ACCUMULATOR.get(dt) or _compute_dtype(dt)
+    return np.asarray(np.sum(x, axis=axes, dtype=acc)).astype(dt)
 
 
 def _prod_impl(x, *, axes):

@@ -514,8 +514,13 @@ class _Accumulator:
 
 
 def _acc_dtype(reduce: str, dtype) -> np.dtype:
-    """The accumulator type: float32 sums accumulate in float64, so a sum of millions of
-    elements stays accurate (NumPy's pairwise summation is the oracle); others in their own type."""
+    """The accumulator type: float32 sums accumulate in float64 and round once at the end, so a
+    sum of millions of elements stays accurate along any axis; others in their own type. The
+    NumPy reference (prims/reductions.py `_sum_impl`) sums in the same width, and in the same
+    order along a non-contiguous axis (row after row); along a contiguous one NumPy adds pairwise
+    and these loops in SIMD lanes, which differ only in float64's last bits, below the final
+    rounding but at rare ties. A reduced axis is never split across threads: results do not
+    depend on the thread count."""
     dtype = np.dtype(dtype)
     if reduce == "reduce_sum" and dtype == np.float32:
         return np.dtype(np.float64)
