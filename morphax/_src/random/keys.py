@@ -19,6 +19,7 @@ from morphax._src.core.trace import Tracer
 from morphax._src.errors import KeyReuseError
 from morphax._src.prims import lax_api as L
 from morphax._src.random.prng import PRNGKey, check_key
+from morphax._src.runtime.array import register_virtual_array_type
 
 __all__ = [
     "KeyArray",
@@ -219,6 +220,7 @@ class KeyArray:
 
 
 register_pytree_node(KeyArray, lambda k: ((k._data,), None), lambda _, children: KeyArray(children[0]))
+register_virtual_array_type(KeyArray)  # a typed key array is a morphax.Array, as in JAX
 
 
 # ------------------------------------------------------------------------------------- public API

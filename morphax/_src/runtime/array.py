@@ -31,12 +31,22 @@ class _ArrayMeta(type):
     def __instancecheck__(cls, instance):
         if type.__instancecheck__(cls, instance):
             return True
-        return cls is Array and isinstance(instance, Tracer)
+        return cls is Array and isinstance(instance, _virtual_array_types[0])
 
     def __subclasscheck__(cls, subclass):
         if type.__subclasscheck__(cls, subclass):
             return True
-        return cls is Array and isinstance(subclass, type) and issubclass(subclass, Tracer)
+        return cls is Array and isinstance(subclass, type) and issubclass(subclass, _virtual_array_types[0])
+
+
+# The types `isinstance(x, Array)` accepts besides Array: tracers, and the typed PRNG key arrays
+# (random/keys.py registers them; `jax.random.key(0)` is a `jax.Array` too).
+_virtual_array_types: list = [(Tracer,)]
+
+
+def register_virtual_array_type(t: type) -> None:
+    """Make instances of `t` count as instances of `Array` (for `isinstance`)."""
+    _virtual_array_types[0] = (*_virtual_array_types[0], t)
 
 
 class Array(metaclass=_ArrayMeta):
