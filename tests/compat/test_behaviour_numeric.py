@@ -192,3 +192,61 @@ def test_python_int_overflow_of_default_int_raises():
         for big in (2**63, 2**64, -(2**63) - 1):
             with pytest.raises(OverflowError, match="too large to convert to int64"):
                 jnp.uint64(1) + big
+
+
+# -- 6. gradients keep JAX's weak types ----------------------------------------------------------
+_S = np.float32(1.0)
+
+
+def _weak(tree):
+    return [bool(leaf.weak_type) for leaf in morphax.tree_util.tree_leaves(tree)]
+
+
+@pytest.mark.parametrize(
+    "name,fn,want",
+    [
+        ("grad", lambda: morphax.grad(lambda x: x * 2)(1.0), [True]),
+        ("grad sin", lambda: morphax.grad(jnp.sin)(1.0), [True]),
+        ("grad strong", lambda: morphax.grad(lambda x: x * 2)(jnp.float32(1.0)), [False]),
+        ("grad weak times strong", lambda: morphax.grad(lambda x: x * jnp.float32(2))(1.0), [True]),
+        ("grad broadcast", lambda: morphax.grad(lambda x: jnp.sum(x * jnp.ones(3)))(1.0), [True]),
+        (
+            "grad dict",
+            lambda: morphax.grad(lambda p: p["a"] * p["b"])({"a": 1.0, "b": jnp.float32(2)}),
+            [True, False],
+        ),
+        ("grad relu", lambda: morphax.grad(morphax.nn.relu)(1.0), [True]),
+        ("grad softplus", lambda: morphax.grad(morphax.nn.softplus)(1.0), [True]),
+        ("value_and_grad", lambda: morphax.value_and_grad(lambda x: x * 2)(1.0), [True, True]),
+        ("jit of grad", lambda: morphax.jit(morphax.grad(lambda x: x * 2))(1.0), [True]),
+        ("vmap of grad", lambda: morphax.vmap(morphax.grad(lambda x: x * 2))(jnp.ones(2)), [False]),
+        ("jvp weak", lambda: morphax.jvp(lambda x: x * 2, (1.0,), (1.0,)), [True, True]),
+        (
+            "jvp strong primal",
+            lambda: morphax.jvp(lambda x: x * 2, (jnp.float32(1),), (1.0,)),
+            [False, False],
+        ),
+        ("vjp weak ct", lambda: morphax.vjp(lambda x: x * 2, 1.0)[1](1.0), [True]),
+        ("vjp strong ct", lambda: morphax.vjp(lambda x: x * 2, 1.0)[1](jnp.float32(1)), [False]),
+        ("vjp strong primal", lambda: morphax.vjp(lambda x: x * 2, jnp.float32(1))[1](1.0), [False]),
+        ("jacfwd", lambda: morphax.jacfwd(lambda x: x * 2)(1.0), [True]),
+        ("jacfwd strong out", lambda: morphax.jacfwd(lambda x: x * jnp.ones(2))(1.0), [False]),
+        ("jacrev", lambda: morphax.jacrev(lambda x: x * 2)(1.0), [True]),
+        ("jacrev strong out", lambda: morphax.jacrev(lambda x: x * jnp.ones(2))(1.0), [True]),
+        ("hessian", lambda: morphax.hessian(lambda x: x**3)(1.0), [True]),
+        ("hessian array", lambda: morphax.hessian(lambda x: jnp.sum(x**3))(jnp.ones(2)), [False]),
+    ],
+)
+def test_gradient_weak_types(name, fn, want):
+    out = fn()
+    assert _weak(out) == want, name
+    assert all(leaf.dtype == np.float32 for leaf in morphax.tree_util.tree_leaves(out))
+
+
+def test_jacobian_dtypes_follow_jax():
+    # jacfwd blocks take the output's dtype, jacrev blocks the input's (JAX's downcast).
+    assert morphax.jacfwd(lambda x: x.astype(jnp.float16))(jnp.ones(2)).dtype == np.float16
+    assert morphax.jacrev(lambda x: x.astype(jnp.float16))(jnp.ones(2)).dtype == np.float32
+    jac = morphax.jacrev(lambda x, i: x * i, argnums=(0, 1), allow_int=True)(1.0, 2)
+    assert jac[1].dtype == np.int32 and int(jac[1]) == 0 and _weak(jac) == [True, True]
+    np.testing.assert_allclose(float(morphax.hessian(lambda x: x**3)(2.0)), 12.0)

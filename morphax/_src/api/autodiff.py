@@ -17,7 +17,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, instantiate, is_zero, tangent_aval, tangent_dtype, zeros_like_aval
-from morphax._src.core.avals import get_aval
+from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 from morphax._src.core.values import make_array
 from morphax._src.transforms import ad
@@ -315,7 +315,9 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
             "grad", fun, args, kwargs, argnums, holomorphic, allow_int, has_aux
         )
         _check_scalar_output("grad", ans, holomorphic)
-        ct = make_array(1, dtype=get_aval(ans).dtype)
+        # The seed keeps the output's weak type, as JAX's (so grad of a Python float is weak).
+        out_aval = get_aval(ans)
+        ct = make_array(1, dtype=out_aval.dtype, weak_type=out_aval.weak_type)
         g = vjp_fun(ct)
         g = g[0] if single else g
         return ((ans, aux), g) if has_aux else (ans, g)
@@ -349,9 +351,25 @@ def _basis_for(leaves):
     out, start = [], 0
     for a, n in zip(avals, sizes):
         block = eye[:, start : start + n].reshape((total,) + tuple(a.shape)).astype(tangent_dtype(a.dtype))
-        out.append(make_array(block, dtype=block.dtype))
+        out.append(
+            make_array(block, dtype=block.dtype, weak_type=a.weak_type and _dtypes.is_inexact(a.dtype))
+        )
         start += n
     return out, sizes, total
+
+
+def _downcast_like(block, example_aval):
+    """A Jacobian block in the dtype and weak type of `example_aval` (the output leaf's for
+    jacfwd, the input leaf's for jacrev), as JAX's: the real part when the example is real, so
+    the Jacobian of a function of a Python float is weakly typed like its gradient."""
+    from morphax._src.prims import complex_parts, conversion
+
+    aval = get_aval(block)
+    if aval.dtype == _dtypes.float0:  # allow_int: zeros of the integer input's dtype, as JAX
+        return zeros_like_aval(ShapedArray(aval.shape, example_aval.dtype, example_aval.weak_type))
+    if _dtypes.is_complex(aval.dtype) and not _dtypes.is_complex(example_aval.dtype):
+        block = complex_parts.real(block)
+    return conversion._convert_element_type(block, example_aval.dtype, example_aval.weak_type)
 
 
 def _split_jacobian(stacked, axis_sizes, out_shape, in_shapes):
@@ -413,6 +431,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
                 ]
             else:
                 blocks = _split_jacobian(t, sizes, o_shape, [get_aval(x).shape for x in in_leaves])
+                blocks = [_downcast_like(b, get_aval(o)) for b in blocks]
             tree = pytree.tree_unflatten(in_tree, blocks)
             per_out.append(tree[0] if single else tree)
         jac = pytree.tree_unflatten(out_tree, per_out)
@@ -449,7 +468,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
                 from morphax._src.prims import lax_api as L
 
                 rows = L.slice_in_dim(cts[li], start, start + n, axis=0)
-                blocks.append(_manip.reshape(rows, tuple(o_shape) + tuple(in_shapes[li])))
+                block = _manip.reshape(rows, tuple(o_shape) + tuple(in_shapes[li]))
+                blocks.append(_downcast_like(block, get_aval(x)))
             start += n
             tree = pytree.tree_unflatten(in_tree, blocks)
             per_out.append(tree[0] if single else tree)

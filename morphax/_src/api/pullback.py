@@ -72,7 +72,7 @@ class VJP:
         s = self.structure
         ct_leaves = check_cotangents(s.out_tree, s.out_avals, cts)
         ct_leaves = [
-            make_array(c, dtype=a.dtype) if _dtypes.is_python_scalar(c) else c
+            make_array(c, dtype=a.dtype, weak_type=True) if _dtypes.is_python_scalar(c) else c  # weak, as JAX
             for c, a in zip(ct_leaves, s.out_avals)
         ]
         lin = ad.LinearFunction(ClosedJaxpr(s.jaxpr, self.residuals), s.out_zero_avals, s.in_avals)

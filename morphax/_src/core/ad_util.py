@@ -25,7 +25,10 @@ def tangent_dtype(dtype) -> np.dtype:
 
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
-    return ShapedArray(aval.shape, tangent_dtype(aval.dtype), False)
+    """The aval of a tangent (or cotangent) of a value of `aval`: it keeps the weak type, as
+    JAX's, so the gradient of a Python float is weakly typed (float0 tangents never are)."""
+    dt = tangent_dtype(aval.dtype)
+    return ShapedArray(aval.shape, dt, aval.weak_type and dt != _dtypes.float0)
 
 
 class Zero:

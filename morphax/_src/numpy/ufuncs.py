@@ -540,7 +540,7 @@ def _logaddexp(x, y):
 
 
 def _posinf_to_zero(x):
-    return where(isposinf(real(x)), util.convert_element_type(0, _dtype_of(x)), x)
+    return where(isposinf(real(x)), 0, x)  # a weak 0: x's dtype and weak type (gradients stay weak)
 
 
 @_logaddexp.defjvp

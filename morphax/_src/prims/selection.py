@@ -114,7 +114,7 @@ def _select_n_transpose(ct, which, *cases):
         raise ValueError("select_n: the `which` operand cannot be a linear input of a transpose.")
     if is_zero(ct):
         return [None] + [Zero(c.aval) if is_undefined_primal(c) else None for c in cases]
-    zeros = zeros_like_aval(ShapedArray(aval_of(ct).shape, aval_of(ct).dtype, False))
+    zeros = zeros_like_aval(aval_of(ct))  # keeps the weak type, as JAX's full_like(ct, 0)
     out = [None]
     for i, c in enumerate(cases):
         if is_undefined_primal(c):
