@@ -355,3 +355,53 @@ def test_layout_format_and_constraint():
     assert with_layout_constraint(x, lay) is x
     with pytest.raises(ValueError, match="rank"):
         with_layout_constraint(jnp.ones(3), lay)
+
+
+def test_jit_with_out_shardings_all_none_places_results_by_default():
+    # flax.nnx.jit passes out_shardings as a pytree of None; JAX treats that as unspecified.
+    f = morphax.jit(lambda x: (x + 1, x * 2), out_shardings=(None, None))
+    a, b = f(jnp.ones(2))
+    np.testing.assert_array_equal(np.asarray(a), [2.0, 2.0])
+    assert a.sharding == jnp.ones(2).sharding and b.committed is False
+
+
+def test_key_arrays_are_arrays_and_io_callback_runs_for_its_effect():
+    from morphax.experimental import io_callback
+
+    key = morphax.random.key(0)
+    assert isinstance(key, morphax.Array) and isinstance(key, jnp.ndarray)
+    morphax.jit(lambda k: (isinstance(k, morphax.Array) or pytest.fail("tracer of a key")) and k)(key)
+    calls = []
+
+    def log(x):
+        calls.append(np.asarray(x).copy())
+        return np.asarray(x) * 2
+
+    spec = morphax.ShapeDtypeStruct((3,), np.float32)
+
+    @morphax.jit
+    def f(x):
+        io_callback(log, spec, x)  # result unused: still called
+        return io_callback(log, spec, x + 1, ordered=True)
+
+    out = f(jnp.arange(3.0))
+    np.testing.assert_array_equal(np.asarray(out), 2 * (np.arange(3.0) + 1))
+    assert len(calls) == 2
+    calls.clear()
+    out = morphax.vmap(lambda x: io_callback(log, spec, x))(jnp.ones((2, 3)))
+    assert len(calls) == 2 and out.shape == (2, 3)
+    with pytest.raises(ValueError, match="ordered IO callback"):
+        morphax.vmap(lambda x: io_callback(log, spec, x, ordered=True))(jnp.ones((2, 3)))
+    with pytest.raises(ValueError, match="do not support JVP"):
+        morphax.grad(lambda x: io_callback(log, morphax.ShapeDtypeStruct((), np.float32), x))(1.0)
+
+
+def test_hijax_names_load_but_do_not_bind():
+    from morphax.experimental import hijax
+
+    class NewThing(hijax.HiPrimitive):
+        pass
+
+    hijax.control_flow_allowed_effects.add_type(core.Effect)
+    with pytest.raises(NotImplementedError, match="high-level types"):
+        NewThing("new_thing").bind(1.0)

@@ -232,6 +232,8 @@ def result_shardings(closed, args, committed, out_shardings, typed=None) -> list
         given = [None] * n
     # Results no sharding reaches: replicated over the computation's devices.
     anchors = [s for _, s in committed] + [s for s in given if s is not None]
+    if not anchors:  # out_shardings given as all None, nothing committed: as if not given
+        return [default_place()] * n
     mesh = next((s.mesh for s in anchors if isinstance(s, NamedSharding)), None)
     if mesh is not None:
         fallback = NamedSharding(mesh, PartitionSpec())
