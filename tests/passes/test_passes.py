@@ -169,7 +169,7 @@ def test_dce_keeps_pjit_with_side_effect_inside(effect_p):
     inner = _effect_jaxpr(effect_p)
     a = Var(inner.in_avals[0])
     dead = Var(a.aval)
-    eqn = JaxprEqn(reg["pjit"], [a], [dead], {"jaxpr": inner, "name": "f"})
+    eqn = JaxprEqn(reg["jit"], [a], [dead], {"jaxpr": inner, "name": "f"})
     closed = ClosedJaxpr(Jaxpr([], [a], [a], [eqn]), [])
     out = dce(closed)
     check_all(out)
@@ -183,11 +183,11 @@ def test_dce_pjit_loses_unused_output_and_input():
         return jnp.sum(x), jnp.sin(y)
 
     closed = cj(lambda x, y: g(x * 2.0, y)[0] + 1.0, x3(), x3())
-    (call,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "pjit"]
+    (call,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "jit"]
     assert len(call.outvars) == 2 and len(call.invars) == 2
     res = run_dce(closed)
     assert res.removed == 1  # the inner sin
-    (call,) = [e for e in res.closed.jaxpr.eqns if e.primitive.name == "pjit"]
+    (call,) = [e for e in res.closed.jaxpr.eqns if e.primitive.name == "jit"]
     assert len(call.outvars) == 1 and len(call.invars) == 1
     assert prims_of(call.params["jaxpr"]) == ["reduce_sum"]
     check_all(res.closed)
@@ -205,7 +205,7 @@ def test_dce_removes_pjit_with_no_used_outputs():
 def test_dce_shared_inner_jaxpr_stays_shared():
     g = morphax.jit(lambda x: (jnp.sin(x), jnp.cos(x)))
     closed = cj(lambda x, y: g(x)[0] + g(y)[0], x3(), x3())
-    calls = [e for e in dce(closed).jaxpr.eqns if e.primitive.name == "pjit"]
+    calls = [e for e in dce(closed).jaxpr.eqns if e.primitive.name == "jit"]
     assert len(calls) == 2 and calls[0].params["jaxpr"] is calls[1].params["jaxpr"]
 
 
@@ -284,7 +284,7 @@ def test_cse_merges_identical_pjit_calls():
     closed = cj(lambda x: g(x) + g(x), x3())
     res = run_cse(closed)
     assert res.removed == 3  # one call with its two equations
-    assert prims_of(res.closed) == ["pjit", "add"]
+    assert prims_of(res.closed) == ["jit", "add"]
     assert_same_outputs(closed, res.closed, [x3()])
 
 
@@ -293,7 +293,7 @@ def test_cse_inside_pjit():
     closed = cj(lambda x: g(x), x3())
     res = run_cse(closed)
     assert res.removed == 1
-    assert prims_of(res.closed, recursive=True) == ["pjit", "cos", "add"]
+    assert prims_of(res.closed, recursive=True) == ["jit", "cos", "add"]
     check_all(res.closed)
 
 
@@ -361,7 +361,7 @@ def test_fold_inside_pjit_but_not_the_call():
     g = morphax.jit(lambda x: x + jnp.arange(3.0) * 2.0)
     closed = cj(lambda x: g(jnp.ones(3)) + g(x), x3())
     res = run_constant_folding(closed)
-    assert prims_of(res.closed) == ["pjit", "pjit", "add"]  # calls are never folded
+    assert prims_of(res.closed) == ["jit", "jit", "add"]  # calls are never folded
     for call in res.closed.jaxpr.eqns[:2]:
         assert prims_of(call.params["jaxpr"]) == ["add"]
     check_all(res.closed)
@@ -415,7 +415,7 @@ def test_forwarded_outputs_through_pjit():
     assert [v for v in out.jaxpr.outvars if v in out.jaxpr.invars] == [
         out.jaxpr.invars[i] for i in (1, 0, 1, 0)
     ]
-    (call,) = [e for e in out.jaxpr.eqns if e.primitive.name == "pjit"]
+    (call,) = [e for e in out.jaxpr.eqns if e.primitive.name == "jit"]
     assert len(call.outvars) == 1 and len(call.invars) == 1
 
 

@@ -344,10 +344,11 @@ def test_make_jaxpr_shows_the_ref_operations():
     text = str(morphax.make_jaxpr(f)(morphax.new_ref(jnp.ones(4)), jnp.ones(4), 1))
     assert text.startswith("{ lambda ; a:Ref{f32[4]} b:f32[4] c:i32[]. let")
     assert "d:f32[4] <- a[...]" in text
-    assert "f:f32[4], a[...] <- a[...], e" in text
-    assert "g:f32[], a[c] <- a[c], 5.0:f32[]" in text
+    # stores whose old value nobody reads print as JAX 0.10 prints them
+    assert "a[...] <- e" in text
+    assert "a[c] <- 5.0:f32[]" in text
     assert "a[...] += b" in text
-    assert "h:f32[2] <- a[1:3]" in text
+    assert "f:f32[2] <- a[1:3]" in text
 
     c = morphax.new_ref(0.0)
     text = str(morphax.make_jaxpr(lambda x: c.__setitem__(..., x))(1.0))
@@ -360,19 +361,19 @@ def test_make_jaxpr_shows_the_ref_operations():
 
     text = str(morphax.make_jaxpr(inner)(jnp.ones(3)))
     assert "b:Ref{f32[3]} = new_ref[kind=None memory_space=None] a" in text
-    assert "d:f32[3] = freeze b" in text
+    assert "c:f32[3] = freeze b" in text
     text = str(morphax.make_jaxpr(lambda: morphax.empty_ref(morphax.ShapeDtypeStruct((2,), jnp.float32)))())
     assert "a:Ref{f32[2]} = empty_ref[memory_space=None ty=f32[2]]" in text
     # a jit call that takes refs stays one equation holding the ref operations, as in JAX
     r = morphax.new_ref(jnp.zeros(3))
     text = str(morphax.make_jaxpr(morphax.jit(lambda ref: ref.__setitem__(0, 1.0)))(r))
     assert text.startswith(
-        "{ lambda ; a:Ref{f32[3]}. let\n    pjit[\n      jaxpr={ lambda ; b:Ref{f32[3]}. let"
+        "{ lambda ; a:Ref{f32[3]}. let\n    jit[\n      name=<lambda>\n      jaxpr={ lambda ; a:Ref{f32[3]}. let"
     )
-    assert "c:f32[], b[0] <- b[0], 1.0:f32[]" in text
+    assert "b:f32[], a[0] <- a[0], 1.0:f32[]" in text
     c = morphax.new_ref(jnp.zeros(3))
     text = str(morphax.make_jaxpr(morphax.jit(lambda x: c.__setitem__(..., x)))(jnp.ones(3)))
-    assert text.startswith("{ lambda a:Ref{f32[3]}; b:f32[3]. let\n    pjit[")
+    assert text.startswith("{ lambda a:Ref{f32[3]}; b:f32[3]. let\n    jit[")
     assert text.rstrip().endswith("] a b\n  in () }")
 
 
@@ -477,8 +478,8 @@ def test_fori_loop_with_a_closed_over_ref():
     assert int(lax.fori_loop(0, 3, body, 0)) == 3
     np.testing.assert_array_equal(arr(r[...]), [0.0, 1.0, 2.0])
     text = str(morphax.make_jaxpr(lambda: lax.fori_loop(0, 3, body, 0))())
-    assert "jaxpr={ lambda ; d:Ref{f32[3]} e:i32[] f:i32[]. let" in text
-    assert "h:f32[] <- d[e]" in text
+    assert "jaxpr={ lambda ; c:Ref{f32[3]} d:i32[] e:i32[]. let" in text
+    assert "g:f32[] <- c[d]" in text
     # traced bounds make a while_loop; under jit the ref is an argument
     f = morphax.jit(lambda ref, n: lax.fori_loop(0, n, lambda i, c: (ref.__setitem__(i, c), c * 2)[1], 1.0))
     q = morphax.new_ref(jnp.zeros(4))

@@ -31,6 +31,7 @@ from morphax._src.compiler.backends import NAMES as BACKEND_NAMES
 from morphax._src.config import TRACE_FLAGS, config
 from morphax._src.core import pytree, state_types
 from morphax._src.core import trace as _trace
+from morphax._src.core.avals import ShapedArray
 from morphax._src.core.jaxpr import check_jaxpr
 from morphax._src.errors import JaxRuntimeError
 from morphax._src.higher_order.pjit import pjit_p
@@ -88,13 +89,34 @@ def clear_caches():
 
 
 def _leaf_key(x):
-    """A cheap hashable stand-in for a leaf's aval."""
+    """A cheap hashable stand-in for a leaf's aval. An Array and a tracer of the same aval key
+    alike: JAX's cache is keyed on avals, so `jit(f)` called eagerly and then inside another
+    transformation (or the other way round) traces `f` once."""
     t = type(x)
     if t is Array:
         return type_key(x)
     if t in (float, int, complex, bool):
         return t
+    if isinstance(x, _trace.Tracer):
+        aval = x.aval
+        if type(aval) is ShapedArray:
+            return (aval.shape, aval.dtype, aval.weak_type)
+        return aval
     return _abstractify(x)
+
+
+def _positional_keys(args) -> tuple | None:
+    """The leaf keys of positional arguments that are all arrays or tracers (the common call,
+    keyed without pytree flattening), else None."""
+    keys = []
+    for a in args:
+        if type(a) is Array:
+            keys.append(type_key(a))
+        elif isinstance(a, _trace.Tracer):
+            keys.append(_leaf_key(a))
+        else:
+            return None
+    return tuple(keys)
 
 
 def _axis_env() -> tuple:
@@ -328,14 +350,11 @@ class JitWrapped:
             if env:
                 kwargs = dict(kwargs)
                 return self._lookup_with_env(args, kwargs, env)
-        if not kwargs and not self._static_argnums and all(type(a) is Array for a in args):
-            # The common call: positional arrays only. Its key needs no pytree flattening.
-            key = (
-                len(args),
-                tuple([type_key(a) for a in args]),
-                (),
-                config.trace_context(),
-            )
+        keys = None if kwargs or self._static_argnums else _positional_keys(args)
+        if keys is not None:
+            # The common call: positional arrays (or tracers) only. Its key needs no pytree
+            # flattening.
+            key = (len(args), keys, (), config.trace_context())
             hit = self._cache.get(key)
             if hit is None:
                 hit = self._trace_and_store(key, args, {}, (), ())

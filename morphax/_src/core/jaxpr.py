@@ -7,10 +7,13 @@ Depends on avals and primitives only.
 
 from __future__ import annotations
 
+import collections
 import itertools
+import re
 
 import numpy as np
 
+from morphax._src.core import pretty_printer as pp
 from morphax._src.core.avals import ShapedArray
 from morphax._src.core.effects import jaxpr_effects
 
@@ -76,7 +79,7 @@ class JaxprEqn:
         return new
 
     def __repr__(self):
-        return _print_eqn(self, _NameContext(), 0)
+        return pp.format_doc(_eqn_doc(self, _NameContext()))
 
 
 class Jaxpr:
@@ -111,8 +114,8 @@ class Jaxpr:
 
     __repr__ = __str__
 
-    def pretty_print(self, **_):
-        return pretty_print(self)
+    def pretty_print(self, *, print_shapes: bool = True, width: int = 80, **_):
+        return pretty_print(self, print_shapes=print_shapes, width=width)
 
 
 class ClosedJaxpr:
@@ -138,8 +141,8 @@ class ClosedJaxpr:
 
     __repr__ = __str__
 
-    def pretty_print(self, **_):
-        return pretty_print(self.jaxpr)
+    def pretty_print(self, *, print_shapes: bool = True, width: int = 80, **_):
+        return pretty_print(self.jaxpr, print_shapes=print_shapes, width=width)
 
     def __eq__(self, other):
         return self is other
@@ -149,6 +152,18 @@ class ClosedJaxpr:
 
 
 # ------------------------------------------------------------------------------------------- printer
+#
+# The printer builds a layout document (core/pretty_printer.py) with the structure JAX's printer
+# uses, so that a jaxpr breaks into lines (80 columns) and names its variables as JAX 0.10 does:
+# - names are handed out in order of appearance (a, b, ..., z, ba, ...), one sequence for the
+#   whole printout, inner jaxprs continuing it;
+# - a primitive may rewrite what is printed of its parameters (``pp_params``) and put some first
+#   (``pp_leading_params``), as JAX's per-primitive printing rules do;
+# - a primitive with ``pp_shares_names`` (jit) names its jaxpr's inputs and outputs after the
+#   equation's operands and results, so a call reads like its caller;
+# - results of the top-level jaxpr that nothing reads print as ``_``;
+# - a jaxpr met more than once, or an inner one of more than 10 equations, is printed once up
+#   front as ``let name = { ... } in`` and referred to by name.
 
 
 def _encode_name(n: int) -> str:
@@ -162,9 +177,18 @@ def _encode_name(n: int) -> str:
 
 
 class _NameContext:
-    def __init__(self):
-        self.names: dict[int, str] = {}
+    def __init__(self, preset: dict | None = None):
+        self.names: dict[int, str] = dict(preset or {})
         self.count = 0
+        self.shared_jaxprs: dict[int, str] = {}  # id(Jaxpr) -> the name it is printed under
+        self.shared_names: set[str] = set()
+
+    def _fresh(self) -> str:
+        while True:
+            name = _encode_name(self.count)
+            self.count += 1
+            if name not in self.shared_names:
+                return name
 
     def name(self, v) -> str:
         if isinstance(v, Literal):
@@ -174,80 +198,193 @@ class _NameContext:
         key = id(v)
         got = self.names.get(key)
         if got is None:
-            got = self.names[key] = _encode_name(self.count) + v.suffix
-            self.count += 1
+            got = self.names[key] = self._fresh() + v.suffix
         return got
 
     def binder(self, v) -> str:
         return f"{self.name(v)}:{v.aval.str_short()}"
 
+    def suggest_same_names(self, for_vars, like_vars) -> None:
+        """Name each of `for_vars` (not yet named) after the matching one of `like_vars`, each of
+        those lending its name once."""
+        if len(for_vars) != len(like_vars):
+            return
+        lent: set[int] = set()
+        for for_v, like_v in zip(for_vars, like_vars):
+            if (
+                isinstance(like_v, Var)
+                and id(like_v) not in lent
+                and isinstance(for_v, Var)
+                and id(for_v) not in self.names
+            ):
+                lent.add(id(like_v))
+                self.names[id(for_v)] = self.name(like_v)
 
-def _format_param(value, names: _NameContext, indent: int) -> str:
-    if isinstance(value, (Jaxpr, ClosedJaxpr)):
-        inner = value.jaxpr if isinstance(value, ClosedJaxpr) else value
-        return _print_jaxpr(inner, names, indent)
-    if isinstance(value, (tuple, list)) and value and all(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in value):
-        parts = [_format_param(x, names, indent + 2) for x in value]
-        return "(\n" + "".join(" " * (indent + 2) + p + "\n" for p in parts) + " " * indent + ")"
+
+_ADDRESS = re.compile(r" at 0x([0-9a-fA-F]+)")
+
+
+def _format_value(value) -> str:
     if isinstance(value, np.dtype):
         return value.name
     if isinstance(value, type) and issubclass(value, np.generic):
         return np.dtype(value).name
+    if isinstance(value, frozenset):
+        return "frozenset({" + ", ".join(repr(e) for e in sorted(value)) + "})"
     if callable(value) and hasattr(value, "__name__"):
         return value.__name__
-    return str(value)
+    # Addresses differ from run to run: X them out as JAX does.
+    return _ADDRESS.sub(lambda m: " at 0x" + "X" * len(m.group(1)), str(value))
 
 
-def _has_subjaxpr(params) -> bool:
-    for v in params.values():
-        if isinstance(v, (Jaxpr, ClosedJaxpr)):
-            return True
-        if isinstance(v, (tuple, list)) and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v):
-            return True
-    return False
+def _is_jaxpr(x) -> bool:
+    return isinstance(x, (Jaxpr, ClosedJaxpr))
 
 
-def _print_eqn(eqn: JaxprEqn, names: _NameContext, indent: int) -> str:
-    pp_rule = getattr(eqn.primitive, "pp_rule", None)  # the ref operations' ``a[i] <- b``
+def _unwrap(x) -> Jaxpr:
+    return x.jaxpr if isinstance(x, ClosedJaxpr) else x
+
+
+def _vars_doc(vs, names: _NameContext, *, separator: str = "", shapes: bool = False):
+    docs = [pp.text(names.binder(v) if shapes else names.name(v)) for v in vs]
+    return pp.nest(2, pp.group(pp.join(pp.text(separator) + pp.group(pp.brk()), docs)))
+
+
+def _param_doc(key, value, names: _NameContext, shapes: bool):
+    if type(value) is tuple and all(_is_jaxpr(x) for x in value):
+        inner = pp.join(pp.brk(), [_jaxpr_doc(_unwrap(x), names, shapes) for x in value])
+        body = pp.nest(2, pp.concat([pp.text("("), pp.brk(""), inner]))
+        doc = pp.group(pp.concat([body, pp.brk(""), pp.text(")")]))
+    elif _is_jaxpr(value):
+        doc = _jaxpr_doc(_unwrap(value), names, shapes)
+    else:
+        doc = pp.text(_format_value(value))
+    return pp.text(f"{key}=") + doc
+
+
+def _eqn_doc(eqn: JaxprEqn, names: _NameContext, shapes: bool = True):
+    prim = eqn.primitive
+    pp_rule = getattr(prim, "pp_rule", None)  # the ref operations' ``a[i] <- b``
     if pp_rule is not None:
-        return pp_rule(eqn, names)
-    lhs = " ".join(names.binder(v) for v in eqn.outvars)
-    rhs_args = " ".join(names.name(v) for v in eqn.invars)
+        return pp.text(pp_rule(eqn, names))
     params = eqn.params
-    hidden = eqn.primitive.print_hidden_defaults
+    hidden = prim.print_hidden_defaults
     if hidden and params:
         params = {k: v for k, v in params.items() if k not in hidden or hidden[k] is not v}
-    if not params:
-        head = eqn.primitive.name
-    elif _has_subjaxpr(params):
-        pad = " " * (indent + 2)
-        lines = [f"{pad}{k}={_format_param(v, names, indent + 2)}" for k, v in sorted(params.items())]
-        head = eqn.primitive.name + "[\n" + "\n".join(lines) + "\n" + " " * indent + "]"
-    else:
-        head = (
-            eqn.primitive.name
-            + "["
-            + " ".join(f"{k}={_format_param(v, names, 0)}" for k, v in sorted(params.items()))
-            + "]"
-        )
-    rhs = f"{head} {rhs_args}" if rhs_args else head
-    return f"{lhs} = {rhs}" if lhs else rhs
+    rewrite = getattr(prim, "pp_params", None)  # ``pp_params(eqn, params) -> params to print``
+    if rewrite is not None:
+        params = rewrite(eqn, dict(params))
+    if getattr(prim, "pp_shares_names", False):
+        call = params.get(prim.call_jaxpr_param)
+        if call is not None and id(_unwrap(call)) not in names.shared_jaxprs:
+            names.suggest_same_names(_unwrap(call).invars, eqn.invars)
+            names.suggest_same_names(_unwrap(call).outvars, eqn.outvars)
+    leading = [k for k in getattr(prim, "pp_leading_params", ()) if k in params]
+    keys = leading + sorted(k for k in params if k not in leading)
+    # Built in this order (results, parameters, operands) so that names are handed out in it.
+    lhs = _vars_doc(eqn.outvars, names, shapes=shapes)
+    kvs = pp.nil()
+    if keys:
+        pairs = pp.join(pp.brk(), [_param_doc(k, params[k], names, shapes) for k in keys])
+        opened = pp.nest(2, pp.concat([pp.text("["), pp.brk(""), pairs]))
+        kvs = pp.group(pp.concat([opened, pp.brk(""), pp.text("]")]))
+    rhs = [pp.text(prim.name), kvs, pp.text(" ") + _vars_doc(eqn.invars, names)]
+    if eqn.outvars:
+        return pp.concat([lhs, pp.text(" = "), *rhs])
+    return pp.concat(rhs)
 
 
-def _print_jaxpr(jaxpr: Jaxpr, names: _NameContext, indent: int) -> str:
-    consts = " ".join(names.binder(v) for v in jaxpr.constvars)
-    ins = " ".join(names.binder(v) for v in jaxpr.invars)
-    head = f"{{ lambda {consts}; {ins}. let" if consts else f"{{ lambda ; {ins}. let"
-    body = [" " * (indent + 4) + _print_eqn(e, names, indent + 4) for e in jaxpr.eqns]
-    outs = ", ".join(names.name(v) for v in jaxpr.outvars)
-    outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
-    if not body:
-        return f"{head}  in {outs} }}"
-    return head + "\n" + "\n".join(body) + "\n" + " " * (indent + 2) + f"in {outs} }}"
+def _skeleton_doc(jaxpr: Jaxpr, names: _NameContext, shapes: bool):
+    consts = _vars_doc(jaxpr.constvars, names, shapes=shapes)
+    ins = _vars_doc(jaxpr.invars, names, shapes=shapes)
+    eqns = pp.join(pp.brk("; "), [_eqn_doc(e, names, shapes) for e in jaxpr.eqns])
+    close = ")" if len(jaxpr.outvars) != 1 else ",)"
+    outs = pp.concat([pp.text("("), _vars_doc(jaxpr.outvars, names, separator=","), pp.text(close)])
+    body = [pp.text("{ lambda "), consts, pp.text("; "), ins, pp.text(". let")]
+    body += [pp.nest(2, pp.brk() + eqns), pp.brk(), pp.text("in "), outs]
+    return pp.group(pp.nest(2, pp.concat(body)) + pp.text(" }"))
 
 
-def pretty_print(jaxpr: Jaxpr) -> str:
-    return _print_jaxpr(jaxpr, _NameContext(), 0)
+def _jaxpr_doc(jaxpr: Jaxpr, names: _NameContext, shapes: bool):
+    shared = names.shared_jaxprs.get(id(jaxpr))
+    if shared is not None:
+        return pp.text(shared)
+    return _skeleton_doc(jaxpr, names, shapes)
+
+
+def _unread_results(jaxpr: Jaxpr) -> dict[int, str]:
+    # Equation results that nothing reads, named ``_`` (top level only, as JAX prints).
+    out: dict[int, str] = {}
+    read = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    for eqn in reversed(jaxpr.eqns):
+        for v in eqn.outvars:
+            if id(v) not in read:
+                out[id(v)] = "_"
+        read.update(id(v) for v in eqn.invars if isinstance(v, Var))
+    return out
+
+
+def _shared_jaxprs(top: Jaxpr) -> list[tuple[str, Jaxpr]]:
+    """The inner jaxprs printed once up front, with their names: those met more than once and
+    those of more than 10 equations, named after the call holding them (``name=``)."""
+    counts: dict[int, int] = {}
+    objs: dict[int, Jaxpr] = {}
+    first_name: dict[int, str] = {}
+    queue = collections.deque([top])
+    while queue:
+        j = queue.popleft()
+        counts[id(j)] = counts.get(id(j), 0) + 1 + (j is not top and len(j.eqns) > 10)
+        objs[id(j)] = j
+        for eqn in j.eqns:
+            subs = [_unwrap(x) for x in sub_jaxprs(eqn.params)]
+            queue.extend(subs)
+            name = eqn.params.get("name")
+            if isinstance(name, str):
+                for sub in subs:
+                    first_name.setdefault(id(sub), name.strip("<>"))
+    taken: collections.Counter = collections.Counter()
+    shared = []
+    for key, c in counts.items():
+        if c == 1:
+            continue
+        name = first_name.get(key, "jaxpr")
+        n = taken[name]
+        taken[name] += 1
+        if n > 0:
+            name += str(n)
+            taken[name] += 1
+        shared.append((name, objs[key]))
+    return shared
+
+
+def _toplevel_doc(jaxpr: Jaxpr, names: _NameContext, shapes: bool):
+    names.names.update(_unread_results(jaxpr))
+    shared = _shared_jaxprs(jaxpr)
+    for name, j in shared:
+        names.shared_names.add(name)
+        names.shared_jaxprs[id(j)] = name
+    docs = []
+    for name, j in shared:
+        docs.append(pp.text(f"let {name} = ") + _skeleton_doc(j, names, shapes))
+        docs.append(pp.text(" in") + pp.brk())
+    docs.append(_jaxpr_doc(jaxpr, names, shapes))
+    return pp.concat(docs)
+
+
+def pretty_print(jaxpr: Jaxpr, *, print_shapes: bool = True, width: int = 80) -> str:
+    return pp.format_doc(_toplevel_doc(jaxpr, _NameContext(), print_shapes), width)
+
+
+def _print_jaxpr(jaxpr: Jaxpr, names: _NameContext, indent: int = 0) -> str:
+    """`jaxpr` printed with the name context `names` (which keeps the names handed out, for
+    code generators that label their output as the printed jaxpr does)."""
+    del indent
+    return pp.format_doc(_toplevel_doc(jaxpr, names, True))
+
+
+def _print_eqn(eqn: JaxprEqn, names: _NameContext, indent: int = 0) -> str:
+    del indent
+    return pp.format_doc(_eqn_doc(eqn, names))
 
 
 # ------------------------------------------------------------------------------------------- checker

@@ -27,6 +27,7 @@ from morphax._src.core.pytree_registry import (
     _sorted_keys,
     register_dataclass,
     register_pytree_node,
+    unsortable_keys_error,
 )
 
 __all__ = [
@@ -240,7 +241,7 @@ def _spec_str(spec) -> str:
     if t is _NoneType:
         return "None"
     if t not in _registry and _is_namedtuple_type(t):
-        return f"{t.__name__}(" + ", ".join(f"{f}={p}" for f, p in zip(t._fields, parts)) + ")"
+        return f"CustomNode(namedtuple[{t.__name__}], [{', '.join(parts)}])"  # as JAX prints it
     return f"CustomNode({t.__name__}[{aux}], [{', '.join(parts)}])"
 
 
@@ -258,8 +259,8 @@ def _flatten_spec(x: Any, leaves: list) -> Any:
             return _EMPTY_DICT_SPEC  # e.g. the kwargs of most calls
         try:  # inlined _sorted_keys: this is the hot path
             aux = tuple(sorted(x))
-        except TypeError:
-            aux = tuple(x)
+        except Exception as e:
+            raise unsortable_keys_error(x, e) from e
         children = [x[k] for k in aux]
     elif t is _NoneType:
         return _NONE_SPEC

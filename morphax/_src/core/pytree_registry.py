@@ -68,12 +68,22 @@ _registry: dict[type, _NodeDef] = {}
 
 
 def _sorted_keys(d: dict) -> tuple:
-    # JAX orders dict children by sorted key; keys that cannot be compared with each other
-    # (e.g. a mix of str and int) fall back to insertion order instead of failing.
+    # JAX orders dict children by sorted key, and refuses keys that cannot be compared with
+    # each other (e.g. a mix of str and int) with a ValueError.
     try:
         return tuple(sorted(d))
-    except TypeError:
-        return tuple(d)
+    except Exception as e:
+        raise unsortable_keys_error(d, e) from e
+
+
+def unsortable_keys_error(d: dict, cause: BaseException) -> ValueError:
+    """JAX's error for a dict whose keys cannot be sorted (the cause chained to it)."""
+    keys = ", ".join(repr(k) for k in list(d)[:6]) + (", ..." if len(d) > 6 else "")
+    return ValueError(
+        "Comparator raised exception while sorting pytree dictionary keys. A dict's children "
+        f"are ordered by sorted key, and its keys ({keys}) cannot be sorted: {cause}. Use keys "
+        "of one type, or an OrderedDict, whose children keep their insertion order."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,12 +251,14 @@ def _register_builtins() -> None:
         lambda x: ([(DictKey(k), v) for k, v in x.items()], tuple(x)),
     )
 
+    # A defaultdict's keys are sorted by the flatten function itself in JAX, so keys that
+    # cannot be sorted raise the comparison's own TypeError there.
     def defaultdict_flatten(x):
-        keys = _sorted_keys(x)
+        keys = tuple(sorted(x))
         return [x[k] for k in keys], (x.default_factory, keys)
 
     def defaultdict_keys(x):
-        keys = _sorted_keys(x)
+        keys = tuple(sorted(x))
         return [(DictKey(k), x[k]) for k in keys], (x.default_factory, keys)
 
     _register(

@@ -17,11 +17,15 @@ from morphax._src.transforms.batching import batch_jaxpr
 from morphax._src.transforms.partial_eval import partial_eval_jaxpr
 from morphax._src.transforms.staging import StagingTrace, call_out_avals, eval_call_jaxpr
 
-pjit_p = Primitive("pjit", multiple_results=True)
+pjit_p = Primitive("jit", multiple_results=True)
 pjit_p.kind = Kind.CALL
 pjit_p.higher_order = True
 pjit_p.call_jaxpr_param = "jaxpr"  # DCE and forwarding see through the call (passes/)
 pjit_p.eager_compiled = True  # evaluated eagerly, its jaxpr runs compiled (runtime/eager.py)
+# Printed as JAX prints a jit call: ``name=`` first, the jaxpr's variables named after the
+# operands and results of the call (core/jaxpr.py).
+pjit_p.pp_leading_params = ("name",)
+pjit_p.pp_shares_names = True
 
 
 def _pjit_impl(*args, jaxpr, name):

@@ -223,7 +223,8 @@ def _policy_key(policy):
 
 # --------------------------------------------------------------------------------- the primitive
 
-remat_p = Primitive("checkpoint", multiple_results=True)
+remat_p = Primitive("remat2", multiple_results=True)
+remat_p.api_name = "checkpoint"  # printed as JAX 0.10 prints it; errors name the API
 remat_p.kind = Kind.CALL
 remat_p.higher_order = True
 remat_p.call_jaxpr_param = "jaxpr"

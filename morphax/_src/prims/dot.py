@@ -211,6 +211,18 @@ dot_general_p = Primitive("dot_general")
 dot_general_p.kind = Kind.OPAQUE
 
 
+def _dot_general_pp_params(eqn, params):
+    # Printed as JAX prints it: dimension numbers as lists; None-valued options and the sharding
+    # (implied by the result's type) left out.
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    out = {k: v for k, v in params.items() if v is not None and k != "out_sharding"}
+    out["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
+    return out
+
+
+dot_general_p.pp_params = _dot_general_pp_params
+
+
 def _dot_general_abstract_eval(
     lhs, rhs, *, dimension_numbers, precision, preferred_element_type, out_sharding
 ):

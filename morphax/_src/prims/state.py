@@ -255,7 +255,9 @@ def _swap_pp(eqn, names):
     ref, val, *dyn = eqn.invars
     target = _pp_index(names, eqn, ref, dyn)
     out = eqn.outvars[0]
-    if type(out).__name__ == "DropVar":
+    # A swap whose old value nobody reads is a plain store (``_`` is how the printer names an
+    # unread result at the top level; DropVar elsewhere).
+    if type(out).__name__ == "DropVar" or names.names.get(id(out)) == "_":
         return f"{target} <- {names.name(val)}"
     return f"{names.binder(out)}, {target} <- {target}, {names.name(val)}"
 

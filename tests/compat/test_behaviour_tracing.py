@@ -1,0 +1,422 @@
+"""JAX 0.10.2's behaviour in tracing details: how `make_jaxpr` prints (layout, variable names,
+`jit` and `remat2` equations, shared jaxprs), `jit`'s trace cache keyed on the function, and
+pytree details (treedef printing, unhashable aux data, dict keys that cannot be sorted).
+
+Every expected text here is what JAX 0.10.2 prints for the same program.
+"""
+
+import collections
+import dataclasses
+import functools
+
+import numpy as np
+import pytest
+
+import morphax
+import morphax.numpy as jnp
+from morphax import lax
+from morphax import tree_util as tu
+
+
+def _jaxpr(f, *args):
+    return str(morphax.make_jaxpr(f)(*args))
+
+
+X = np.ones(3, np.float32)
+
+
+# --------------------------------------------------------------------------------- printing
+
+
+def test_short_jaxprs_print_on_one_line():
+    assert _jaxpr(jnp.sin, X) == "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }"
+    assert _jaxpr(lambda a: jnp.sin(jnp.sin(a)), X) == (
+        "{ lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = sin b in (c,) }"
+    )
+    assert _jaxpr(lambda a: a, X) == "{ lambda ; a:f32[3]. let  in (a,) }"
+
+
+def test_jaxpr_width_is_80_columns_and_pretty_print_takes_a_width():
+    closed = morphax.make_jaxpr(lambda a: jnp.sin(jnp.sin(a)))(X)
+    assert closed.pretty_print(width=69) == (
+        "{ lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = sin b in (c,) }"
+    )
+    assert closed.pretty_print(width=68) == (
+        "{ lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n    c:f32[3] = sin b\n  in (c,) }"
+    )
+
+
+def test_long_binder_lists_wrap_as_in_jax():
+    text = _jaxpr(lambda *a: sum(a), *([np.ones((2, 3, 4), np.float32)] * 12))
+    assert text.startswith(
+        "{ lambda ; a:f32[2,3,4] b:f32[2,3,4] c:f32[2,3,4] d:f32[2,3,4] e:f32[2,3,4] f:f32[2,3,4]\n"
+        "    g:f32[2,3,4] h:f32[2,3,4] i:f32[2,3,4] j:f32[2,3,4] k:f32[2,3,4] l:f32[2,3,4]. let\n"
+        "    m:f32[2,3,4] = add 0.0:f32[] a\n"
+    )
+    assert text.endswith("    x:f32[2,3,4] = add w l\n  in (x,) }")
+
+
+@morphax.jit
+def inner(a):
+    return jnp.sin(a) * 2.0
+
+
+def test_nested_jit_prints_as_jit_with_the_callers_names():
+    assert _jaxpr(lambda a: inner(a) + 1.0, X) == (
+        "{ lambda ; a:f32[3]. let\n"
+        "    b:f32[3] = jit[\n"
+        "      name=inner\n"
+        "      jaxpr={ lambda ; a:f32[3]. let\n"
+        "          c:f32[3] = sin a\n"
+        "          b:f32[3] = mul c 2.0:f32[]\n"
+        "        in (b,) }\n"
+        "    ] a\n"
+        "    d:f32[3] = add b 1.0:f32[]\n"
+        "  in (d,) }"
+    )
+
+
+def test_jit_in_jit_names_each_operand_once():
+    def f(a):
+        return morphax.jit(lambda b: morphax.jit(jnp.cos)(b) + a)(a)
+
+    assert _jaxpr(f, X) == (
+        "{ lambda ; a:f32[3]. let\n"
+        "    b:f32[3] = jit[\n"
+        "      name=<lambda>\n"
+        "      jaxpr={ lambda ; a:f32[3] c:f32[3]. let\n"
+        "          d:f32[3] = jit[\n"
+        "            name=cos\n"
+        "            jaxpr={ lambda ; c:f32[3]. let d:f32[3] = cos c in (d,) }\n"
+        "          ] c\n"
+        "          b:f32[3] = add d a\n"
+        "        in (b,) }\n"
+        "    ] a a\n"
+        "  in (b,) }"
+    )
+
+
+def test_a_jaxpr_called_twice_is_printed_once_up_front():
+    assert _jaxpr(lambda a: inner(a) + inner(a + 1.0), X) == (
+        "let inner = { lambda ; a:f32[3]. let\n"
+        "    b:f32[3] = sin a\n"
+        "    c:f32[3] = mul b 2.0:f32[]\n"
+        "  in (c,) } in\n"
+        "{ lambda ; d:f32[3]. let\n"
+        "    e:f32[3] = jit[name=inner jaxpr=inner] d\n"
+        "    f:f32[3] = add d 1.0:f32[]\n"
+        "    g:f32[3] = jit[name=inner jaxpr=inner] f\n"
+        "    h:f32[3] = add e g\n"
+        "  in (h,) }"
+    )
+
+
+def test_an_inner_jaxpr_of_more_than_10_equations_is_printed_up_front():
+    @morphax.jit
+    def big(a):
+        for _ in range(4):
+            a = jnp.sin(a) + jnp.cos(a)
+        return a
+
+    text = _jaxpr(lambda a: big(a) * 2.0, X)
+    assert text.startswith("let big = { lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n")
+    assert text.endswith(
+        "  in (m,) } in\n"
+        "{ lambda ; n:f32[3]. let\n"
+        "    o:f32[3] = jit[name=big jaxpr=big] n\n"
+        "    p:f32[3] = mul o 2.0:f32[]\n"
+        "  in (p,) }"
+    )
+
+
+def test_checkpoint_prints_as_remat2():
+    f = lambda a: morphax.checkpoint(lambda b: jnp.sin(jnp.sin(b)))(a)  # noqa: E731
+    assert _jaxpr(f, X) == (
+        "{ lambda ; a:f32[3]. let\n"
+        "    b:f32[3] = remat2[\n"
+        "      differentiated=False\n"
+        "      jaxpr={ lambda ; c:f32[3]. let\n"
+        "          d:f32[3] = sin c\n"
+        "          e:f32[3] = sin d\n"
+        "        in (e,) }\n"
+        "      policy=None\n"
+        "      prevent_cse=True\n"
+        "    ] a\n"
+        "  in (b,) }"
+    )
+
+
+def test_unread_results_print_as_underscore_at_the_top_level():
+    text = _jaxpr(morphax.grad(lambda a: morphax.checkpoint(lambda b: jnp.sin(jnp.sin(b)))(a).sum()), X)
+    assert "    _:f32[] = reduce_sum[axes=(0,)" in text
+    # inner jaxprs keep their names for unread results
+    text = _jaxpr(lambda a: lax.fori_loop(0, 3, lambda i, c: c + i, a), X)
+    assert text.startswith("{ lambda ; a:f32[3]. let\n    _:i32[] b:f32[3] = scan[\n")
+    assert "jaxpr={ lambda ; c:i32[] d:f32[3]. let\n          e:i32[] = add c 1:i32[]\n" in text
+
+
+def test_control_flow_names_continue_the_sequence():
+    text = _jaxpr(lambda p, a: lax.cond(p, lambda z: z + 1.0, lambda z: z * 2.0, a), True, X)
+    assert text.endswith(
+        "    d:f32[3] = cond[\n"
+        "      branches=(\n"
+        "        { lambda ; e:f32[3]. let f:f32[3] = mul e 2.0:f32[] in (f,) }\n"
+        "        { lambda ; g:f32[3]. let h:f32[3] = add g 1.0:f32[] in (h,) }\n"
+        "      )\n"
+        "    ] c b\n"
+        "  in (d,) }"
+    )
+    text = _jaxpr(lambda a: lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 2.0), (0, a)), X)
+    assert text == (
+        "{ lambda ; a:f32[3]. let\n"
+        "    b:i32[] c:f32[3] = while[\n"
+        "      body_jaxpr={ lambda ; d:i32[] e:f32[3]. let\n"
+        "          f:i32[] = add d 1:i32[]\n"
+        "          g:f32[3] = mul e 2.0:f32[]\n"
+        "        in (f, g) }\n"
+        "      body_nconsts=0\n"
+        "      cond_jaxpr={ lambda ; h:i32[] i:f32[3]. let\n"
+        "          j:bool[] = lt h 10:i32[]\n"
+        "        in (j,) }\n"
+        "      cond_nconsts=0\n"
+        "    ] 0:i32[] a\n"
+        "  in (b, c) }"
+    )
+
+
+def test_dot_general_prints_as_in_jax():
+    text = _jaxpr(lambda a: lax.dot(a, np.ones((3, 4), np.float32)), np.ones((2, 3), np.float32))
+    assert "c:f32[2,4] = dot_general[dimension_numbers=(([1], [0]), ([], []))] b a" in text
+
+
+def test_the_jit_primitive_is_named_jit():
+    closed = morphax.make_jaxpr(lambda a: inner(a))(X)
+    assert [e.primitive.name for e in closed.jaxpr.eqns] == ["jit"]
+    closed = morphax.make_jaxpr(morphax.checkpoint(jnp.sin))(X)
+    assert [e.primitive.name for e in closed.jaxpr.eqns] == ["remat2"]
+
+
+# ------------------------------------------------------------------------------- jit's cache
+
+
+class _Counted:
+    def __init__(self):
+        self.n = 0
+
+    def __call__(self, x):
+        self.n += 1
+        return x * 2
+
+
+def _counted():
+    calls = [0]
+
+    def f(x):
+        calls[0] += 1
+        return x * 2
+
+    return f, calls
+
+
+def test_a_fresh_jit_of_the_same_function_reuses_its_trace():
+    f, calls = _counted()
+    x = jnp.ones(3)
+    morphax.jit(f)(x)
+    morphax.jit(f)(x)
+    morphax.jit(f).lower(x)
+    morphax.jit(f).trace(x)
+    assert calls[0] == 1
+
+
+def test_the_cache_is_shared_across_transformations():
+    # Traced inside another jit, then called eagerly (and the other way round): one trace, as
+    # JAX's cache keys on avals whatever the caller.
+    f, calls = _counted()
+    morphax.jit(lambda y: morphax.jit(f)(y) + 1)(jnp.ones(2))
+    morphax.jit(f)(jnp.ones(2))
+    assert calls[0] == 1
+    g, calls = _counted()
+    morphax.jit(g)(jnp.ones(4))
+    morphax.jit(morphax.jit(g))(jnp.ones(4))
+    morphax.grad(lambda y: morphax.jit(g)(y).sum())(jnp.ones(4))
+    morphax.vmap(morphax.jit(g))(jnp.ones((2, 4)))
+    assert calls[0] == 1  # vmap batches the traced jaxpr: no new trace
+
+
+def test_new_function_objects_retrace_as_in_jax():
+    calls = [0]
+
+    def bump(y):
+        calls[0] += 1
+        return y * 2
+
+    for _ in range(3):  # a new lambda each time: a new cache entry (JAX retraces too)
+        morphax.jit(lambda y: bump(y))(jnp.ones(3))
+    assert calls[0] == 3
+    calls[0] = 0
+    m = _Counted()
+    morphax.jit(m)(jnp.ones(3))
+    morphax.jit(m)(jnp.ones(3))
+    assert m.n == 1
+    p = functools.partial(lambda x, k: bump(x) * k, k=2)
+    morphax.jit(p)(jnp.ones(3))
+    morphax.jit(p)(jnp.ones(3))
+    morphax.jit(functools.partial(lambda x, k: bump(x) * k, k=2))(jnp.ones(3))
+    assert calls[0] == 2
+
+
+def test_static_arguments_and_options_in_the_key():
+    calls = [0]
+
+    def g(x, k):
+        calls[0] += 1
+        return x * k
+
+    x = jnp.ones(3)
+    morphax.jit(g, static_argnums=1)(x, 2)
+    morphax.jit(g, static_argnums=1)(x, 2)
+    morphax.jit(g, static_argnums=1)(x, 3)
+    assert calls[0] == 2
+    f, calls = _counted()
+    morphax.jit(f)(x)
+    morphax.jit(f, donate_argnums=())(x)
+    morphax.jit(f, inline=True)(x)
+    assert calls[0] == 1
+    with morphax.enable_x64():
+        morphax.jit(f)(x)
+    assert calls[0] == 2
+
+
+_SCALE = 2.0
+
+
+def _scaled(x):
+    return x * _SCALE
+
+
+def test_changed_globals_are_not_detected_as_in_jax():
+    global _SCALE
+    x = jnp.ones(2)
+    np.testing.assert_array_equal(np.asarray(morphax.jit(_scaled)(x)), [2.0, 2.0])
+    _SCALE = 3.0
+    try:
+        # JAX reuses the trace: the global was read when the function was traced.
+        np.testing.assert_array_equal(np.asarray(morphax.jit(_scaled)(x)), [2.0, 2.0])
+    finally:
+        _SCALE = 2.0
+
+
+# ---------------------------------------------------------------------------------- pytrees
+
+
+Params = collections.namedtuple("Params", ["w", "b"])
+
+
+@tu.register_pytree_node_class
+class _Reg:
+    def __init__(self, x, aux):
+        self.x, self.aux = x, aux
+
+    def tree_flatten(self):
+        return (self.x,), self.aux
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(children[0], aux)
+
+
+@dataclasses.dataclass
+class _DC:
+    a: object
+    b: object
+
+
+tu.register_dataclass(_DC, data_fields=["a", "b"], meta_fields=[])
+
+
+@pytest.mark.parametrize(
+    "tree, text",
+    [
+        (Params(1, 2), "PyTreeDef(CustomNode(namedtuple[Params], [*, *]))"),
+        (
+            Params([1, (2, None)], {"a": 1, "b": Params(1, 2)}),
+            "PyTreeDef(CustomNode(namedtuple[Params], [[*, (*, None)], "
+            "{'a': *, 'b': CustomNode(namedtuple[Params], [*, *])}]))",
+        ),
+        ({"b": 1, "a": [2, 3]}, "PyTreeDef({'a': [*, *], 'b': *})"),
+        ([1, [2, 3], {"x": None}], "PyTreeDef([*, [*, *], {'x': None}])"),
+        ((1,), "PyTreeDef((*,))"),
+        ((), "PyTreeDef(())"),
+        (None, "PyTreeDef(None)"),
+        (1, "PyTreeDef(*)"),
+        (collections.OrderedDict(b=1, a=2), "PyTreeDef(CustomNode(OrderedDict[('b', 'a')], [*, *]))"),
+        (
+            collections.defaultdict(list, b=1, a=2),
+            "PyTreeDef(CustomNode(defaultdict[(<class 'list'>, ('a', 'b'))], [*, *]))",
+        ),
+        (_Reg(1, "hi"), "PyTreeDef(CustomNode(_Reg[hi], [*]))"),
+        (_Reg([1, 2], {"k": 1}), "PyTreeDef(CustomNode(_Reg[{'k': 1}], [[*, *]]))"),
+        (_DC(1, [2]), "PyTreeDef(CustomNode(_DC[()], [*, [*]]))"),
+    ],
+)
+def test_treedef_prints_as_in_jax(tree, text):
+    assert str(tu.tree_structure(tree)) == text
+    assert repr(tu.tree_structure(tree)) == text
+
+
+def test_unhashable_aux_data_works_under_jit():
+    # JAX hashes a treedef without its aux data's value and compares aux data with ==.
+    a, b = tu.tree_structure(_Reg([1, 2], {"k": 1})), tu.tree_structure(_Reg([3, 4], {"k": 1}))
+    assert a == b and hash(a) == hash(b)
+    assert a != tu.tree_structure(_Reg([1, 2], {"k": 2}))
+    calls = [0]
+
+    def f(r):
+        calls[0] += 1
+        return _Reg(r.x * 2, r.aux)
+
+    jf = morphax.jit(f)
+    out = jf(_Reg(jnp.ones(2), {"k": 1}))
+    assert out.aux == {"k": 1}
+    np.testing.assert_array_equal(np.asarray(out.x), [2.0, 2.0])
+    jf(_Reg(jnp.ones(2), {"k": 1}))
+    assert calls[0] == 1  # equal aux data: the same trace
+    jf(_Reg(jnp.ones(2), {"k": 2}))
+    assert calls[0] == 2
+    np.testing.assert_array_equal(
+        np.asarray(morphax.jit(lambda r: r.x * 2)(_Reg(jnp.ones(2), [1]))), [2.0, 2.0]
+    )
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda t: morphax.tree.map(lambda v: v, t),
+        lambda t: tu.tree_map(lambda v: v, t),
+        tu.tree_flatten,
+        tu.tree_leaves,
+        tu.tree_structure,
+        tu.tree_flatten_with_path,
+        lambda t: tu.tree_flatten(t, is_leaf=lambda x: False),
+    ],
+)
+def test_dict_keys_that_cannot_be_sorted_raise_as_in_jax(fn):
+    for tree in ({1: 1, "a": 2}, {None: 1, "a": 2}, {"b": {1: 1, "a": 2}}):
+        with pytest.raises(
+            ValueError, match="Comparator raised exception while sorting pytree dictionary keys"
+        ) as e:
+            fn(tree)
+        assert isinstance(e.value.__cause__, TypeError)
+
+
+def test_dict_keys_of_mixed_but_comparable_types_sort():
+    assert tu.tree_flatten({1: "one", 0.5: "half"}) == (["half", "one"], tu.tree_structure({0.5: 0, 1: 0}))
+    assert str(tu.tree_structure({(1, 2): 1, (2, "a"): 2})) == "PyTreeDef({(1, 2): *, (2, 'a'): *})"
+    # an OrderedDict keeps its insertion order, whatever its keys
+    leaves, td = tu.tree_flatten(collections.OrderedDict([(1, 1), ("a", 2)]))
+    assert leaves == [1, 2] and str(td) == "PyTreeDef(CustomNode(OrderedDict[(1, 'a')], [*, *]))"
+    # a defaultdict's keys are sorted by its flatten function: the comparison's TypeError
+    with pytest.raises(TypeError, match="not supported between instances"):
+        tu.tree_flatten(collections.defaultdict(int, {1: 1, "a": 2}))
+    # a dict of mixed keys held as a leaf is fine
+    assert tu.tree_flatten({1: 1, "a": 2}, is_leaf=lambda x: isinstance(x, dict))[0] == [{1: 1, "a": 2}]
