@@ -3,10 +3,11 @@
 Thin re-export of ``morphax._src.core.dtypes``; the implementation and its caches live there.
 """
 
+from morphax._src.core import dtypes as _core_dtypes
+from morphax._src.core.dtypes import ML_DTYPE_NAMES as _ML_DTYPE_NAMES
 from morphax._src.core.dtypes import (
     ExtendedDType,
     TypePromotionError,
-    bfloat16,
     can_cast,
     canonicalize_dtype,
     check_user_dtype_supported,
@@ -14,18 +15,7 @@ from morphax._src.core.dtypes import (
     extended,
     finfo,
     float0,
-    float4_e2m1fn,
-    float8_e3m4,
-    float8_e4m3,
-    float8_e4m3b11fnuz,
-    float8_e4m3fn,
-    float8_e4m3fnuz,
-    float8_e5m2,
-    float8_e5m2fnuz,
-    float8_e8m0fnu,
     iinfo,
-    int2,
-    int4,
     is_python_scalar,
     is_weakly_typed,
     issubdtype,
@@ -33,15 +23,20 @@ from morphax._src.core.dtypes import (
     promote_types,
     result_type,
     scalar_type_of,
-    uint2,
-    uint4,
 )
 from morphax._src.random.keys import prng_key  # noqa: E402  (the key dtypes' category)
+
+
+def __getattr__(name):
+    # bfloat16, float8_*, int4... come from ml_dtypes, imported at their first use (not with morphax).
+    if name in _ML_DTYPE_NAMES:
+        return getattr(_core_dtypes, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ExtendedDType",
     "TypePromotionError",
-    "bfloat16",
     "can_cast",
     "canonicalize_dtype",
     "check_user_dtype_supported",
@@ -49,19 +44,8 @@ __all__ = [
     "extended",
     "finfo",
     "float0",
-    "float4_e2m1fn",
-    "float8_e3m4",
-    "float8_e4m3",
-    "float8_e4m3b11fnuz",
-    "float8_e4m3fn",
-    "float8_e4m3fnuz",
-    "float8_e5m2",
-    "float8_e5m2fnuz",
-    "float8_e8m0fnu",
     "iinfo",
     "prng_key",
-    "int2",
-    "int4",
     "is_python_scalar",
     "is_weakly_typed",
     "issubdtype",
@@ -69,6 +53,9 @@ __all__ = [
     "promote_types",
     "result_type",
     "scalar_type_of",
-    "uint2",
-    "uint4",
 ]
+__all__ += _ML_DTYPE_NAMES  # bound lazily: see __getattr__
+
+
+def __dir__():
+    return sorted({*globals(), *_ML_DTYPE_NAMES})

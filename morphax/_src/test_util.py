@@ -17,12 +17,12 @@ from morphax._src.core.values import make_array
 
 DEFAULT_TOLERANCE = {
     np.dtype(np.float16): 5e-2,
-    _dtypes.bfloat16: 1e-1,
     np.dtype(np.float32): 2e-3,
     np.dtype(np.float64): 1e-5,
     np.dtype(np.complex64): 2e-3,
     np.dtype(np.complex128): 1e-5,
 }
+_dtypes.when_ml_dtypes_loaded(lambda: DEFAULT_TOLERANCE.setdefault(_dtypes.bfloat16, 1e-1))
 EPS = 1e-4
 
 
@@ -59,7 +59,7 @@ def _to_host64(x):
     v = np.asarray(x)
     if np.iscomplexobj(v):
         return v.astype(np.complex128)
-    if v.dtype.kind == "f" or v.dtype == _dtypes.bfloat16:
+    if v.dtype.kind == "f" or _dtypes.is_bfloat16(v.dtype):
         return v.astype(np.float64)
     return v
 

@@ -74,3 +74,16 @@ from morphax.numpy import fft as fft  # noqa: E402
 from morphax.numpy import linalg as linalg  # noqa: E402,F401
 
 _array_methods.install_all(_sys.modules[__name__])
+
+from morphax._src.numpy import scalar_types as _scalar_types  # noqa: E402
+
+
+def __getattr__(name):
+    # jnp.bfloat16 and the other ml_dtypes types are made, and ml_dtypes imported, at first use.
+    if name in _scalar_types.LAZY_NAMES:
+        return getattr(_scalar_types, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_scalar_types.LAZY_NAMES})

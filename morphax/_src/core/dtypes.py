@@ -2,13 +2,19 @@
 
 Promotion follows JAX's type lattice (jax.readthedocs.io/en/latest/type_promotion.html); answers
 are cached per (dtype, weak) key because ``result_type`` runs on every eager operation.
+
+The narrow types (bfloat16, float8_*, float4_e2m1fn, int2/int4/uint2/uint4) come from ml_dtypes,
+whose import costs several times `import numpy`; it is imported, and those types join the tables
+below, at the first use of one of their names (``dtypes.bfloat16``, the string "bfloat16") or
+when a value of such a type (made with ml_dtypes by the caller) reaches a function here.
 """
 
 from __future__ import annotations
 
+import sys
+import threading
 import warnings
 
-import ml_dtypes
 import numpy as np
 
 from morphax._src.config import config
@@ -25,62 +31,45 @@ uint8 = np.dtype(np.uint8)
 uint16 = np.dtype(np.uint16)
 uint32 = np.dtype(np.uint32)
 uint64 = np.dtype(np.uint64)
-bfloat16 = np.dtype(ml_dtypes.bfloat16)
 float16 = np.dtype(np.float16)
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
 complex64 = np.dtype(np.complex64)
 complex128 = np.dtype(np.complex128)
 
-
-def _ml_dtype(name):
-    # Older ml_dtypes releases lack some narrow types; those constants are then None.
-    scalar = getattr(ml_dtypes, name, None)
-    return None if scalar is None else np.dtype(scalar)
-
-
-float8_e3m4 = _ml_dtype("float8_e3m4")
-float8_e4m3 = _ml_dtype("float8_e4m3")
-float8_e4m3b11fnuz = _ml_dtype("float8_e4m3b11fnuz")
-float8_e4m3fn = _ml_dtype("float8_e4m3fn")
-float8_e4m3fnuz = _ml_dtype("float8_e4m3fnuz")
-float8_e5m2 = _ml_dtype("float8_e5m2")
-float8_e5m2fnuz = _ml_dtype("float8_e5m2fnuz")
-float8_e8m0fnu = _ml_dtype("float8_e8m0fnu")
-float4_e2m1fn = _ml_dtype("float4_e2m1fn")
-int2 = _ml_dtype("int2")
-int4 = _ml_dtype("int4")
-uint2 = _ml_dtype("uint2")
-uint4 = _ml_dtype("uint4")
+# The ml_dtypes types, by kind; module attributes (np.dtype, or None where the installed
+# ml_dtypes lacks one) once `_load_ml_dtypes` has run.
+_NARROW_FLOAT_NAMES = (
+    "float8_e3m4",
+    "float8_e4m3",
+    "float8_e4m3b11fnuz",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn",
+)
+_INTN_NAMES = ("int2", "int4")
+_UINTN_NAMES = ("uint2", "uint4")
+ML_DTYPE_NAMES = ("bfloat16", *_NARROW_FLOAT_NAMES, *_INTN_NAMES, *_UINTN_NAMES)
 
 # JAX's tangent dtype for integer and boolean primals: zero-sized, so it carries no data.
 float0 = np.dtype([("float0", np.void, 0)])
 
 
-def _present(*dts):
-    return tuple(d for d in dts if d is not None)
+# The tables below hold the ml_dtypes types only after `_load_ml_dtypes`, which adds them in
+# place (other modules read these sets). numpy gives those types kind 'V', so every category test
+# below has to know them by membership.
+_NARROW_FLOATS: tuple = ()
+_INTN: tuple = ()
+_UINTN: tuple = ()
+_CUSTOM_FLOATS: set = set()
+_CUSTOM_SCALAR_TYPES: set = set()
 
-
-_NARROW_FLOATS = _present(
-    float8_e3m4,
-    float8_e4m3,
-    float8_e4m3b11fnuz,
-    float8_e4m3fn,
-    float8_e4m3fnuz,
-    float8_e5m2,
-    float8_e5m2fnuz,
-    float8_e8m0fnu,
-    float4_e2m1fn,
-)
-_INTN = _present(int2, int4)
-_UINTN = _present(uint2, uint4)
-# numpy gives these kind 'V', so every category test below has to know them by membership.
-_CUSTOM_FLOATS = frozenset((bfloat16, *_NARROW_FLOATS))
-_CUSTOM_SCALAR_TYPES = frozenset(d.type for d in (*_CUSTOM_FLOATS, *_INTN, *_UINTN))
-
-_SIGNED = frozenset((int8, int16, int32, int64, *_INTN))
-_UNSIGNED = frozenset((uint8, uint16, uint32, uint64, *_UINTN))
-_FLOATING = frozenset((float16, float32, float64, *_CUSTOM_FLOATS))
+_SIGNED = {int8, int16, int32, int64}
+_UNSIGNED = {uint8, uint16, uint32, uint64}
+_FLOATING = {float16, float32, float64}
 _COMPLEX = frozenset((complex64, complex128))
 _NUMERIC = _SIGNED | _UNSIGNED | _FLOATING | _COMPLEX
 _JAX_DTYPES = _NUMERIC | {bool_, float0}
@@ -122,6 +111,10 @@ def _np_dtype(x) -> np.dtype:
     try:
         return np.dtype(x)
     except (TypeError, ValueError) as e:
+        # numpy knows "bfloat16" and friends only once ml_dtypes is imported.
+        if not _ml_loaded and isinstance(x, str) and x in ML_DTYPE_NAMES:
+            _load_ml_dtypes()
+            return np.dtype(x)
         raise TypeError(f"dtype {x!r} not understood") from e
 
 
@@ -142,6 +135,7 @@ def canonicalize_dtype(dtype, allow_extended=False) -> np.dtype:
             raise ValueError(f"canonicalize_dtype called on extended dtype {dtype} with allow_extended=False")
         return dtype
     dt = _np_dtype(dtype)
+    _ensure_ml_dtypes()  # an ml_dtypes type the caller made: the tables learn it here
     out = dt if x64 else _TO_32BIT.get(dt, dt)
     # None is left out of the cache: np.dtype('float64') == None, which would alias keys.
     if dtype is not None:
@@ -183,6 +177,8 @@ def _default_dtype_for_kind(kind: str) -> np.dtype:
 def _kind(dt) -> str:
     """numpy's kind letter, but 'f'/'i'/'u' for the ml_dtypes types numpy calls 'V'."""
     k = _KIND.get(dt)
+    if k is None and _ensure_ml_dtypes():
+        k = _KIND.get(dt)
     return k if k is not None else dt.kind
 
 
@@ -230,7 +226,11 @@ def dtype(x, canonicalize=False):
             dt = np.result_type(x)
         except (TypeError, ValueError) as e:
             raise TypeError(f"Cannot determine dtype of {x!r}") from e
-    if not isinstance(dt, ExtendedDType) and dt not in _JAX_DTYPES:
+    if (
+        not isinstance(dt, ExtendedDType)
+        and dt not in _JAX_DTYPES
+        and not (_ensure_ml_dtypes() and dt in _JAX_DTYPES)
+    ):
         raise TypeError(
             f"Value {x!r} with dtype {dt} is not a valid JAX array type. "
             "Only arrays of numeric types are supported by JAX."
@@ -260,7 +260,7 @@ def check_user_dtype_supported(dtype, fun_name=None) -> None:
         return
     dt = _np_dtype(dtype)
     where = f" in {fun_name}" if fun_name else ""
-    if dt not in _JAX_DTYPES:
+    if dt not in _JAX_DTYPES and not (_ensure_ml_dtypes() and dt in _JAX_DTYPES):
         raise TypeError(f"JAX only supports number and bool dtypes, got dtype {dtype}{where}")
     canon = canonicalize_dtype(dt)
     if canon != dt:
@@ -283,6 +283,7 @@ def issubdtype(a, b) -> bool:
         if isinstance(b, ExtendedDType):
             return a == b
         return _is_typeclass(b) and issubclass(a.type, b)
+    _ensure_ml_dtypes()
     a = a if _is_typeclass(a) and a not in _CUSTOM_SCALAR_TYPES else _np_dtype(a)
     b = b if _is_typeclass(b) and b not in _CUSTOM_SCALAR_TYPES else _np_dtype(b)
     if isinstance(a, np.dtype):
@@ -300,7 +301,7 @@ def issubdtype(a, b) -> bool:
 
 # The helpers below run inside every primitive, so they look the dtype up in a dict first:
 # isinstance(x, np.dtype) and np.dtype.__eq__ each cost more than the whole dict lookup.
-_DTYPE_CLASSES = frozenset(type(d) for d in _JAX_DTYPES)
+_DTYPE_CLASSES = {type(d) for d in _JAX_DTYPES}
 
 
 def _as_dtype(dt) -> np.dtype:
@@ -374,10 +375,11 @@ def real_dtype(dt) -> np.dtype:
 def itemsize_bits(dt) -> int:
     """Storage width in bits; int4 reports 4 even though numpy stores it in a byte."""
     dt = _as_dtype(dt)
+    _ensure_ml_dtypes()
     if dt in _INTN or dt in _UINTN:
-        return ml_dtypes.iinfo(dt).bits
+        return _load_ml_dtypes().iinfo(dt).bits
     if dt in _CUSTOM_FLOATS:
-        return ml_dtypes.finfo(dt).bits
+        return _load_ml_dtypes().finfo(dt).bits
     return dt.itemsize * 8
 
 
@@ -400,12 +402,21 @@ def short_dtype_name(dt) -> str:
 
 def finfo(dt):
     """Floating-point limits of the canonical dtype (ml_dtypes.finfo handles bfloat16 and float8)."""
-    return ml_dtypes.finfo(canonicalize_dtype(dtype(dt)))
+    dt = canonicalize_dtype(dtype(dt))
+    # NB: JAX always returns ml_dtypes.finfo; for numpy's own dtypes that is np.finfo with the same
+    # fields, which morphax returns so that jnp.finfo(jnp.float32) does not import ml_dtypes.
+    if dt in _CUSTOM_FLOATS:
+        return _load_ml_dtypes().finfo(dt)
+    return np.finfo(dt)
 
 
 def iinfo(dt):
     """Integer limits of the canonical dtype (ml_dtypes.iinfo handles int4/uint4)."""
-    return ml_dtypes.iinfo(canonicalize_dtype(dtype(dt)))
+    dt = canonicalize_dtype(dtype(dt))
+    # NB: np.iinfo for numpy's own integer dtypes, as in finfo (the same fields as ml_dtypes').
+    if dt in _INTN or dt in _UINTN:
+        return _load_ml_dtypes().iinfo(dt)
+    return np.iinfo(dt)
 
 
 def can_cast(from_, to, casting="safe") -> bool:
@@ -429,7 +440,7 @@ _I, _F, _C = "i*", "f*", "c*"
 _WEAK_NODES = frozenset((_I, _F, _C))
 _EDGES = {
     "bool": [_I],
-    _I: ["uint8", "int8", *(d.name for d in (*_INTN, *_UINTN))],
+    _I: ["uint8", "int8", *_INTN_NAMES, *_UINTN_NAMES],
     "uint8": ["uint16", "int16"],
     "uint16": ["uint32", "int32"],
     "uint32": ["uint64", "int64"],
@@ -439,7 +450,7 @@ _EDGES = {
     "int32": ["int64"],
     "int64": [_F],
     # Narrow floats and ints are leaves: JAX refuses to promote them implicitly to anything wider.
-    _F: [*(d.name for d in _NARROW_FLOATS), "bfloat16", "float16", _C],
+    _F: [*_NARROW_FLOAT_NAMES, "bfloat16", "float16", _C],
     "bfloat16": ["float32"],
     "float16": ["float32"],
     "float32": ["float64", "complex64"],
@@ -447,7 +458,7 @@ _EDGES = {
     _C: ["complex64"],
     "complex64": ["complex128"],
     "complex128": [],
-    **{d.name: [] for d in (*_NARROW_FLOATS, *_INTN, *_UINTN)},
+    **{name: [] for name in (*_NARROW_FLOAT_NAMES, *_INTN_NAMES, *_UINTN_NAMES)},
 }
 _NODE_DTYPE = {d.name: d for d in (bool_, *_NUMERIC)}
 _NODE_OF_DTYPE = {d: d.name for d in (bool_, *_NUMERIC)}
@@ -506,6 +517,8 @@ def _lub(nodes, dts):
 
 def _strong_node(dt, dts):
     node = _NODE_OF_DTYPE.get(dt)
+    if node is None and _ensure_ml_dtypes():
+        node = _NODE_OF_DTYPE.get(dt)
     if node is None:
         raise _promotion_error(dts)
     return node
@@ -559,7 +572,11 @@ def _check_strict(pairs):
 def _compute_result(pairs):
     """Slow path of result_type for a list of uncanonicalized (dtype, weak) operands."""
     for dt, _ in pairs:
-        if not isinstance(dt, ExtendedDType) and dt not in _JAX_DTYPES:
+        if (
+            not isinstance(dt, ExtendedDType)
+            and dt not in _JAX_DTYPES
+            and not (_ensure_ml_dtypes() and dt in _JAX_DTYPES)
+        ):
             raise TypeError(
                 f"dtype {dt} is not a valid JAX array type. Only arrays of numeric types are supported by JAX."
             )
@@ -671,3 +688,106 @@ def result_type(*args, return_weak_type_flag=False):
     if out is None:
         out = _result_type_slow(args, key)
     return out if return_weak_type_flag else out[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# The ml_dtypes types, added to the tables above on first use.
+
+_ml_loaded = False
+_ml_lock = threading.RLock()
+_ml_callbacks: list = []
+_bf16 = None  # bfloat16 once loaded, for the functions below (the public name is bound lazily)
+
+
+def when_ml_dtypes_loaded(fn) -> None:
+    """Call ``fn()`` once the ml_dtypes types are in this module's tables (now, if they are), so
+    other modules keep their own tables of bfloat16 and friends without importing ml_dtypes."""
+    with _ml_lock:
+        if not _ml_loaded:
+            _ml_callbacks.append(fn)
+            return
+    fn()
+
+
+def _load_ml_dtypes():
+    """Import ml_dtypes, bind its types as this module's constants and add them to every table
+    (in place: other modules hold these sets), then run the `when_ml_dtypes_loaded` callbacks.
+    Returns the ml_dtypes module."""
+    global _ml_loaded
+    import ml_dtypes
+
+    if _ml_loaded:
+        return ml_dtypes
+    with _ml_lock:
+        if not _ml_loaded:
+            _add_ml_dtypes(ml_dtypes)
+            # The constants are bound, so the callbacks can read them (and re-enter harmlessly).
+            _ml_loaded = True
+            for fn in _ml_callbacks:
+                fn()
+            _ml_callbacks.clear()
+    return ml_dtypes
+
+
+def _add_ml_dtypes(ml_dtypes):
+    global _NARROW_FLOATS, _INTN, _UINTN, _bf16
+    found = {}
+    for name in ML_DTYPE_NAMES:
+        # Older ml_dtypes releases lack some narrow types; those constants are then None.
+        scalar = getattr(ml_dtypes, name, None)
+        found[name] = None if scalar is None else np.dtype(scalar)
+    narrow = tuple(found[n] for n in _NARROW_FLOAT_NAMES if found[n] is not None)
+    intn = tuple(found[n] for n in _INTN_NAMES if found[n] is not None)
+    uintn = tuple(found[n] for n in _UINTN_NAMES if found[n] is not None)
+    custom_floats = (found["bfloat16"], *narrow)
+    _CUSTOM_FLOATS.update(custom_floats)
+    _CUSTOM_SCALAR_TYPES.update(d.type for d in (*custom_floats, *intn, *uintn))
+    _SIGNED.update(intn)
+    _UNSIGNED.update(uintn)
+    _FLOATING.update(custom_floats)
+    new = (*custom_floats, *intn, *uintn)
+    _NUMERIC.update(new)
+    _JAX_DTYPES.update(new)
+    _KIND.update(
+        {**dict.fromkeys(intn, "i"), **dict.fromkeys(uintn, "u"), **dict.fromkeys(custom_floats, "f")}
+    )
+    _NODE_DTYPE.update({d.name: d for d in new})
+    _NODE_OF_DTYPE.update({d: d.name for d in new})
+    _REGISTERED.update({id(d): d for d in new})
+    _DTYPE_CLASSES.update(type(d) for d in new)
+    _NARROW_FLOATS, _INTN, _UINTN, _bf16 = narrow, intn, uintn, found["bfloat16"]
+    globals().update(found)
+
+
+def _ensure_ml_dtypes() -> bool:
+    """Add the ml_dtypes types to the tables if the caller imported ml_dtypes itself (a value of
+    such a type may then be on its way in). True when this call added them."""
+    if _ml_loaded or "ml_dtypes" not in sys.modules:
+        return False
+    _load_ml_dtypes()
+    return True
+
+
+def _ml_types_possible() -> bool:
+    """Whether a value of an ml_dtypes type can exist: ml_dtypes is imported (the tables then
+    know its types)."""
+    return _ml_loaded or _ensure_ml_dtypes()
+
+
+def is_bfloat16(dt) -> bool:
+    """``dt == bfloat16``, without importing ml_dtypes while no bfloat16 value can exist."""
+    return _ml_types_possible() and dt == _bf16
+
+
+def is_16bit_float(dt) -> bool:
+    """float16 or bfloat16 (the floats computed in float32 and rounded back), without importing
+    ml_dtypes while no bfloat16 value can exist."""
+    return dt == float16 or (_ml_types_possible() and dt == _bf16)
+
+
+def __getattr__(name):
+    # The ml_dtypes constants (dtypes.bfloat16, ...) exist once ml_dtypes is imported.
+    if name in ML_DTYPE_NAMES:
+        _load_ml_dtypes()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -113,7 +113,7 @@ def _host_numeric(x, fun_name):
         ) from None
     if (
         arr.dtype.kind not in "biufc"
-        and arr.dtype not in (_dtypes.bfloat16,)
+        and not _dtypes.is_bfloat16(arr.dtype)
         and not _dtypes.is_floating(arr.dtype)
     ):
         raise TypeError(

@@ -75,7 +75,7 @@ def _fft_core(func_name: str, kind: FftType, a, s, axes, norm):
     util.check_arraylike(full_name, a)
     arr = util.asarray_like(a)
     ndim = len(_shape(arr))
-    if kind == FftType.RFFT and get_aval(arr).dtype in (_dtypes.float16, _dtypes.bfloat16):
+    if kind == FftType.RFFT and _dtypes.is_16bit_float(get_aval(arr).dtype):
         # The primitive's RFFT is float32/float64 only; half floats go up, as the complex
         # transforms take them to complex64.
         arr = util.convert_element_type(arr, _dtypes.float32)

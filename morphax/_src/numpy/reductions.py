@@ -92,7 +92,7 @@ def _promote_integer(dt):
 
 
 def _upcast_f16(dt):
-    return _dtypes.float32 if dt in (_dtypes.float16, _dtypes.bfloat16) else dt
+    return _dtypes.float32 if _dtypes.is_16bit_float(dt) else dt
 
 
 def _user_dtype(dtype, name):

@@ -28,7 +28,7 @@ def _round_real(x, decimals):
     if decimals == 0:
         return L.round_p.bind(x, rounding_method=L.RoundingMethod.TO_NEAREST_EVEN)
     # float16 has too little precision for the scaled value; round in float32 as JAX does.
-    work = _dtypes.float32 if dt in (_dtypes.float16, _dtypes.bfloat16) else dt
+    work = _dtypes.float32 if _dtypes.is_16bit_float(dt) else dt
     weak = get_aval(x).weak_type
     y = util.convert_element_type(x, work, weak)
     if decimals > 0:

@@ -1,11 +1,13 @@
 """The `jnp.float32`-style scalar types: classes usable as ``dtype=`` anywhere (NumPy reads their
 ``dtype`` attribute) and callable to make a strongly typed array, ``jnp.float32(3)`` giving
 ``Array(3., dtype=float32)``. Also NumPy's abstract categories (``jnp.floating``...).
+
+The ml_dtypes types (``jnp.bfloat16``, ``jnp.float8_e4m3fn``, ``jnp.int4``...) are made at their
+first use (`LAZY_NAMES`, module ``__getattr__``), so that importing morphax does not import ml_dtypes.
 """
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
@@ -14,7 +16,7 @@ __all__ = [
     "generic", "number", "inexact", "floating", "integer", "signedinteger", "unsignedinteger",
     "complexfloating", "flexible", "character", "object_",
     "bool_", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "bfloat16", "float16", "float32", "float64", "complex64", "complex128",
+    "float16", "float32", "float64", "complex64", "complex128",
     "float_", "int_", "uint", "complex_", "single", "double", "half", "csingle", "cdouble",
     "intc", "uintc", "longlong", "ulonglong",
 ]  # fmt: skip
@@ -75,7 +77,6 @@ uint8 = _scalar_type(np.uint8)
 uint16 = _scalar_type(np.uint16)
 uint32 = _scalar_type(np.uint32)
 uint64 = _scalar_type(np.uint64)
-bfloat16 = _scalar_type(_dtypes.bfloat16)
 float16 = _scalar_type(np.float16)
 float32 = _scalar_type(np.float32)
 float64 = _scalar_type(np.float64)
@@ -97,15 +98,23 @@ uintc = uint32
 longlong = int64
 ulonglong = uint64
 
-# Narrow floats and ints, where the installed ml_dtypes has them.
-for _name in (
-    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+# bfloat16 and the narrow floats and ints, where the installed ml_dtypes has them: made at first use.
+LAZY_NAMES = (
+    "bfloat16", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
     "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", "int2", "int4", "uint2", "uint4",
     "float6_e2m3fn", "float6_e3m2fn", "int1", "uint1",
-):  # fmt: skip
-    # The newer formats come from ml_dtypes directly where morphax's dtype table lacks them.
-    _dt = getattr(_dtypes, _name, None) or getattr(ml_dtypes, _name, None)
-    if _dt is not None:
-        globals()[_name] = _scalar_type(_dt, _name)
-        __all__.append(_name)
-del _name, _dt
+)  # fmt: skip
+
+
+def __getattr__(name):
+    if name in LAZY_NAMES:
+        ml_dtypes = _dtypes._load_ml_dtypes()
+        # The newer formats come from ml_dtypes directly where morphax's dtype table lacks them.
+        dt = getattr(_dtypes, name, None) if name in _dtypes.ML_DTYPE_NAMES else None
+        dt = dt if dt is not None else getattr(ml_dtypes, name, None)
+        if dt is not None:
+            return globals().setdefault(name, _scalar_type(dt, name))  # the first thread's wins
+        raise AttributeError(
+            f"{name}: the installed ml_dtypes ({ml_dtypes.__version__}) does not have this type"
+        )
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

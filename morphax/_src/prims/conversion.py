@@ -8,7 +8,6 @@ truncates toward zero, saturates to the integer range and maps NaN to 0. Imports
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
@@ -69,7 +68,10 @@ def _user_dtype(dtype, name: str) -> np.dtype:
 
 
 def _int_info(dt):
-    return ml_dtypes.iinfo(dt)
+    # np.iinfo where numpy has it, so that converting to int32 does not import ml_dtypes.
+    if dt in _dtypes._INTN or dt in _dtypes._UINTN:
+        return _dtypes._load_ml_dtypes().iinfo(dt)
+    return np.iinfo(dt)
 
 
 def _float_to_int(x, dt):

@@ -7,6 +7,7 @@ from the rest of morphax beyond the dtype table, so `dot` can import this module
 from __future__ import annotations
 
 import enum
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -29,38 +30,45 @@ class DotAlgorithm(NamedTuple):
     allow_imprecise_accumulation: bool = False
 
 
-_F8 = tuple(
-    d
-    for d in (
+_F16, _F32, _F64 = np.float16, np.float32, np.float64
+
+
+@functools.cache
+def _narrow_types():
+    """(bfloat16's scalar type, the float8 dtypes), from ml_dtypes: imported at the first query
+    of a preset's types, not with morphax."""
+    f8 = (
         _dtypes.float8_e4m3fn,
         _dtypes.float8_e5m2,
         _dtypes.float8_e5m2fnuz,
         _dtypes.float8_e4m3fnuz,
         _dtypes.float8_e4m3b11fnuz,
     )
-    if d is not None
-)
-_F16, _BF16, _F32, _F64 = np.float16, _dtypes.bfloat16.type, np.float32, np.float64
+    return _dtypes.bfloat16.type, tuple(d for d in f8 if d is not None)
 
-# name -> (accumulation type, supported lhs/rhs input types); None: any / not fixed.
-_TABLE = {
-    "DEFAULT": (None, None),
-    "ANY_F8_ANY_F8_F32": (_F32, None),
-    "ANY_F8_ANY_F8_F32_FAST_ACCUM": (_F32, None),
-    "ANY_F8_ANY_F8_ANY": (None, None),
-    "ANY_F8_ANY_F8_ANY_FAST_ACCUM": (None, None),
-    "F16_F16_F16": (_F16, (_F16,)),
-    "F16_F16_F32": (_F32, (_F16,)),
-    "BF16_BF16_BF16": (_BF16, (_BF16, _F32)),
-    "BF16_BF16_F32": (_F32, (_BF16, _F32)),
-    "BF16_BF16_F32_X3": (_F32, (_F32,)),
-    "BF16_BF16_F32_X6": (_F32, (_F32,)),
-    "BF16_BF16_F32_X9": (_F32, (_F32,)),
-    "TF32_TF32_F32": (_F32, (_F32,)),
-    "TF32_TF32_F32_X3": (_F32, (_F32,)),
-    "F32_F32_F32": (_F32, (_F32,)),
-    "F64_F64_F64": (_F64, (_F64,)),
-}
+
+@functools.cache
+def _table():
+    """name -> (accumulation type, supported lhs/rhs input types); None: any / not fixed."""
+    bf16 = _narrow_types()[0]
+    return {
+        "DEFAULT": (None, None),
+        "ANY_F8_ANY_F8_F32": (_F32, None),
+        "ANY_F8_ANY_F8_F32_FAST_ACCUM": (_F32, None),
+        "ANY_F8_ANY_F8_ANY": (None, None),
+        "ANY_F8_ANY_F8_ANY_FAST_ACCUM": (None, None),
+        "F16_F16_F16": (_F16, (_F16,)),
+        "F16_F16_F32": (_F32, (_F16,)),
+        "BF16_BF16_BF16": (bf16, (bf16, _F32)),
+        "BF16_BF16_F32": (_F32, (bf16, _F32)),
+        "BF16_BF16_F32_X3": (_F32, (_F32,)),
+        "BF16_BF16_F32_X6": (_F32, (_F32,)),
+        "BF16_BF16_F32_X9": (_F32, (_F32,)),
+        "TF32_TF32_F32": (_F32, (_F32,)),
+        "TF32_TF32_F32_X3": (_F32, (_F32,)),
+        "F32_F32_F32": (_F32, (_F32,)),
+        "F64_F64_F64": (_F64, (_F64,)),
+    }
 
 
 class DotAlgorithmPreset(enum.Enum):
@@ -92,27 +100,29 @@ class DotAlgorithmPreset(enum.Enum):
 
     @property
     def accumulation_type(self):
-        return _TABLE[self.name][0]
+        return _table()[self.name][0]
 
     @property
     def supported_lhs_types(self):
-        return _TABLE[self.name][1]
+        return _table()[self.name][1]
 
     @property
     def supported_rhs_types(self):
-        return _TABLE[self.name][1]
+        return _table()[self.name][1]
 
     def supported_output_types(self, lhs_dtype, rhs_dtype):
         """The result types the algorithm can produce for these operand types (None: any)."""
         name = self.name
         if name.startswith("ANY_F8_ANY_F8_F32"):
-            return (_F32, _F16, _BF16) + tuple(d.type for d in _F8)
+            bf16, f8 = _narrow_types()
+            return (_F32, _F16, bf16) + tuple(d.type for d in f8)
         both = {np.dtype(lhs_dtype), np.dtype(rhs_dtype)}
         # The narrow output exists only when both operands already have that type.
         if name == "F16_F16_F32":
             return (_F32, _F16) if both == {np.dtype(_F16)} else (_F32,)
         if name == "BF16_BF16_F32":
-            return (_F32, _BF16) if both == {np.dtype(_BF16)} else (_F32,)
+            bf16 = _narrow_types()[0]
+            return (_F32, bf16) if both == {np.dtype(bf16)} else (_F32,)
         acc = self.accumulation_type
         return None if acc is None else (acc,)
 

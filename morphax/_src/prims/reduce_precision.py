@@ -57,13 +57,13 @@ def _reduce_precision_impl(x, *, exponent_bits, mantissa_bits):
     x = np.asarray(x)
     dt = x.dtype
     with np.errstate(over="ignore"):
-        if dt in (_dtypes.float16, _dtypes.float32, _dtypes.float64, _dtypes.bfloat16):
+        if dt in (_dtypes.float16, _dtypes.float32, _dtypes.float64) or _dtypes.is_bfloat16(dt):
             out = _reduce_precision_bits(x, exponent_bits, mantissa_bits)
         else:  # float8 and friends: their encodings differ (no inf, unsigned zero); go via float32
             wide = x.astype(np.float32)
             out = _reduce_precision_bits(wide, exponent_bits, mantissa_bits).astype(dt)
         nan = np.isnan(x.astype(np.float32) if dt.itemsize < 4 else x)
-        if dt == _dtypes.bfloat16 and (exponent_bits < 8 or mantissa_bits < 23):
+        if _dtypes.is_bfloat16(dt) and (exponent_bits < 8 or mantissa_bits < 23):
             # XLA CPU rounds bfloat16 in float32 and converts back, which quiets every NaN to the
             # canonical pattern (sign kept); JAX's results show exactly that. A rounding that is a
             # no-op in float32 is simplified away, so the NaN payload survives then.

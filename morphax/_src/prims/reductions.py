@@ -62,7 +62,8 @@ __all__ = [
 
 # float16/bfloat16 arithmetic is emulated in float32 by XLA's CPU backend; the references
 # accumulate in float32 and round once at the end, which is also what NumPy cannot do for bfloat16.
-_NARROW_FLOATS = (_dtypes.float16, _dtypes.bfloat16)
+_NARROW_FLOATS = {_dtypes.float16}
+_dtypes.when_ml_dtypes_loaded(lambda: _NARROW_FLOATS.add(_dtypes.bfloat16))  # bfloat16 joins then
 
 
 def _compute_dtype(dt: np.dtype) -> np.dtype:
@@ -238,7 +239,7 @@ _sum_abstract_eval = reduce_sum_p.abstract_eval
 
 
 def _reduce_sum_abstract_eval(x, *, axes):
-    if not config.allow_f16_reductions and x.dtype in (np.float16, _dtypes.bfloat16):
+    if not config.allow_f16_reductions and _dtypes.is_16bit_float(x.dtype):
         raise TypeError(f"reduce_sum of {x.str_short()} with jax_allow_f16_reductions=False: sum in float32")
     return _sum_abstract_eval(x, axes=axes)
 

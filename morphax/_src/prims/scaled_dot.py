@@ -6,7 +6,6 @@ the order of the float32 accumulation."""
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
@@ -18,8 +17,6 @@ from morphax._src.prims.dot import dot_general
 from morphax._src.prims.shape import broadcast_in_dim, reshape
 
 __all__ = ["scaled_dot"]
-
-_BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def _default_dimension_numbers(ndim):
@@ -35,7 +32,7 @@ def _default_dimension_numbers(ndim):
 
 def _apply_scale(x, scale, contracting, what):
     """x (bfloat16) times `scale` repeated along the contracting dimension, in bfloat16."""
-    x = convert_element_type(x, _BF16)
+    x = convert_element_type(x, _dtypes.bfloat16)
     if scale is None:
         return x
     scale = as_lax_array(scale)
@@ -56,7 +53,7 @@ def _apply_scale(x, scale, contracting, what):
     # Repeat each scale `block` times: insert a block axis after k, broadcast, then merge.
     expanded = ss[: k + 1] + (block,) + ss[k + 1 :]
     dims = tuple(d if d <= k else d + 1 for d in range(len(ss)))
-    scale = broadcast_in_dim(convert_element_type(scale, _BF16), expanded, dims)
+    scale = broadcast_in_dim(convert_element_type(scale, _dtypes.bfloat16), expanded, dims)
     return mul(x, reshape(scale, xs))
 
 
@@ -75,7 +72,9 @@ def scaled_dot(
             f"scaled_dot: exactly one contracting dimension per operand, got {dimension_numbers}"
         )
     out_dtype = (
-        _BF16 if preferred_element_type is None else _dtypes.canonicalize_dtype(preferred_element_type)
+        _dtypes.bfloat16
+        if preferred_element_type is None
+        else _dtypes.canonicalize_dtype(preferred_element_type)
     )
     lhs = _apply_scale(lhs, lhs_scale, tuple(lc), "lhs")
     rhs = _apply_scale(rhs, rhs_scale, tuple(rc), "rhs")

@@ -168,7 +168,7 @@ def _in_float32(fn):
 
     def impl(x):
         (x,) = as_arrays(x)
-        if x.dtype in (_dtypes.float16, _dtypes.bfloat16):
+        if _dtypes.is_16bit_float(x.dtype):
             return np.asarray(fn(x.astype(np.float32))).astype(x.dtype)
         return np.asarray(fn(x)).astype(x.dtype)
 
@@ -459,7 +459,7 @@ def _polygamma_f(m, x):
 
 def _polygamma_impl(m, x):
     m, x = as_arrays(m, x)
-    if x.dtype in (_dtypes.float16, _dtypes.bfloat16):
+    if _dtypes.is_16bit_float(x.dtype):
         return _polygamma_f(m.astype(np.float32), x.astype(np.float32)).astype(x.dtype)
     return _polygamma_f(m, x).astype(x.dtype)
 

@@ -34,11 +34,21 @@ _STORAGE = {
 # float16 and bfloat16 are stored as their bits and computed in float32, rounded back to their
 # own precision after every operation (as XLA on CPU, and NumPy / ml_dtypes per ufunc call).
 _NARROW = {np.dtype(_dtypes.float16): ("mx_f16_to_f32", "mx_f32_to_f16", "mx_f64_to_f16")}
-_NARROW[np.dtype(_dtypes.bfloat16)] = ("mx_bf16_to_f32", "mx_f32_to_bf16", "mx_f64_to_bf16")
 _STORAGE.update({d: "uint16_t" for d in _NARROW})
-DTYPES = frozenset(_STORAGE)
+DTYPES = set(_STORAGE)  # bfloat16 joins when ml_dtypes is loaded (below)
 # Reductions and arg-reductions accumulate in the storage dtype: not the narrow floats.
-REDUCE_DTYPES = DTYPES - set(_NARROW)
+REDUCE_DTYPES = frozenset(DTYPES - set(_NARROW))
+
+
+def _add_bfloat16():
+    # bfloat16 exists only once ml_dtypes is imported, which `import morphax` leaves for later.
+    bf16 = np.dtype(_dtypes.bfloat16)
+    _NARROW[bf16] = ("mx_bf16_to_f32", "mx_f32_to_bf16", "mx_f64_to_bf16")
+    _STORAGE[bf16] = "uint16_t"
+    DTYPES.add(bf16)
+
+
+_dtypes.when_ml_dtypes_loaded(_add_bfloat16)
 
 # Math kernel ops: (float32 function, float64 function). The mx_ functions are morphax's own
 # vectorizable implementations (mathlib.h, with their measured ulp bounds); sqrt/floor/ceil are
