@@ -153,7 +153,7 @@ class Array(metaclass=_ArrayMeta):
             )
         return fn(
             self._value.reshape(()).item()
-            if self.dtype != _dtypes.bfloat16
+            if not _dtypes.is_bfloat16(self.dtype)
             else float(self._value.reshape(()))
         )
 
@@ -183,7 +183,7 @@ class Array(metaclass=_ArrayMeta):
 
     def item(self, *args):
         value = self._value
-        if value.dtype == _dtypes.bfloat16 or value.dtype.kind == "V":
+        if _dtypes.is_bfloat16(value.dtype) or value.dtype.kind == "V":
             return value.astype(np.float32).item(*args) if value.dtype.kind != "V" else value.item(*args)
         return value.item(*args)
 
