@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from morphax._src import events
 from morphax._src.compiler import analysis, donation, executor, scan_matmuls, segments
@@ -82,13 +83,38 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
         return _compile_miss(closed, name, chosen, donate, key)
 
 
+# Compilations nested in another (the interim NumPy program of a background build, loop and
+# branch bodies) are part of it: only the outermost one is logged.
+_nesting = threading.local()
+
+
 def _compile_miss(closed, name, chosen, donate, key):
+    # As JAX: a line before and one after each compilation, at WARNING under log_compiles and at
+    # DEBUG otherwise (optax's tests count the "Finished ... compilation" lines).
+    depth = getattr(_nesting, "depth", 0)
+    level = logging.WARNING if config.log_compiles else logging.DEBUG
+    loud = depth == 0 and logger.isEnabledFor(level)
+    if loud:
+        logger.log(level, "Compiling %s for args %s", name, [a.str_short() for a in closed.in_avals])
+    started = time.perf_counter()
+    _nesting.depth = depth + 1
+    try:
+        executable = _build(closed, name, chosen, donate, key)
+    finally:
+        _nesting.depth = depth
+    if loud:
+        elapsed = time.perf_counter() - started
+        logger.log(
+            level, "Finished %s backend compilation of jit(%s) in %.9f sec", chosen.name, name, elapsed
+        )
+    return executable
+
+
+def _build(closed, name, chosen, donate, key):
     counters.lowerings += 1
     with events.span("jaxpr passes", "compile"):
         optimized = _optimize(closed)
     counters.compiles += 1
-    if config.log_compiles:
-        logger.warning("Compiling %s for args %s", name, [a.str_short() for a in closed.in_avals])
     with events.span("lower and fuse", "compile"):
         program = lower(optimized, chosen.caps, name=executor.identifier(name))
         # Positions index the optimized jaxpr's inputs: the passes keep every input (DCE drops none).
@@ -159,7 +185,12 @@ def _body_lowering(caps, native_scratch):
 def _body_executable(closed: ClosedJaxpr):
     """A loop or branch body (higher_order/host_eval.py): compiled once per jaxpr for the
     backend of the program it runs in, and run on the calling thread."""
-    return compile_jaxpr(closed, "body", executor.body_backend.name)
+    depth = getattr(_nesting, "depth", 0)
+    _nesting.depth = depth + 1
+    try:
+        return compile_jaxpr(closed, "body", executor.body_backend.name)
+    finally:
+        _nesting.depth = depth
 
 
 host_eval.set_runner(_body_executable)
