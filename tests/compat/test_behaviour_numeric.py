@@ -250,3 +250,33 @@ def test_jacobian_dtypes_follow_jax():
     jac = morphax.jacrev(lambda x, i: x * i, argnums=(0, 1), allow_int=True)(1.0, 2)
     assert jac[1].dtype == np.int32 and int(jac[1]) == 0 and _weak(jac) == [True, True]
     np.testing.assert_allclose(float(morphax.hessian(lambda x: x**3)(2.0)), 12.0)
+
+
+# -- 7. gradients at tie points (tests/reliability/test_tie_gradients.py has the full table) -----
+@pytest.mark.parametrize(
+    "fn,args,want",
+    [
+        (morphax.nn.softplus, (0.0,), [0.5]),
+        (jnp.logaddexp, (1.0, 1.0), [0.5, 0.5]),
+        (jnp.maximum, (1.0, 1.0), [0.5, 0.5]),
+        (jnp.minimum, (1.0, 1.0), [0.5, 0.5]),
+        (jnp.fmax, (1.0, 1.0), [0.0, 1.0]),
+        (morphax.nn.relu, (0.0,), [0.0]),
+        (jnp.abs, (0.0,), [1.0]),
+        (lambda x, lo, hi: jnp.clip(x, lo, hi), (0.0, 0.0, 1.0), [0.5, 0.5, 0.0]),
+        (lambda x, lo, hi: jnp.clip(x, lo, hi), (1.0, 0.0, 1.0), [0.5, 0.0, 0.5]),
+        (lambda x, lo, hi: lax.clamp(lo, x, hi), (1.0, 0.0, 1.0), [0.0, 0.0, 0.0]),
+        (lambda x: jnp.max(x), (jnp.array([1.0, 3.0, 3.0]),), [[0.0, 0.5, 0.5]]),
+        (lambda x: jnp.sort(x)[1], (jnp.array([2.0, 2.0, 2.0]),), [[0.0, 1.0, 0.0]]),
+        (lambda x: lax.top_k(x, 1)[0][0], (jnp.array([2.0, 2.0]),), [[1.0, 0.0]]),
+        (lambda x: jnp.sum(lax.cummax(x)), (jnp.array([2.0, 2.0]),), [[1.5, 0.5]]),
+        (lambda x: jnp.median(x), (jnp.array([1.0, 2.0, 2.0, 3.0]),), [[0.0, 0.5, 0.5, 0.0]]),
+    ],
+)
+def test_tie_point_gradients_match_jax(fn, args, want):
+    got = morphax.grad(fn, argnums=tuple(range(len(args))))(*args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-6)
+    got_jit = morphax.jit(morphax.grad(fn, argnums=tuple(range(len(args)))))(*args)
+    for g, w in zip(got_jit, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-6)

@@ -40,7 +40,7 @@ from morphax._src.runtime.array import Array, type_key
 from morphax._src.runtime.eager import call_compiled
 from morphax._src.runtime.placement import IncompatibleDevicesError
 from morphax._src.traceback_util import api_boundary, filter_leaving_boundary, register_boundary
-from morphax._src.transforms.staging import closure_convert_tracers, make_debug_info, trace_to_jaxpr
+from morphax._src.transforms.staging import closure_convert_tracers, fun_name, make_debug_info, trace_to_jaxpr
 
 logger = logging.getLogger("morphax")
 
@@ -106,8 +106,7 @@ def _leaf_key(x):
 
 
 def _positional_keys(args) -> tuple | None:
-    """The leaf keys of positional arguments that are all arrays or tracers (the common call,
-    keyed without pytree flattening), else None."""
+    """The leaf keys of positional arguments if all are arrays or tracers, else None."""
     keys = []
     for a in args:
         if type(a) is Array:
@@ -269,9 +268,16 @@ class JitWrapped:
     ):  # fmt: skip
         if not callable(fun):
             raise TypeError(f"jit: expected a callable, got {fun!r} of type {type(fun).__name__}")
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())
+        # fun's attributes, as functools.wraps gives them, except those that would shadow this
+        # class's own (a function wrapping a jnp ufunc object carries its `_call`).
+        for k, v in getattr(fun, "__dict__", {}).items():
+            if not hasattr(type(self), k):
+                self.__dict__.setdefault(k, v)
         self._fun = fun
-        self._name = name = getattr(fun, "__name__", type(fun).__name__)
+        # The wrapped function's name, a partial's function's (JAX's name= in a printed jaxpr).
+        # NB: a callable object without __name__ goes by its type's name (JAX: "<unnamed function>").
+        self._name = name = fun_name(fun)
         sig = inspect.signature(fun) if _has_signature(fun) else None
         nums, names = resolve_argnums(
             name, sig, int_tuple(name, "static_argnums", static_argnums),
