@@ -189,6 +189,68 @@ def test_dot_general_prints_as_in_jax():
     assert "c:f32[2,4] = dot_general[dimension_numbers=(([1], [0]), ([], []))] b a" in text
 
 
+def test_custom_rule_calls_print_as_in_jax():
+    @morphax.custom_jvp
+    def g(a):
+        return jnp.sin(a)
+
+    @g.defjvp
+    def g_jvp(p, t):
+        return g(p[0]), jnp.cos(p[0]) * t[0]
+
+    assert _jaxpr(lambda a: g(a) * 3.0, X) == (
+        "{ lambda ; a:f32[3]. let\n"
+        "    b:f32[3] = custom_jvp_call[\n"
+        "      name=g\n"
+        "      call_jaxpr={ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) }\n"
+        "      jvp=g_jvp\n"
+        "      symbolic_zeros=False\n"
+        "    ] a\n"
+        "    e:f32[3] = mul b 3.0:f32[]\n"
+        "  in (e,) }"
+    )
+
+    @morphax.custom_vjp
+    def h(a):
+        return jnp.sin(a)
+
+    def h_fwd(a):
+        return jnp.sin(a), a
+
+    def h_bwd(r, ct):
+        return (ct * jnp.cos(r),)
+
+    h.defvjp(h_fwd, h_bwd)
+    assert _jaxpr(lambda a: h(a) + 1.0, X) == (
+        "{ lambda ; a:f32[3]. let\n"
+        "    b:f32[3] = custom_vjp_call[\n"
+        "      name=h\n"
+        "      bwd=h_bwd\n"
+        "      call_jaxpr={ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) }\n"
+        "      fwd=h_fwd\n"
+        "      symbolic_zeros=False\n"
+        "    ] a\n"
+        "    e:f32[3] = add b 1.0:f32[]\n"
+        "  in (e,) }"
+    )
+
+
+def test_broadcast_in_dim_prints_as_in_jax():
+    assert _jaxpr(lambda a: jnp.broadcast_to(a, (2, 3)) + jnp.zeros((4, 1, 1)), X) == (
+        "{ lambda ; a:f32[3]. let\n"
+        "    b:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(1,)] a\n"
+        "    c:f32[4,1,1] = broadcast_in_dim 0.0:f32[]\n"
+        "    d:f32[1,2,3] = broadcast_in_dim[broadcast_dimensions=(1, 2)] b\n"
+        "    e:f32[4,2,3] = add d c\n"
+        "  in (e,) }"
+    )
+
+
+def test_a_jitted_partial_is_named_after_its_function():
+    f = morphax.jit(functools.partial(lambda a, b: a + b, b=2.0))
+    assert "      name=<lambda>\n" in _jaxpr(f, X)
+
+
 def test_the_jit_primitive_is_named_jit():
     closed = morphax.make_jaxpr(lambda a: inner(a))(X)
     assert [e.primitive.name for e in closed.jaxpr.eqns] == ["jit"]

@@ -34,6 +34,32 @@ custom_vjp_call_p.kind = Kind.CALL
 custom_vjp_call_p.higher_order = True
 
 
+def _rule_name(rule) -> str:
+    return getattr(rule, "__name__", type(rule).__name__)
+
+
+def _custom_jvp_pp_params(eqn, params):
+    # Printed as JAX prints it: name first, the rule by its name as ``jvp``, num_consts when
+    # nonzero.
+    if not params.get("num_consts"):
+        params.pop("num_consts", None)
+    params["jvp"] = _rule_name(params.pop("jvp_jaxpr_fun"))
+    return params
+
+
+def _custom_vjp_pp_params(eqn, params):
+    if not params.get("num_consts"):
+        params.pop("num_consts", None)
+    params["fwd"] = _rule_name(params.pop("fwd_jaxpr_thunk"))
+    params["bwd"] = _rule_name(params.pop("bwd"))
+    return params
+
+
+custom_jvp_call_p.pp_params = _custom_jvp_pp_params
+custom_vjp_call_p.pp_params = _custom_vjp_pp_params
+custom_jvp_call_p.pp_leading_params = custom_vjp_call_p.pp_leading_params = ("name",)
+
+
 def _stage(prim, fun, args, params):
     """Trace `fun` at the avals of `args` and bind `prim` with the traced jaxpr as `call_jaxpr`."""
     closed = trace_to_jaxpr(lambda *xs: list(fun(*xs)), [get_aval(x) for x in args])

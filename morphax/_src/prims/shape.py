@@ -98,6 +98,19 @@ broadcast_in_dim_p.is_identity = lambda aval, *, shape, broadcast_dimensions, sh
     shape == aval.shape and broadcast_dimensions == tuple(range(aval.ndim))
 )
 
+
+def _broadcast_in_dim_pp_params(eqn, params):
+    # Printed as JAX prints it: the shape and sharding are implied by the result's type, and
+    # empty broadcast_dimensions (a scalar operand) are left out.
+    params.pop("shape", None)
+    params.pop("sharding", None)
+    if not params.get("broadcast_dimensions"):
+        params.pop("broadcast_dimensions", None)
+    return params
+
+
+broadcast_in_dim_p.pp_params = _broadcast_in_dim_pp_params
+
 _BROADCAST_CONFIGS = (
     ((), (), ()),
     ((), (3,), ()),
