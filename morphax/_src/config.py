@@ -39,6 +39,9 @@ _KNOWN = {
     ),
     "jax_threefry_partitionable": ("threefry_partitionable", lambda: True),
     "jax_log_compiles": ("log_compiles", lambda: False),
+    # Static Python ints out of bounds raise IndexError in reads under the default (or
+    # 'promise_in_bounds') mode, instead of clamping (numpy/indexing.py).
+    "jax_check_static_indices": ("check_static_indices", lambda: False),
     "jax_disable_jit": ("disable_jit", lambda: False),
     "jax_numpy_rank_promotion": ("numpy_rank_promotion", lambda: "allow"),
     "jax_default_matmul_precision": ("default_matmul_precision", lambda: None),
@@ -153,6 +156,7 @@ TRACE_FLAGS = [
     "random_seed_offset",
     "softmax_custom_jvp",
     "allow_f16_reductions",
+    "check_static_indices",
 ]  # make_user_context appends
 
 

@@ -39,7 +39,6 @@ NO_EFFECT: dict = {
     "jax_captured_constants_report_frames": (0, _XLA),
     "jax_captured_constants_warn_bytes": (2_000_000_000, _XLA),
     "jax_check_proxy_envs": (True, _MULTIHOST),
-    "jax_check_static_indices": (False, _MIGRATION),
     "jax_compilation_cache_check_contents": (False, _XLA_CACHE),
     "jax_compilation_cache_dir": (None, _XLA_CACHE),
     "jax_compilation_cache_expect_pgle": (False, _XLA_CACHE),

@@ -293,3 +293,30 @@ def test_errors_that_remain():
         x.at[1].get(mode="foo")
     with pytest.raises(ValueError, match='Unknown gather mode "foo"'):
         lax.gather(x, jnp.array([[1]]), _DN1, (1,), mode="foo")
+
+
+def test_check_static_indices_option():
+    # JAX: with jax_check_static_indices, a static int out of bounds raises IndexError in reads
+    # under the default or 'promise_in_bounds' mode; 'clip' and 'fill' reads and updates do not.
+    x = jnp.asarray(X)
+    f = morphax.jit(lambda x: x[10])
+    assert float(f(x)) == 4.0
+    morphax.config.update("jax_check_static_indices", True)
+    try:
+        with pytest.raises(IndexError, match="index 10 out of bounds for axis 0 with size 5"):
+            x[10]
+        with pytest.raises(IndexError, match="index -6 out of bounds"):
+            x[-6]
+        with pytest.raises(IndexError, match="index 10 out of bounds"):
+            x.at[10].get(mode="promise_in_bounds")
+        with pytest.raises(IndexError, match="index 7 out of bounds for axis 1 with size 4"):
+            jnp.asarray(M)[jnp.array([0]), 7]
+        with pytest.raises(IndexError, match="index 10 out of bounds"):
+            f(x)  # the option is part of jit's cache key: this retraces
+        assert float(x[-5]) == 0.0
+        assert float(x.at[10].get(mode="clip")) == 4.0
+        assert np.isnan(float(x.at[10].get(mode="fill")))
+        _check(x.at[10].set(1.0), X, "update")
+    finally:
+        morphax.config.update("jax_check_static_indices", False)
+    assert float(f(x)) == 4.0

@@ -188,12 +188,13 @@ def _slice_entry(dim, s: slice, n: int) -> Entry:
     return Entry(SLICE, dim, start=start, step=step, count=count)
 
 
-def parse_index(shape, idx, *, clip_ints: bool = False) -> ParsedIndex:
+def parse_index(shape, idx, *, clip_ints: bool = False, check_ints: bool = False) -> ParsedIndex:
     """Expand `idx` against `shape` (NumPy rules; a list is an advanced index).
 
-    In-bounds negative static ints are normalized. Out-of-bounds ones never raise (JAX's policy):
-    with `clip_ints` they clamp; otherwise they are left as given, for the dynamic_slice, gather or
-    scatter they end up in to handle under its mode (normalizing once, as JAX does).
+    In-bounds negative static ints are normalized. Out-of-bounds ones raise IndexError only with
+    `check_ints` (the jax_check_static_indices option); otherwise (JAX's default policy) with
+    `clip_ints` they clamp, else they are left as given, for the dynamic_slice, gather or scatter
+    they end up in to handle under its mode (normalizing once, as JAX does).
     """
     items = idx if isinstance(idx, tuple) else (idx,)
     comps = [_classify(item, pos) for pos, item in enumerate(items)]
@@ -229,6 +230,8 @@ def parse_index(shape, idx, *, clip_ints: bool = False) -> ParsedIndex:
             n = shape[dim]
             i = value + n if value < 0 else value
             if not 0 <= i < n:
+                if check_ints:
+                    raise IndexError(f"index {value} out of bounds for axis {dim} with size {n}")
                 # Clamped now, or left as given for the slice/gather/scatter mode (which normalizes once).
                 i = (min(max(i, 0), n - 1) if n else 0) if clip_ints else value
             entries.append(Entry(INT, pos, value=i))

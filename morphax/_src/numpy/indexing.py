@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.core.values import make_array
@@ -123,7 +124,8 @@ def _rewriting_take(
     aval = get_aval(arr)
     gmode = _parse_mode(mode, "indexing")
     fill = gmode == L.GatherScatterMode.FILL_OR_DROP
-    parsed = parse_index(aval.shape, idx, clip_ints=gmode == L.GatherScatterMode.CLIP)
+    check = config.check_static_indices and gmode in (None, L.GatherScatterMode.PROMISE_IN_BOUNDS)
+    parsed = parse_index(aval.shape, idx, clip_ints=gmode == L.GatherScatterMode.CLIP, check_ints=check)
     y = _insert_axes(arr, parsed)
     if not parsed.has_array and not (fill and parsed.has_int):
         return _basic_take(y, parsed, normalize)
