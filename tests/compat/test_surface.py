@@ -405,3 +405,29 @@ def test_hijax_names_load_but_do_not_bind():
     hijax.control_flow_allowed_effects.add_type(core.Effect)
     with pytest.raises(NotImplementedError, match="high-level types"):
         NewThing("new_thing").bind(1.0)
+
+
+def test_custom_jvp_under_vmap_keeps_unbatched_operands_unbatched():
+    # equinox.error_if branches (lax.cond) on a predicate reduced over the batch inside a
+    # custom_jvp; broadcasting it along the batch would turn the cond into a select running both
+    # branches. JAX 0.10 gives these outputs and never calls the untaken branch's callback.
+    calls = []
+
+    @morphax.custom_jvp
+    def f(x, pred):
+        def hit(x):
+            morphax.debug.callback(lambda: calls.append(1))
+            return x * 2
+
+        return morphax.lax.cond(pred, hit, lambda x: x, x)
+
+    f.defjvp(lambda p, t: (f(*p), t[0]))
+    x = jnp.arange(3.0)
+    np.testing.assert_array_equal(np.asarray(morphax.vmap(f, in_axes=(0, None))(x, False)), [0, 1, 2])
+    grads = morphax.vmap(morphax.grad(f), in_axes=(0, None))(x, False)
+    np.testing.assert_array_equal(np.asarray(grads), [1, 1, 1])
+    assert calls == []
+    np.testing.assert_array_equal(
+        np.asarray(morphax.jit(morphax.vmap(f, in_axes=(0, None)))(x, True)), [0, 2, 4]
+    )
+    assert calls == [1]

@@ -117,8 +117,11 @@ def batch_custom_jvp_call(axis_data, fun, jvp_rule, vals, dims, symbolic_zeros):
     if all(d is None for d in dims):
         outs = _call_custom_jvp(fun, jvp_rule, vals, symbolic_zeros)
         return outs, [None] * len(outs)
-    vals = [bdim_to_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
-    fun_b = batch_flat_fun(fun, axis_data, [0] * len(vals))
+    # Unbatched operands stay unbatched (as in JAX): a rule or function that branches on one (a
+    # cond on an unbatched predicate) must not see it broadcast along the batch.
+    in_dims = [None if d is None else 0 for d in dims]
+    vals = [v if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    fun_b = batch_flat_fun(fun, axis_data, in_dims)
 
     def jvp_b(primals, tangents):
         n = len(primals)
@@ -127,8 +130,8 @@ def batch_custom_jvp_call(axis_data, fun, jvp_rule, vals, dims, symbolic_zeros):
             p_out, t_out = jvp_rule(list(xs[:n]), list(xs[n:]))
             return list(p_out) + list(t_out)
 
-        # Primals arrive batched at axis 0, and tangents have their primals' shapes.
-        outs = batch_flat_fun(joint, axis_data, [0] * (2 * n))(*primals, *tangents)
+        # Primals arrive batched at axis 0 or unbatched, and tangents have their primals' shapes.
+        outs = batch_flat_fun(joint, axis_data, in_dims + in_dims)(*primals, *tangents)
         half = len(outs) // 2
         return outs[:half], outs[half:]
 
