@@ -280,3 +280,52 @@ def test_tie_point_gradients_match_jax(fn, args, want):
     got_jit = morphax.jit(morphax.grad(fn, argnums=tuple(range(len(args)))))(*args)
     for g, w in zip(got_jit, want):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-6)
+
+
+# -- 5. complex ordering --------------------------------------------------------------------------
+_Z = np.array([1 + 2j, 1 + 1j, 0 + 5j, 1 + 1.5j, np.nan + 0j], np.complex64)
+
+
+def _numpy_comparison(name):
+    # NumPy orders complex numbers lexicographically too: the independent reference.
+    def ref(x, y):
+        with np.errstate(invalid="ignore"):  # the NaN entry
+            return getattr(np, name)(x, y)
+
+    return ref
+
+
+@pytest.mark.parametrize("name", ["less", "less_equal", "greater", "greater_equal"])
+def test_complex_comparisons_are_lexicographic(name):
+    fn, ref = getattr(jnp, name), _numpy_comparison(name)
+    w = np.complex64(1 + 1.5j)
+    np.testing.assert_array_equal(np.asarray(fn(_Z, w)), ref(_Z, w))
+    np.testing.assert_array_equal(np.asarray(fn(_Z[:, None], _Z[None, :])), ref(_Z[:, None], _Z[None, :]))
+    np.testing.assert_array_equal(np.asarray(morphax.jit(fn)(_Z, w)), ref(_Z, w))
+    np.testing.assert_array_equal(np.asarray(morphax.vmap(fn, (0, None))(_Z, w)), ref(_Z, w))
+    with morphax.enable_x64():
+        z = _Z.astype(np.complex128)
+        assert fn(z, w).dtype == np.bool_
+        np.testing.assert_array_equal(np.asarray(fn(z, w)), ref(z, w))
+
+
+def test_complex_ordering_in_jnp_functions():
+    a = jnp.asarray(_Z[:4])
+    np.testing.assert_array_equal(np.asarray(a < (1 + 1.5j)), [False, True, True, False])
+    np.testing.assert_array_equal(np.asarray(a >= (1 + 1j)), [True, True, False, True])
+    np.testing.assert_array_equal(np.asarray(jnp.maximum(a, 1 + 1.5j)), np.maximum(_Z[:4], 1 + 1.5j))
+    np.testing.assert_array_equal(np.asarray(jnp.minimum(a, 1 + 1.5j)), np.minimum(_Z[:4], 1 + 1.5j))
+    np.testing.assert_array_equal(np.asarray(jnp.sort(a)), np.sort(_Z[:4]))
+    np.testing.assert_array_equal(np.asarray(jnp.argsort(a)), np.argsort(_Z[:4]))
+    assert complex(jnp.max(a)) == 1 + 2j and complex(jnp.min(a)) == 5j
+    s = jnp.sort(a)
+    assert int(jnp.searchsorted(s, 1 + 1.2j)) == int(np.searchsorted(np.sort(_Z[:4]), 1 + 1.2j)) == 2
+    # As JAX: lax's comparisons, argmax and clip refuse complex operands.
+    with pytest.raises(TypeError, match="complex64"):
+        lax.lt(a, a)
+    with pytest.raises(TypeError, match="complex64"):
+        jnp.argmax(a)
+    with pytest.raises(ValueError, match="clip received a complex value"):
+        jnp.clip(a, 0, 1)
+    with pytest.raises(ValueError, match="clip received a complex value"):
+        jnp.clip(jnp.ones(2), 0, 1j)

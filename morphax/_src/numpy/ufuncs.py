@@ -325,10 +325,30 @@ maximum = _binary("maximum", "max_p")
 minimum = _binary("minimum", "min_p")
 equal = _binary("equal", "eq_p")
 not_equal = _binary("not_equal", "ne_p")
-less = _binary("less", "lt_p")
-less_equal = _binary("less_equal", "le_p")
-greater = _binary("greater", "gt_p")
-greater_equal = _binary("greater_equal", "ge_p")
+
+
+def _ordering(name, prim_name):
+    """An order comparison. Complex operands compare lexicographically (real parts, then
+    imaginary parts where the real parts are equal), as JAX's jnp comparisons and its complex
+    max/min/sort do; lax's comparison primitives themselves take no complex operands."""
+
+    def fn(x1, x2, /):
+        x, y = util.promote_args(name, x1, x2)
+        prim = getattr(L, prim_name)
+        if not _dtypes.is_complex(_dtype_of(x)):
+            return prim.bind(x, y)
+        xr, yr = real(x), real(y)
+        return L.select_n_p.bind(L.eq_p.bind(xr, yr), prim.bind(xr, yr), prim.bind(imag(x), imag(y)))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise {name} with NumPy broadcasting and JAX dtype promotion."
+    return fn
+
+
+less = _ordering("less", "lt_p")
+less_equal = _ordering("less_equal", "le_p")
+greater = _ordering("greater", "gt_p")
+greater_equal = _ordering("greater_equal", "ge_p")
 bitwise_and = _binary("bitwise_and", "and_p", accept=_int_or_bool)
 bitwise_or = _binary("bitwise_or", "or_p", accept=_int_or_bool)
 bitwise_xor = _binary("bitwise_xor", "xor_p", accept=_int_or_bool)
@@ -641,8 +661,15 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
     if x is None:
         raise TypeError("clip: missing the array argument")
     util.check_arraylike("clip", x)
+    for v in (x, lo, hi):
+        if v is not None and _dtypes.is_complex(_dtype_of(util.asarray_like(v))):
+            raise ValueError(
+                "clip received a complex value (in the array or the min/max bounds); complex values "
+                "have no ordering and cannot be clipped. Take the real or imaginary part first "
+                "(jnp.real / jnp.imag)."
+            )
     if lo is not None:
-        x = maximum(lo, x) if not _dtypes.is_complex(_dtype_of(util.asarray_like(x))) else x
+        x = maximum(lo, x)
     if hi is not None:
         x = minimum(hi, x)
     return x
