@@ -1,0 +1,143 @@
+"""flax, unmodified, on morphax through `morphax.compat` (skipped where flax or optax is absent): a
+flax.linen MLP trained with optax SGD under `jax.jit`, and a flax.nnx MLP trained with
+`nnx.Optimizer` under `nnx.jit`, each match a float64 NumPy re-implementation of the same model
+and steps computed here from the model's initial parameters; nnx's trace-state checks work."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+import numpy as np
+import pytest
+
+if any(importlib.util.find_spec(name) is None for name in ("flax", "optax", "chex")):
+    pytest.skip(
+        "flax and optax are not installed (pip install --no-deps flax optax chex)", allow_module_level=True
+    )
+
+import morphax.compat
+
+_was_installed = morphax.compat.is_installed()
+morphax.compat.install()
+jax = importlib.import_module("jax")
+jnp = importlib.import_module("jax.numpy")
+optax = importlib.import_module("optax")
+nn = importlib.import_module("flax.linen")
+nnx = importlib.import_module("flax.nnx")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _restore_imports():
+    yield
+    if not _was_installed:
+        morphax.compat.uninstall()
+
+
+LR, STEPS = 0.1, 5
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(16, 4)).astype(np.float32), rng.normal(size=(16, 2)).astype(np.float32)
+
+
+def _reference_sgd(layers, x, y):
+    """Full-batch SGD on mean squared error of a tanh MLP, in float64. `layers`: [(kernel (in,
+    out), bias)]. Returns the loss before each step and the final layers."""
+    layers = [(np.asarray(k, np.float64), np.asarray(b, np.float64)) for k, b in layers]
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    losses = []
+    for _ in range(STEPS):
+        acts = [x]
+        for i, (k, b) in enumerate(layers):
+            z = acts[-1] @ k + b
+            acts.append(np.tanh(z) if i < len(layers) - 1 else z)
+        out = acts[-1]
+        losses.append(np.mean((out - y) ** 2))
+        delta = 2 * (out - y) / out.size
+        grads = []
+        for i in reversed(range(len(layers))):
+            grads.append((acts[i].T @ delta, delta.sum(0)))
+            delta = delta @ layers[i][0].T
+            if i > 0:
+                delta = delta * (1 - acts[i] ** 2)
+        grads.reverse()
+        layers = [(k - LR * gk, b - LR * gb) for (k, b), (gk, gb) in zip(layers, grads)]
+    return np.array(losses), layers
+
+
+class LinenMLP(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        hidden = nn.Dense(8)  # created first: named Dense_0
+        return nn.Dense(2)(nn.tanh(hidden(x)))
+
+
+def test_linen_mlp_training_with_optax_matches_numpy_float64():
+    x, y = _data()
+    model = LinenMLP()
+    params = model.init(jax.random.PRNGKey(0), x)
+    p = params["params"]
+    initial = [(p[name]["kernel"], p[name]["bias"]) for name in ("Dense_0", "Dense_1")]
+    tx = optax.sgd(LR)
+    opt_state = tx.init(params)
+
+    @jax.jit
+    def step(params, opt_state, x, y):
+        loss, grads = jax.value_and_grad(lambda q: jnp.mean((model.apply(q, x) - y) ** 2))(params)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    losses = []
+    for _ in range(STEPS):
+        params, opt_state, loss = step(params, opt_state, x, y)
+        losses.append(float(loss))
+    want_losses, want_layers = _reference_sgd(initial, x, y)
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
+    for name, (k, b) in zip(("Dense_0", "Dense_1"), want_layers):
+        np.testing.assert_allclose(np.asarray(params["params"][name]["kernel"]), k, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(params["params"][name]["bias"]), b, rtol=1e-5, atol=1e-6)
+
+
+class NnxMLP(nnx.Module):
+    def __init__(self, rngs):
+        self.l1 = nnx.Linear(4, 8, rngs=rngs)
+        self.l2 = nnx.Linear(8, 2, rngs=rngs)
+
+    def __call__(self, x):
+        return self.l2(jnp.tanh(self.l1(x)))
+
+
+def test_nnx_mlp_training_matches_numpy_float64():
+    x, y = _data()
+    model = NnxMLP(nnx.Rngs(0))
+    initial = [(np.asarray(layer.kernel[...]), np.asarray(layer.bias[...])) for layer in (model.l1, model.l2)]
+    optimizer = nnx.Optimizer(model, optax.sgd(LR), wrt=nnx.Param)
+
+    @nnx.jit
+    def step(model, optimizer, x, y):
+        loss, grads = nnx.value_and_grad(lambda m: jnp.mean((m(x) - y) ** 2))(model)
+        optimizer.update(model, grads)
+        return loss
+
+    losses = [float(step(model, optimizer, x, y)) for _ in range(STEPS)]
+    want_losses, want_layers = _reference_sgd(initial, x, y)
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
+    for layer, (k, b) in zip((model.l1, model.l2), want_layers):
+        np.testing.assert_allclose(np.asarray(layer.kernel[...]), k, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(layer.bias[...]), b, rtol=1e-5, atol=1e-6)
+
+
+def test_nnx_rejects_state_mutated_from_another_trace():
+    model = NnxMLP(nnx.Rngs(0))
+
+    @jax.jit
+    def leak(x):
+        model.l1.bias[...] = x  # a Variable made outside, mutated inside a jax.jit trace
+        return x
+
+    with pytest.raises(
+        importlib.import_module("flax.errors").TraceContextError, match="different trace level"
+    ):
+        leak(jnp.zeros(8))
