@@ -329,3 +329,46 @@ def test_complex_ordering_in_jnp_functions():
         jnp.clip(a, 0, 1)
     with pytest.raises(ValueError, match="clip received a complex value"):
         jnp.clip(jnp.ones(2), 0, 1j)
+
+
+# -- 9. jax_numpy_rank_promotion ------------------------------------------------------------------
+@pytest.fixture
+def _rank_promotion_restored():
+    yield
+    morphax.config.update("jax_numpy_rank_promotion", "allow")
+
+
+def test_rank_promotion_raise(_rank_promotion_restored):
+    morphax.config.update("jax_numpy_rank_promotion", "raise")
+    msg = r"Operands could not be broadcast together for add on shapes \(3,\) \(2, 3\) and with the config option jax_numpy_rank_promotion='raise'"
+    with pytest.raises(ValueError, match=msg):
+        jnp.ones(3) + jnp.ones((2, 3))
+    with pytest.raises(ValueError, match="for multiply on shapes"):
+        morphax.jit(lambda a, b: a * b)(jnp.ones(3), jnp.ones((2, 3)))
+    with pytest.raises(ValueError, match="for arctan2 on shapes"):
+        jnp.arctan2(jnp.ones(3), jnp.ones((2, 3)))
+    with pytest.raises(ValueError, match="for maximum on shapes"):
+        jnp.clip(jnp.ones((2, 3)), jnp.zeros(3), 1)
+    # Allowed under 'raise', as in JAX: scalars, equal ranks, matmul and where.
+    assert (jnp.ones(3) + 1.0).shape == (3,)
+    assert (jnp.ones(()) + jnp.ones(3)).shape == (3,)
+    assert (jnp.ones((1, 3)) + jnp.ones((2, 3))).shape == (2, 3)
+    assert (jnp.ones(3) @ jnp.ones((3, 2))).shape == (2,)
+    assert jnp.where(jnp.ones((2, 3)) > 0, jnp.ones(3), 0.0).shape == (2, 3)
+
+
+def test_rank_promotion_warn_and_context(_rank_promotion_restored):
+    morphax.config.update("jax_numpy_rank_promotion", "warn")
+    with pytest.warns(
+        UserWarning, match=r"Following NumPy automatic rank promotion for add on shapes \(3,\) \(2, 3\)"
+    ):
+        out = jnp.ones(3) + jnp.ones((2, 3))
+    assert out.shape == (2, 3)
+    morphax.config.update("jax_numpy_rank_promotion", "allow")
+    assert (jnp.ones(3) + jnp.ones((2, 3))).shape == (2, 3)
+    with morphax.numpy_rank_promotion("raise"):
+        with pytest.raises(ValueError, match="jax_numpy_rank_promotion='raise'"):
+            jnp.ones(3) + jnp.ones((2, 3))
+    assert (jnp.ones(3) + jnp.ones((2, 3))).shape == (2, 3)
+    with pytest.raises(ValueError, match="allow"):
+        morphax.config.update("jax_numpy_rank_promotion", "bad")

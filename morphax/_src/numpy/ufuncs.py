@@ -639,8 +639,10 @@ def where(condition, x, y, /):
     util.check_arraylike("where", condition, x, y)
     x, y = util.promote_dtypes(x, y)
     c = _as_bool(condition)
-    c, x, y = util.promote_shapes("where", c, x, y)
-    shape = np.broadcast_shapes(*[get_aval(a).shape for a in (c, x, y)])
+    # Broadcast without the rank-promotion check: JAX's where allows it under 'raise' too.
+    shapes = [get_aval(a).shape for a in (c, x, y)]
+    util._check_broadcastable("where", shapes)
+    shape = np.broadcast_shapes(*shapes)
     c, x, y = [_broadcast_to(a, shape) for a in (c, x, y)]
     return L.select_n_p.bind(c, y, x)
 
