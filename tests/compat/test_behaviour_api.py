@@ -42,6 +42,22 @@ def test_typeof_under_transformations():
     assert all(t.dtype == np.dtype("float32") for t in seen)
 
 
+def test_typeof_sharding():
+    # JAX: outside an explicit-axes mesh, jax.typeof(x).sharding is
+    # NamedSharding(mesh=AbstractMesh((), axis_types=()), spec=P(None,)): fully replicated, and
+    # optax reads `.mesh.are_all_axes_explicit` (False) before its tree dot products.
+    s = morphax.typeof(jnp.ones(3)).sharding
+    assert isinstance(s, morphax.sharding.NamedSharding)
+    assert s.mesh.empty and s.is_fully_replicated and s.spec == morphax.P(None)
+    assert not s.mesh.are_all_axes_explicit and not s.mesh.are_all_axes_auto
+    assert morphax.typeof(1.0).sharding.spec == morphax.P()
+    seen = []
+    morphax.jit(lambda x: seen.append(morphax.typeof(x).sharding) or x)(jnp.ones((2, 2)))
+    assert seen[0].spec == morphax.P(None, None) and seen[0].is_fully_replicated
+    mesh = morphax.sharding.AbstractMesh((2,), ("x",), (morphax.sharding.AxisType.Explicit,))
+    assert mesh.are_all_axes_explicit and not mesh.are_all_axes_auto
+
+
 def test_typeof_of_keys_and_bad_input():
     # JAX: jax.typeof(jax.random.key(0)) is ShapedArray(key<fry>[]).
     k = random.key(0)

@@ -47,6 +47,13 @@ class ShapedArray:
         dtype = self.dtype if _dtypes.is_inexact(self.dtype) else _dtypes.float0
         return ShapedArray(self.shape, dtype, self.weak_type)
 
+    @property
+    def sharding(self):
+        """JAX's ``aval.sharding`` (what ``jax.typeof(x).sharding`` reads). NB: morphax's avals
+        carry no sharding; this is what JAX reports for a value outside any explicit-axes mesh,
+        replicated over the empty abstract mesh: ``NamedSharding(AbstractMesh((), ()), P(None, ...))``."""
+        return replicated_sharding(len(self.shape))
+
     def strip_weak_type(self):
         return ShapedArray(self.shape, self.dtype, False) if self.weak_type else self
 
@@ -70,6 +77,12 @@ class ShapedArray:
         return f"ShapedArray({self.dtype.name}[{','.join(str(d) for d in self.shape)}]{weak})"
 
     __str__ = str_short
+
+
+def replicated_sharding(ndim: int):
+    """The sharding of an unsharded value of `ndim` dimensions; the sharding layer replaces this
+    (morphax/_src/sharding/shardings.py), as the core imports none of it."""
+    raise NotImplementedError("ShapedArray.sharding: morphax's sharding module is not loaded")
 
 
 # Maps a Python type to a function giving the aval of its instances. Higher layers (the

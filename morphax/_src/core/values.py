@@ -21,7 +21,9 @@ def register_array_type(cls, factory) -> None:
 
 def is_concrete_array(x) -> bool:
     """Whether `x` is a runtime Array (a concrete value, ready or pending; not a tracer)."""
-    return isinstance(x, _array_type[0])
+    cls = _array_type[0]
+    # The class's own hierarchy only: `isinstance(x, Array)` also accepts tracers and key arrays.
+    return isinstance(cls, type) and type.__instancecheck__(cls, x)
 
 
 def make_array(value, dtype=None, weak_type: bool = False):

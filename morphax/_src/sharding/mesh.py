@@ -154,6 +154,15 @@ class _MeshShape:
     def axis_type_of(self, name):
         return self.axis_types[self.axis_names.index(name)]
 
+    # As JAX's: False for a mesh without axes.
+    are_all_axes_explicit = property(lambda self: _all_of(self.axis_types, AxisType.Explicit))
+    are_all_axes_auto = property(lambda self: _all_of(self.axis_types, AxisType.Auto))
+    are_all_axes_manual = property(lambda self: _all_of(self.axis_types, AxisType.Manual))
+
+
+def _all_of(axis_types, kind) -> bool:
+    return bool(axis_types) and all(t is kind for t in axis_types)
+
 
 class AbstractMesh(_MeshShape):
     """A mesh's axis names, sizes and types without its devices (what tracing sees)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from morphax._src.core import avals as _avals
 from morphax._src.sharding.mesh import AbstractMesh, AxisType, Mesh
 from morphax._src.sharding.partition_spec import PartitionSpec, flat_axes, layout_key
 
@@ -266,6 +267,20 @@ class NamedSharding(Sharding):
     def _explicit(self) -> bool:
         """Whether the spec names Explicit mesh axes (their shardings are part of array types)."""
         return any(self.mesh.axis_type_of(a) is AxisType.Explicit for a in flat_axes(self.spec))
+
+
+_REPLICATED: dict = {}
+
+
+def _replicated_sharding(ndim: int) -> NamedSharding:
+    """`ShapedArray.sharding`: replicated over the empty abstract mesh, one None per dimension."""
+    got = _REPLICATED.get(ndim)
+    if got is None:
+        got = _REPLICATED[ndim] = NamedSharding(AbstractMesh((), ()), PartitionSpec(*[None] * ndim))
+    return got
+
+
+_avals.replicated_sharding = _replicated_sharding
 
 
 def _enumerate(devices):
