@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import logging
 import sys
 import types
 
@@ -206,6 +207,9 @@ def install() -> None:
         )
     if _finder() is None:
         sys.meta_path.insert(0, _JaxAliasFinder())
+        # morphax's log records (compiles under `jax.log_compiles()`, cache misses) reach the
+        # handlers and levels a JAX program set on the "jax" logger, then the root as before.
+        logging.getLogger("morphax").parent = logging.getLogger("jax")
 
 
 def uninstall() -> None:
@@ -214,6 +218,7 @@ def uninstall() -> None:
     Modules that already imported jax keep the morphax objects they hold.
     """
     sys.meta_path[:] = [hook for hook in sys.meta_path if not isinstance(hook, _JaxAliasFinder)]
+    logging.getLogger("morphax").parent = logging.getLogger()
     for name, module in list(sys.modules.items()):
         if not _is_alias_name(name):
             continue

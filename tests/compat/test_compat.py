@@ -100,6 +100,23 @@ def test_install_twice_is_one_hook_and_uninstall_removes_everything(hook):
     assert morphax.numpy is jnp and morphax.__version__ != "0.10.2"
 
 
+def test_morphax_log_records_reach_the_jax_logger(hook):
+    # A JAX program listens on the "jax" logger (optax's tests count compile messages there).
+    import logging
+
+    seen = []
+    handler = logging.Handler()
+    handler.emit = seen.append
+    logging.getLogger("jax").addHandler(handler)
+    try:
+        logging.getLogger("morphax").warning("from morphax")
+        compat.uninstall()
+        logging.getLogger("morphax").warning("after uninstall")
+    finally:
+        logging.getLogger("jax").removeHandler(handler)
+    assert [r.getMessage() for r in seen] == ["from morphax"]
+
+
 def test_refuses_when_a_real_jax_is_imported():
     if _jax_names():
         pytest.skip("a jax module is already imported in this process")
