@@ -482,3 +482,12 @@ def test_dict_keys_of_mixed_but_comparable_types_sort():
         tu.tree_flatten(collections.defaultdict(int, {1: 1, "a": 2}))
     # a dict of mixed keys held as a leaf is fine
     assert tu.tree_flatten({1: 1, "a": 2}, is_leaf=lambda x: isinstance(x, dict))[0] == [{1: 1, "a": 2}]
+
+
+def test_convert_element_type_hides_an_unset_sharding():
+    text = _jaxpr(lambda a: a.astype(jnp.int32), X)
+    assert text == (
+        "{ lambda ; a:f32[3]. let\n"
+        "    b:i32[3] = convert_element_type[new_dtype=int32 weak_type=False] a\n"
+        "  in (b,) }"
+    )

@@ -129,6 +129,8 @@ convert_element_type_p.kind = Kind.ELEMENTWISE
 convert_element_type_p.kernel_op = "convert_element_type"
 convert_element_type_p.impl = _convert_impl
 convert_element_type_p.abstract_eval = _convert_abstract_eval
+# JAX leaves sharding=None out of the printed jaxpr (implied by the result's type).
+convert_element_type_p.print_hidden_defaults = {"sharding": None}
 convert_element_type_p.is_identity = lambda aval, *, new_dtype, weak_type, sharding: (
     new_dtype == aval.dtype and weak_type == aval.weak_type
 )
