@@ -431,3 +431,35 @@ def test_custom_jvp_under_vmap_keeps_unbatched_operands_unbatched():
         np.asarray(morphax.jit(morphax.vmap(f, in_axes=(0, None)))(x, True)), [0, 2, 4]
     )
     assert calls == [1]
+
+
+def test_monitoring_listeners_see_recorded_events():
+    from morphax import monitoring
+
+    seen = []
+    listeners = [
+        (
+            monitoring.register_event_listener,
+            monitoring.unregister_event_listener,
+            lambda *a, **k: seen.append(a + (k,)),
+        ),
+        (
+            monitoring.register_event_duration_secs_listener,
+            monitoring.unregister_event_duration_listener,
+            lambda *a, **k: seen.append(a),
+        ),
+    ]
+    for register, _, fn in listeners:
+        register(fn)
+    try:
+        monitoring.record_event("/flax/save", step=3)
+        monitoring.record_event_duration_secs("/flax/save", 0.5)
+        monitoring.record_scalar("/unheard", 1.0)  # no scalar listener: nothing
+    finally:
+        for _, unregister, fn in listeners:
+            unregister(fn)
+    assert seen == [("/flax/save", {"step": 3}), ("/flax/save", 0.5)]
+    monitoring.record_event("/after")
+    assert len(seen) == 2
+    with pytest.raises(ValueError, match="not a registered"):
+        monitoring.unregister_event_listener(print)
