@@ -191,6 +191,9 @@ def _slice_entry(dim, s: slice, n: int) -> Entry:
 def parse_index(shape, idx, *, clip_ints: bool = False, check_ints: bool = False) -> ParsedIndex:
     """Expand `idx` against `shape` (NumPy rules; a list is an advanced index).
 
+    NB: JAX raises TypeError for a bare list as the whole index (``x[[1, 2]]``, "non-tuple
+    sequence"); morphax keeps NumPy's meaning, an integer array index.
+
     In-bounds negative static ints are normalized. Out-of-bounds ones raise IndexError only with
     `check_ints` (the jax_check_static_indices option); otherwise (JAX's default policy) with
     `clip_ints` they clamp, else they are left as given, for the dynamic_slice, gather or scatter

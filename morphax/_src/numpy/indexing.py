@@ -181,6 +181,7 @@ def _basic_take(y, parsed, normalize):
         if e.kind == INT and not 0 <= e.value < parsed.shape[e.dim]:
             # Out of bounds: a constant dynamic_slice start, normalized once and clamped there (as
             # JAX does). Any value past the index dtype's range clamps alike, so saturate to it.
+            # NB: JAX raises OverflowError for a static index past int32 (x64 off) instead.
             info = np.iinfo(idx_dtype)
             e.kind, e.value = DYNINT, np.asarray(min(max(e.value, int(info.min)), int(info.max)), idx_dtype)
     y, shape = apply_static_slices(y, entries, parsed.shape, ints=True)
