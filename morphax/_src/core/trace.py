@@ -28,6 +28,19 @@ class Trace:
     def invalidate(self):
         self.invalid = True
 
+    # JAX's names for a trace's identity (libraries compare `tracer._trace.main` with the trace
+    # they started, as equinox's filter_jvp does): the trace object itself.
+    @property
+    def main(self):
+        return self
+
+    @property
+    def tag(self):
+        return self
+
+    def full_raise(self, x):
+        return x
+
     def __repr__(self):
         return f"{type(self).__name__}(level={self.level})"
 
