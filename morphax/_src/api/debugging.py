@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import sys
 
 from morphax._src.core import dtypes as _dtypes
@@ -93,9 +92,6 @@ def debug_print(fmt=None, *args, ordered=False, partitioned=False, skip_format_c
     return _two_call_form("debug.print", fmt, args, kwargs, emit)
 
 
-_log = logging.getLogger("morphax.debug")
-
-
 def debug_log(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=False, **kwargs):
     """Like `debug_print`, but each message is a record of the ``morphax.debug`` logger at level
     INFO, attributed to the file and line that called `log` (standard logging handlers, levels
@@ -109,6 +105,9 @@ def debug_log(fmt=None, *args, ordered=False, partitioned=False, skip_format_che
         where = (caller.f_code.co_filename, caller.f_lineno) if caller is not None else ("(unknown file)", 0)
 
         def _emit(*values, **kw):
+            import logging  # here: `import morphax` does not load the logging package
+
+            _log = logging.getLogger("morphax.debug")
             record = _log.makeRecord(
                 _log.name, logging.INFO, where[0], where[1], fmt.format(*values, **kw), (), None
             )

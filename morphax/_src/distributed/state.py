@@ -10,9 +10,7 @@ for reference only."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from collections.abc import Sequence
 
@@ -161,6 +159,8 @@ def initialize(
     comm, request = world.Idup()
     wait_for([request], f"distributed.initialize (process {rank} of {size})", initialization_timeout)
     joining = MPICommunicator(comm, timeout=initialization_timeout)
+    import json  # here, as subprocess below: `import morphax` does not load them
+
     everyone = [json.loads(b) for b in joining.all_gather_bytes(json.dumps(local_ids).encode())]
     devices.register_processes(rank, everyone)
     # NB: heartbeat_timeout_seconds is not a heartbeat here; a missing peer is noticed by the
@@ -184,6 +184,8 @@ def _start_mpi(launch, timeout):
         "(initialization_timeout) for the other processes of the MPI job to start MPI: one of them "
         "exited or hangs before calling initialize. Stopping this process."
     )
+    import subprocess
+
     args = [sys.executable, "-c", _WATCHDOG, str(os.getpid()), str(timeout), message]
     watchdog = subprocess.Popen(args, stdin=subprocess.DEVNULL, env={"PATH": os.environ.get("PATH", "")})
     try:

@@ -9,7 +9,6 @@ operands and kept in the output are batch dimensions, shared ones not kept are c
 from __future__ import annotations
 
 import numpy as np
-import opt_einsum
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
@@ -338,6 +337,8 @@ def _contraction_plan(args, optimize):
     elif optimize is False or optimize is None:
         n_ops = sum(1 for a in args if hasattr(a, "shape"))
         optimize = [(0, 1)] * (n_ops - 1) if n_ops > 1 else [(0,)]
+    import opt_einsum  # here, not at the top: `import morphax` does not load it
+
     try:
         return opt_einsum.contract_path(*args, einsum_call=True, use_blas=True, optimize=optimize)
     except ValueError as e:
@@ -384,6 +385,8 @@ def einsum_path(subscripts, /, *operands, optimize="auto"):
     args = _einsum_operands(subscripts, operands)
     if optimize is True:
         optimize = "optimal"
+    import opt_einsum
+
     return opt_einsum.contract_path(*args, optimize=optimize)
 
 

@@ -6,6 +6,7 @@ Imports the core and the primitive families only.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 
 import numpy as np
@@ -213,7 +214,11 @@ def rng_bit_generator(
 # when b <= a (undefined in XLA) they equal a. a and b may broadcast against `shape` under lax's
 # rule (vmap relies on it); the wrapper requires scalars, as JAX does.
 
-_uniform_state = np.random.default_rng(0x5EED)
+
+@functools.cache
+def _uniform_state():
+    # Made at the first draw: numpy.random is not imported with morphax.
+    return np.random.default_rng(0x5EED)
 
 
 def _uniform_dtype_ok(dt):
@@ -240,11 +245,11 @@ def _uniform_impl(a, b, *, shape):
     if _dtypes.is_integer(dt):
         span = hi.astype(object) - lo.astype(object)  # exact for 64-bit ranges
         ok = span > 0
-        draws = [int(_uniform_state.integers(0, s)) if s > 0 else 0 for s in np.ravel(span)]
+        draws = [int(_uniform_state().integers(0, s)) if s > 0 else 0 for s in np.ravel(span)]
         out = lo.astype(object) + np.array(draws, dtype=object).reshape(shape)
         return np.where(ok, out, lo).astype(dt)
     wide = np.float64
-    u = _uniform_state.random(shape)
+    u = _uniform_state().random(shape)
     out = (lo.astype(wide) + u * (hi.astype(wide) - lo.astype(wide))).astype(dt)
     # Rounding may reach b; such samples (and every sample when b <= a) become a.
     return np.where(out < hi, out, lo).astype(dt)

@@ -15,10 +15,8 @@ Compiled programs are not counted (JAX reports executables as kind="executable")
 
 from __future__ import annotations
 
-import gzip
 import os
 import time
-import tracemalloc
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.runtime.array import live_buffers
@@ -70,6 +68,8 @@ class _Strings:
 def _stack(owner, desc, tracing: bool) -> list:
     """[(function, file, line)] leaf first: where `owner` was allocated if tracemalloc knows."""
     if tracing and owner is not None:
+        import tracemalloc
+
         tb = tracemalloc.get_object_traceback(owner)
         if tb is not None:
             # A tracemalloc Traceback lists frames oldest first; pprof wants the leaf first.
@@ -85,6 +85,9 @@ def device_memory_profile(backend: str | None = None) -> bytes:
             f"device_memory_profile: unknown backend {backend!r}; morphax's arrays live on 'cpu' "
             "(pass backend=None or 'cpu')."
         )
+    import gzip  # here, as tracemalloc: `import morphax` does not load them
+    import tracemalloc
+
     strings = _Strings()
     tracing = tracemalloc.is_tracing()
     functions: dict = {}  # (name, file) -> id

@@ -10,7 +10,6 @@ started, as floats (as JAX's). `from_text_proto` and `from_raw_cpp_ptr` (XSpace 
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 
@@ -117,6 +116,8 @@ class ProfileData:
 
 def _parse(data: bytes, where: str):
     if data[:2] == _GZIP_MAGIC:
+        import gzip  # here: `import morphax` does not load it
+
         data = gzip.decompress(data)
     try:
         return json.loads(data)

@@ -13,11 +13,9 @@ from __future__ import annotations
 import datetime
 import functools
 import gzip
-import http.server
 import json
 import os
 import pathlib
-import socket
 
 from morphax._src.version import __version__
 
@@ -99,6 +97,8 @@ def run_directory(log_dir, session_id: str = "") -> pathlib.Path:
 def write(trace: dict, folder: pathlib.Path, perfetto: bool) -> pathlib.Path:
     """Write `trace` as <host>.trace.json.gz in `folder` (and perfetto_trace.json.gz when
     `perfetto`); returns the path of the file to open in a viewer."""
+    import socket  # here: `import morphax` leaves the network modules unloaded
+
     path = folder / f"{socket.gethostname()}.trace.json.gz"
     with gzip.open(path, "wt", encoding="utf-8") as fh:
         json.dump(trace, fh)
@@ -110,22 +110,30 @@ def write(trace: dict, folder: pathlib.Path, perfetto: bool) -> pathlib.Path:
     return path
 
 
-class _OneFileHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves the folder of the trace to ui.perfetto.dev (another origin, hence the header)."""
+@functools.cache
+def _one_file_handler():
+    # Defined at first use: http.server (with email, ssl, socket...) is a large import that
+    # `import morphax` should not pay for.
+    import http.server
 
-    def end_headers(self):
-        self.send_header("Access-Control-Allow-Origin", "*")
-        super().end_headers()
+    class _OneFileHandler(http.server.SimpleHTTPRequestHandler):
+        """Serves the folder of the trace to ui.perfetto.dev (another origin, hence the header)."""
 
-    def do_GET(self):
-        self.server.requested = self.path
-        super().do_GET()
+        def end_headers(self):
+            self.send_header("Access-Control-Allow-Origin", "*")
+            super().end_headers()
 
-    def do_POST(self):
-        self.send_error(404, "File not found")
+        def do_GET(self):
+            self.server.requested = self.path
+            super().do_GET()
 
-    def log_message(self, format, *args):  # noqa: A002 - the base class's name
-        pass
+        def do_POST(self):
+            self.send_error(404, "File not found")
+
+        def log_message(self, format, *args):  # noqa: A002 - the base class's name
+            pass
+
+    return _OneFileHandler
 
 
 PERFETTO_PORT = 9001  # where ui.perfetto.dev expects a locally served trace
@@ -135,7 +143,9 @@ def host_for_perfetto(path: pathlib.Path, port: int = PERFETTO_PORT, on_listenin
     """Serve `path` on 127.0.0.1:`port`, print the ui.perfetto.dev link that opens it, and
     return (the link) once the file has been fetched. `on_listening(url)` is called when the
     server is ready (tests use it to fetch the file themselves)."""
-    handler = functools.partial(_OneFileHandler, directory=str(path.parent))
+    import http.server
+
+    handler = functools.partial(_one_file_handler(), directory=str(path.parent))
     with http.server.HTTPServer(("127.0.0.1", port), handler) as server:
         server.requested = None
         url = f"https://ui.perfetto.dev/#!/?url=http://127.0.0.1:{server.server_port}/{path.name}"

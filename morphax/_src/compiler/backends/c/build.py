@@ -29,10 +29,6 @@ import hashlib
 import json
 import os
 import platform
-import shlex
-import shutil
-import subprocess
-import tempfile
 import threading
 
 from morphax._src import events
@@ -66,6 +62,9 @@ class CompileError(RuntimeError):
 
 def compiler() -> str | None:
     """The C compiler: $CC, else cc or gcc on the PATH."""
+    # shutil, subprocess, tempfile and shlex are imported where used: `import morphax` skips them.
+    import shutil
+
     for cand in (os.environ.get("CC"), "cc", "gcc", "clang"):
         if cand and shutil.which(cand):
             return shutil.which(cand)
@@ -73,6 +72,8 @@ def compiler() -> str | None:
 
 
 def _version(cc: str) -> str:
+    import subprocess
+
     try:
         return subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout.split(
             "\n"
@@ -192,6 +193,8 @@ def _read_probe(cc: str) -> dict | None:
 
 
 def _write_probe(cc: str) -> None:
+    import tempfile
+
     path = _probe_path(cc)
     if path is None:
         return
@@ -212,6 +215,8 @@ def _extra_flags_text() -> str:
 def _flags() -> list:
     # The probe decides -fopenmp: run it first, whoever builds (jit(backend="c") never asks
     # whether the backend is available, and built its kernels without OpenMP, 3.5x slower).
+    import shlex
+
     probe()
     openmp = OPENMP if _probe.get("openmp") else []
     return FLAGS + _target_flags() + openmp + shlex.split(_extra_flags_text())
@@ -221,6 +226,8 @@ def cache_dir() -> str:
     """The disk cache directory (created on first use); read-only falls back to a temporary one."""
     got = _probe.get("cache_dir")
     if got is None:
+        import tempfile
+
         base = os.environ.get("MORPHAX_CACHE_DIR") or os.path.join(
             os.path.expanduser("~"), ".cache", "morphax"
         )
@@ -419,6 +426,9 @@ def _from_disk_or_compile(source: str, key: str, name: str) -> ctypes.CDLL:
 def _build_entry(source: str, name: str, so_path: str, sum_path: str) -> ctypes.CDLL:
     """Compile into a private directory next to the entry, then publish it: library first,
     checksum last, so a present checksum always describes a complete library."""
+    import shutil
+    import tempfile
+
     tmp_dir = tempfile.mkdtemp(prefix="build-", dir=os.path.dirname(so_path))
     try:
         built = _compile(source, name, tmp_dir, None)
@@ -438,6 +448,8 @@ def _build_entry(source: str, name: str, so_path: str, sum_path: str) -> ctypes.
 
 
 def _compile(source, name: str, out_dir: str, extra, count: bool = True) -> str:
+    import subprocess
+
     source = source() if callable(source) else source
     cc = _probe.get("cc") or compiler()
     if cc is None:
@@ -462,6 +474,9 @@ def _compile(source, name: str, out_dir: str, extra, count: bool = True) -> str:
 
 
 def _compile_and_load(source: str, name: str, extra, use_disk: bool, count: bool = True) -> ctypes.CDLL:
+    import shutil
+    import tempfile
+
     tmp_dir = tempfile.mkdtemp(prefix="morphax-c-")
     try:
         return ctypes.CDLL(_compile(source, name, tmp_dir, extra, count))

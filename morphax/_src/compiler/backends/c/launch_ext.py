@@ -19,7 +19,6 @@ import importlib.machinery
 import importlib.util
 import logging
 import os
-import subprocess
 import sys
 import sysconfig
 import threading
@@ -204,6 +203,8 @@ def module():
 
 
 def _build():
+    import subprocess  # here: `import morphax` does not load it
+
     from morphax._src.compiler.backends.c import build
 
     cc = build.compiler()
