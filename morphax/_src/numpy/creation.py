@@ -90,7 +90,8 @@ def _fill(shape, value, dtype, weak_type=False):
 
 
 def _is_leaf_array(x):
-    return isinstance(x, (Array, Tracer))
+    # Not isinstance(x, Array): that hook (tracers are Arrays) costs every Python scalar a call.
+    return type(x) is Array or isinstance(x, Tracer)
 
 
 def _leaves(obj, out):
@@ -130,7 +131,7 @@ def _array(obj, dtype, ndmin, fun_name):
     if hasattr(obj, "__jax_array__"):
         obj = obj.__jax_array__()
     dt = _user_dtype(dtype, fun_name)
-    if isinstance(obj, (Array, Tracer)):
+    if _is_leaf_array(obj):
         out = obj if dt is None else util.convert_element_type(obj, dt, False)
     elif type(obj) in _PY_SCALARS:
         if type(obj) is int and dt is not None and _dtypes.is_integer(dt):

@@ -23,9 +23,10 @@ _SCALAR_TYPES = (bool, int, float, complex)
 
 
 def is_arraylike(x) -> bool:
+    # Python scalars first: Array's isinstance hook (tracers are Arrays) would cost them a call.
     return (
-        isinstance(x, (Array, Tracer, np.ndarray, np.generic))
-        or type(x) in _SCALAR_TYPES
+        type(x) in _SCALAR_TYPES
+        or isinstance(x, (Tracer, Array, np.ndarray, np.generic))
         or isinstance(x, _SCALAR_TYPES)
         or hasattr(x, "__jax_array__")
     )
