@@ -6,6 +6,10 @@ results agree across backends and runs. The float64 NumPy sum is the oracle."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -90,3 +94,33 @@ def test_complex64_and_float64_column_sums():
         s = jnp.sum(jnp.asarray(y), axis=0)
         assert s.dtype == np.float64
         np.testing.assert_allclose(np.asarray(s), y.sum(0), rtol=1e-12)
+
+
+_THREADS_CHILD = """
+import hashlib, numpy as np, morphax, morphax.numpy as jnp
+rng = np.random.default_rng(2)
+x = jnp.asarray((1 + rng.uniform(0, 1e-3, size=(4096, 1024))).astype(np.float32))
+outs = [
+    morphax.jit(lambda a: jnp.sum(a, axis=0), backend="c")(x),
+    morphax.jit(lambda a: jnp.sum(a, axis=1), backend="c")(x),
+    morphax.jit(lambda a: jnp.var(a, axis=1), backend="c")(x),
+    morphax.jit(lambda a: jnp.mean(a), backend="c")(x),
+]
+print(hashlib.sha256(b"".join(np.asarray(o).tobytes() for o in outs)).hexdigest())
+"""
+
+
+@pytest.mark.skipif(not get_backend("c").available(), reason="no working C compiler")
+def test_c_reductions_do_not_depend_on_the_thread_count():
+    # Large enough for the kernels' OpenMP loops (4M elements); a reduced axis is never split
+    # across threads, so 1 and 3 threads give the same bits.
+    def run(threads):
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+        env.pop("MORPHAX_NUM_THREADS", None)
+        res = subprocess.run(
+            [sys.executable, "-c", _THREADS_CHILD], capture_output=True, text=True, env=env, timeout=300
+        )
+        assert res.returncode == 0, res.stderr
+        return res.stdout.strip().splitlines()[-1]
+
+    assert run(1) == run(3)
