@@ -463,3 +463,33 @@ def test_monitoring_listeners_see_recorded_events():
     assert len(seen) == 2
     with pytest.raises(ValueError, match="not a registered"):
         monitoring.unregister_event_listener(print)
+
+
+def test_custom_rules_keep_none_in_argument_and_output_trees():
+    # A pytree holding None (an empty subtree) keeps it in its tangents and cotangents, as JAX
+    # does; equinox's checkpointed while_loop passes such trees through custom_jvp/custom_vjp.
+    @morphax.custom_jvp
+    def ident(d):
+        return d
+
+    seen = []
+
+    def ident_jvp(primals, tangents):
+        seen.append(morphax.tree_util.tree_structure(tangents[0]))
+        return primals[0], tangents[0]
+
+    ident.defjvp(ident_jvp, symbolic_zeros=True)
+
+    def g(x):
+        out = ident((None, x, (x * 2, None)))
+        return out[1] + out[2][0]
+
+    assert float(morphax.grad(g)(1.0)) == 3.0
+    assert seen[-1] == morphax.tree_util.tree_structure((None, 0, (0, None)))
+
+    @morphax.custom_vjp
+    def h(d):
+        return d[1] * 2
+
+    h.defvjp(lambda d: (h(d), None), lambda res, ct: ((None, ct * 2, None),))
+    assert float(morphax.grad(lambda x: h((None, x, None)))(1.5)) == 2.0

@@ -156,7 +156,9 @@ class custom_jvp:
                 )
             p_out, t_out = res
             p_leaves, p_tree = pytree.tree_flatten(p_out)
-            t_leaves, t_tree = pytree.tree_flatten(t_out, is_leaf=lambda x: x is None)
+            t_leaves, t_tree = pytree.tree_flatten(t_out)
+            if t_tree != p_tree:  # None tangents may stand for zero ones (a None primal stays None)
+                t_leaves, t_tree = pytree.tree_flatten(t_out, is_leaf=lambda x: x is None)
             if p_tree != t_tree and len(p_leaves) != len(t_leaves):
                 raise TypeError(
                     f"Custom JVP rule of {self.__name__} must produce primal and tangent outputs with "
@@ -378,7 +380,9 @@ def _check_bwd_output(rule, fun_name, cts_in, diff, leaves):
         if ct is None:  # a zero cotangent for the whole argument
             flat.extend([None] * arg_tree.num_leaves)
             continue
-        with_path, ct_tree = pytree.tree_flatten_with_path(ct, is_leaf=_is_none)
+        with_path, ct_tree = pytree.tree_flatten_with_path(ct)
+        if ct_tree != arg_tree:  # None may stand for a leaf's zero (a None in the args stays None)
+            with_path, ct_tree = pytree.tree_flatten_with_path(ct, is_leaf=_is_none)
         if ct_tree != arg_tree:
             raise TypeError(
                 f"{where} must produce an output with the same container (pytree) structure as the "
