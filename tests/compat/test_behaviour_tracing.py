@@ -491,3 +491,21 @@ def test_convert_element_type_hides_an_unset_sharding():
         "    b:i32[3] = convert_element_type[new_dtype=int32 weak_type=False] a\n"
         "  in (b,) }"
     )
+
+
+@pytest.mark.parametrize(
+    "f, literal",
+    [
+        (lambda a: a * 0.1, "0.10000000149011612:f32[]"),  # the float32 value, as a Python float
+        (lambda a: a * np.float32(0.1), "0.10000000149011612:f32[]"),
+        (lambda a: a + 1e-8, "9.99999993922529e-09:f32[]"),
+        (lambda a: a * 2.0, "2.0:f32[]"),
+        (lambda a: a * float("inf"), "inf:f32[]"),
+        (lambda a: a.astype(jnp.float16) * 0.1, "0.0999755859375:f16[]"),
+        (lambda a: a.astype(jnp.int32) * 3, "3:i32[]"),
+        (lambda a: (a > 0) & True, "True:bool[]"),
+        (lambda a: a * (1 + 2j), "(1+2j):c64[]"),
+    ],
+)
+def test_literals_print_as_in_jax(f, literal):
+    assert literal in _jaxpr(f, X).split()

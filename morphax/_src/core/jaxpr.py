@@ -52,14 +52,14 @@ class Literal:
 
 
 def _literal_str(val) -> str:
+    # As JAX 0.10 prints a literal: a Python scalar as written, an array's value as the Python
+    # scalar it converts to (a float32 0.1 prints as 0.10000000149011612).
+    if type(val) in (bool, int, float, complex):
+        return str(val)
     v = np.asarray(val)
     if v.dtype == np.bool_:
         return str(bool(v))
-    item = v.item() if v.dtype.kind in "biufc" else v
-    if isinstance(item, float) and v.dtype != np.float64:
-        # Shortest repr that round-trips in the literal's own precision, as JAX prints.
-        return str(v[()]) if v.shape == () else str(item)
-    return str(item)
+    return str(v.item() if v.dtype.kind in "biufc" else v)
 
 
 class JaxprEqn:
