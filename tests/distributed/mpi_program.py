@@ -9,6 +9,7 @@ import os
 import sys
 import time
 
+import ml_dtypes  # noqa: F401 - registers NumPy's 'bfloat16' name (morphax loads it lazily)
 import numpy as np
 
 
