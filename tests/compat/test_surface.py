@@ -493,3 +493,26 @@ def test_custom_rules_keep_none_in_argument_and_output_trees():
 
     h.defvjp(lambda d: (h(d), None), lambda res, ct: ((None, ct * 2, None),))
     assert float(morphax.grad(lambda x: h((None, x, None)))(1.5)) == 2.0
+
+
+def test_keywords_flax_passes_einsum_conv_and_shaped_array():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(2, 3, 4)).astype(np.float32), rng.normal(size=(2, 4, 5)).astype(np.float32)
+    dims_seen = []
+
+    def counting_dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+        dims_seen.append(dimension_numbers)
+        return morphax.lax.dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
+
+    want = np.einsum("bij,bjk->bik", a, b)
+    got = jnp.einsum("bij,bjk->bik", a, b, _dot_general=counting_dot_general)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+    assert dims_seen == [(((1,), (2,)), ((0,), (0,)))]
+    np.testing.assert_allclose(
+        np.asarray(jnp.einsum("bij,bjk->bik", a, b, _dot_general=morphax.lax.dot_general)), want, rtol=1e-5
+    )
+    x, k = jnp.ones((1, 1, 4, 4)), jnp.ones((1, 1, 3, 3))
+    out = morphax.lax.conv_general_dilated(x, k, (1, 1), "VALID", out_sharding=None)
+    np.testing.assert_array_equal(np.asarray(out), np.full((1, 1, 2, 2), 9.0))
+    aval = core.ShapedArray((2, 3), np.float32, sharding=None)
+    assert aval == core.ShapedArray((2, 3), np.float32)

@@ -18,7 +18,9 @@ class ShapedArray:
 
     __slots__ = ("shape", "dtype", "weak_type")
 
-    def __init__(self, shape, dtype, weak_type=False):
+    def __init__(self, shape, dtype, weak_type=False, *, sharding=None, vma=None, memory_space=None):
+        # NB: JAX avals carry a sharding, varying manual axes and a memory space; morphax's do not
+        # (`sharding` is derived from the shape), so those arguments are accepted and ignored.
         self.shape = tuple(shape)
         self.dtype = dtype if type(dtype) is np.dtype else np.dtype(dtype)
         self.weak_type = bool(weak_type)

@@ -112,7 +112,7 @@ def _squeeze_labels(x, labels, drop):
     return L.squeeze(x, tuple(drop)), [lab for i, lab in enumerate(labels) if i not in drop]
 
 
-def _contract_two(lhs, lhs_labels, rhs, rhs_labels, out_labels, precision, pref):
+def _contract_two(lhs, lhs_labels, rhs, rhs_labels, out_labels, precision, pref, dot_general=None):
     """einsum of two operands into `out_labels` with one dot_general."""
     out_labels = list(out_labels)
     lhs, lhs_labels = _take_diagonals(lhs, lhs_labels)
@@ -148,7 +148,10 @@ def _contract_two(lhs, lhs_labels, rhs, rhs_labels, out_labels, precision, pref)
         (tuple(lhs_labels.index(c) for c in contract), tuple(rhs_labels.index(c) for c in contract)),
         (tuple(lhs_labels.index(b) for b in batch), tuple(rhs_labels.index(b) for b in batch)),
     )
-    out = _dot_general(lhs, rhs, dims, precision, pref)
+    if dot_general is None:
+        out = _dot_general(lhs, rhs, dims, precision, pref)
+    else:  # einsum's `_dot_general` (flax passes its own, e.g. for quantized matmuls)
+        out = dot_general(lhs, rhs, dims, precision=precision, preferred_element_type=pref)
     got = (
         batch
         + [lab for lab in lhs_labels if lab not in common]
@@ -345,10 +348,25 @@ def _contraction_plan(args, optimize):
         raise ValueError(f"einsum: {e}") from None
 
 
-def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None, preferred_element_type=None):
+def einsum(
+    subscripts,
+    /,
+    *operands,
+    out=None,
+    optimize="auto",
+    precision=None,
+    preferred_element_type=None,
+    _dot_general=None,
+    out_sharding=None,
+):
     """Einstein summation, evaluated as a sequence of pairwise dot_generals in the order chosen
     by opt_einsum. Supports ellipses, implicit output, repeated indices (traces, diagonals) and
-    size-1 broadcasting."""
+    size-1 broadcasting. `_dot_general` (JAX's private hook) replaces lax.dot_general for the
+    pairwise products."""
+    if out_sharding is not None:
+        # NB: JAX places the result by `out_sharding`; morphax's einsum accepts only the default.
+        raise NotImplementedError(f"einsum: out_sharding={out_sharding!r} is not supported; leave it None.")
+    dot_general = None if _dot_general is None or _dot_general is L.dot_general else _dot_general
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
     args = _einsum_operands(subscripts, operands)
@@ -374,7 +392,9 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None, 
                 target = [lab for lab in dict.fromkeys(labels + in_labels[k]) if lab in later]
                 if k == len(picked) - 1:
                     target = list(out_str)
-                res = _contract_two(res, labels, picked[k], in_labels[k], target, precision, pref)
+                res = _contract_two(
+                    res, labels, picked[k], in_labels[k], target, precision, pref, dot_general
+                )
                 labels = target
         ops.append(res)
     return _finish(ops[0], dtype, weak)

@@ -511,9 +511,17 @@ def conv_general_dilated(
     batch_group_count=1,
     precision=None,
     preferred_element_type=None,
+    out_sharding=None,
 ):
     """General N-d convolution (XLA's Conv) with layouts, strides, padding ('SAME', 'SAME_LOWER',
     'VALID' or (low, high) pairs), lhs (transposed-conv) and rhs (atrous) dilation, and groups."""
+    if out_sharding is not None:
+        # NB: JAX places the result by `out_sharding` (explicit-sharding meshes); morphax's
+        # convolution has no sharding rule yet, so only the default (None) is accepted.
+        raise NotImplementedError(
+            f"conv_general_dilated: out_sharding={out_sharding!r} is not supported; leave it None and "
+            "place the result with morphax.sharding.reshard if needed."
+        )
     lhs, rhs = _operand(lhs), _operand(rhs)
     ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
     dn = conv_dimension_numbers(ls, rs, dimension_numbers)
