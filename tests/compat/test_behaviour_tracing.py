@@ -281,10 +281,15 @@ def _counted():
 
 
 def test_a_fresh_jit_of_the_same_function_reuses_its_trace():
+    from morphax._src.compiler.compile import counters
+
     f, calls = _counted()
     x = jnp.ones(3)
     morphax.jit(f)(x)
+    compiles = counters.compiles
     morphax.jit(f)(x)
+    morphax.jit(f)(x + 1.0)
+    assert counters.compiles == compiles  # and its compiled program
     morphax.jit(f).lower(x)
     morphax.jit(f).trace(x)
     assert calls[0] == 1
