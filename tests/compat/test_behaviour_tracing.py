@@ -514,3 +514,32 @@ def test_convert_element_type_hides_an_unset_sharding():
 )
 def test_literals_print_as_in_jax(f, literal):
     assert literal in _jaxpr(f, X).split()
+
+
+def test_pretty_print_options():
+    closed = morphax.make_jaxpr(lambda a: inner(a).astype(jnp.int32) + 1)(X)
+    assert closed.pretty_print(print_shapes=False) == (
+        "{ lambda ; a. let\n"
+        "    b = jit[\n"
+        "      name=inner\n"
+        "      jaxpr={ lambda ; a. let c = sin a; b = mul c 2.0:f32[] in (b,) }\n"
+        "    ] a\n"
+        "    d = convert_element_type[new_dtype=int32 weak_type=False] b\n"
+        "    e = add d 1:i32[]\n"
+        "  in (e,) }"
+    )
+    # without the primitives' printing rules: every parameter, sorted, and no shared names
+    # (NB: JAX's jit equation holds more parameters than morphax's: jaxpr and name only).
+    raw = closed.jaxpr.pretty_print(custom_pp_eqn_rules=False)
+    assert "      jaxpr={ lambda ; c:f32[3]. let\n          d:f32[3] = sin[accuracy=None] c\n" in raw
+    assert "    f:i32[3] = convert_element_type[\n      new_dtype=int32\n      sharding=None\n" in raw
+    assert str(closed.jaxpr.eqns[0]) == (
+        "b:f32[3] = jit[\n"
+        "  name=inner\n"
+        "  jaxpr={ lambda ; a:f32[3]. let\n"
+        "      c:f32[3] = sin a\n"
+        "      b:f32[3] = mul c 2.0:f32[]\n"
+        "    in (b,) }\n"
+        "] a"
+    )
+    assert str(closed.jaxpr.eqns[1]) == "a:i32[3] = convert_element_type[new_dtype=int32 weak_type=False] b"

@@ -114,8 +114,10 @@ class Jaxpr:
 
     __repr__ = __str__
 
-    def pretty_print(self, *, print_shapes: bool = True, width: int = 80, **_):
-        return pretty_print(self, print_shapes=print_shapes, width=width)
+    def pretty_print(self, *, print_shapes=True, width=80, custom_pp_eqn_rules=True, **_):
+        return pretty_print(
+            self, print_shapes=print_shapes, width=width, custom_pp_eqn_rules=custom_pp_eqn_rules
+        )
 
 
 class ClosedJaxpr:
@@ -141,8 +143,8 @@ class ClosedJaxpr:
 
     __repr__ = __str__
 
-    def pretty_print(self, *, print_shapes: bool = True, width: int = 80, **_):
-        return pretty_print(self.jaxpr, print_shapes=print_shapes, width=width)
+    def pretty_print(self, **kw):
+        return self.jaxpr.pretty_print(**kw)
 
     def __eq__(self, other):
         return self is other
@@ -182,6 +184,7 @@ class _NameContext:
         self.count = 0
         self.shared_jaxprs: dict[int, str] = {}  # id(Jaxpr) -> the name it is printed under
         self.shared_names: set[str] = set()
+        self.custom_rules = True  # the primitives' printing rules (pp_rule, pp_params, ...)
 
     def _fresh(self) -> str:
         while True:
@@ -264,22 +267,23 @@ def _param_doc(key, value, names: _NameContext, shapes: bool):
 
 def _eqn_doc(eqn: JaxprEqn, names: _NameContext, shapes: bool = True):
     prim = eqn.primitive
-    pp_rule = getattr(prim, "pp_rule", None)  # the ref operations' ``a[i] <- b``
+    params = eqn.params
+    custom = names.custom_rules  # False: every parameter as it is, in sorted order
+    pp_rule = getattr(prim, "pp_rule", None) if custom else None  # refs' ``a[i] <- b``
     if pp_rule is not None:
         return pp.text(pp_rule(eqn, names))
-    params = eqn.params
-    hidden = prim.print_hidden_defaults
+    hidden = prim.print_hidden_defaults if custom else None
     if hidden and params:
         params = {k: v for k, v in params.items() if k not in hidden or hidden[k] is not v}
-    rewrite = getattr(prim, "pp_params", None)  # ``pp_params(eqn, params) -> params to print``
+    rewrite = getattr(prim, "pp_params", None) if custom else None  # (eqn, params) -> params
     if rewrite is not None:
         params = rewrite(eqn, dict(params))
-    if getattr(prim, "pp_shares_names", False):
+    if custom and getattr(prim, "pp_shares_names", False):
         call = params.get(prim.call_jaxpr_param)
         if call is not None and id(_unwrap(call)) not in names.shared_jaxprs:
             names.suggest_same_names(_unwrap(call).invars, eqn.invars)
             names.suggest_same_names(_unwrap(call).outvars, eqn.outvars)
-    leading = [k for k in getattr(prim, "pp_leading_params", ()) if k in params]
+    leading = [k for k in getattr(prim, "pp_leading_params", ()) if k in params] if custom else []
     keys = leading + sorted(k for k in params if k not in leading)
     # Built in this order (results, parameters, operands) so that names are handed out in it.
     lhs = _vars_doc(eqn.outvars, names, shapes=shapes)
@@ -371,8 +375,12 @@ def _toplevel_doc(jaxpr: Jaxpr, names: _NameContext, shapes: bool):
     return pp.concat(docs)
 
 
-def pretty_print(jaxpr: Jaxpr, *, print_shapes: bool = True, width: int = 80) -> str:
-    return pp.format_doc(_toplevel_doc(jaxpr, _NameContext(), print_shapes), width)
+def pretty_print(
+    jaxpr: Jaxpr, *, print_shapes: bool = True, width: int = 80, custom_pp_eqn_rules: bool = True
+) -> str:
+    names = _NameContext()
+    names.custom_rules = custom_pp_eqn_rules
+    return pp.format_doc(_toplevel_doc(jaxpr, names, print_shapes), width)
 
 
 def _print_jaxpr(jaxpr: Jaxpr, names: _NameContext, indent: int = 0) -> str:
