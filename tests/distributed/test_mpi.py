@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 
+import ml_dtypes  # noqa: F401 - registers NumPy's 'bfloat16' name (morphax loads it lazily)
 import numpy as np
 import pytest
 
