@@ -189,3 +189,23 @@ def test_shape_dtype_struct_like():
     assert inner[0] == morphax.ShapeDtypeStruct((6,), jnp.float32)
     with pytest.raises(TypeError, match="ShapeDtypeStruct.like"):
         morphax.ShapeDtypeStruct.like("abc")
+
+
+def test_shape_dtype_struct_of_keys():
+    # JAX: a ShapeDtypeStruct may have a key dtype; eval_shape takes it as a key array and gives
+    # key outputs as ShapeDtypeStructs of the key dtype (not their key words).
+    k = random.key(0)
+    kd = morphax.ShapeDtypeStruct((), k.dtype)
+    assert repr(kd) == "ShapeDtypeStruct(shape=(), dtype=key<fry>)"
+    assert morphax.ShapeDtypeStruct.like(k) == kd
+    assert morphax.ShapeDtypeStruct.like(random.split(k, 3)) == morphax.ShapeDtypeStruct((3,), k.dtype)
+    assert morphax.eval_shape(lambda: random.key(1)) == kd
+    assert morphax.eval_shape(lambda k: random.split(k), kd) == morphax.ShapeDtypeStruct((2,), k.dtype)
+    out = morphax.eval_shape(lambda k, x: (random.normal(k, (3,)) + x, k), kd, jnp.ones(3))
+    assert out == (morphax.ShapeDtypeStruct((3,), jnp.float32), kd)
+    tree = morphax.eval_shape(lambda d: d, {"a": jnp.ones(2), "k": k})
+    assert tree == {"a": morphax.ShapeDtypeStruct((2,), jnp.float32), "k": kd}
+    _, shapes = morphax.make_jaxpr(lambda k: random.uniform(k, (2,)), return_shape=True)(kd)
+    assert shapes == morphax.ShapeDtypeStruct((2,), jnp.float32)
+    with pytest.raises(TypeError, match="key array"):
+        _ = kd.aval

@@ -24,7 +24,8 @@ class ShapeDtypeStruct:
 
     def __init__(self, shape, dtype, *, weak_type=False, sharding=None):
         self.shape = tuple(int(d) for d in shape)
-        self.dtype = _dtypes.canonicalize_dtype(dtype)
+        # Extended dtypes (typed PRNG keys, ``key<fry>``) stand for key arrays (see _physical).
+        self.dtype = _dtypes.canonicalize_dtype(dtype, allow_extended=True)
         self.weak_type = weak_type
         self.sharding = sharding
 
@@ -37,6 +38,8 @@ class ShapeDtypeStruct:
         anything with an aval, such as another ShapeDtypeStruct), and its sharding if it has one."""
         if isinstance(x, ShapeDtypeStruct):
             return cls(x.shape, x.dtype, weak_type=x.weak_type, sharding=x.sharding)
+        if isinstance(getattr(x, "dtype", None), _dtypes.ExtendedDType):
+            return cls(x.shape, x.dtype)  # a key array
         try:
             aval = get_aval(x)
         except TypeError:
@@ -48,6 +51,11 @@ class ShapeDtypeStruct:
 
     @property
     def aval(self):
+        if isinstance(self.dtype, _dtypes.ExtendedDType):
+            raise TypeError(
+                f"{self!r} stands for a key array, which has no ShapedArray of its own; eval_shape "
+                "and make_jaxpr accept it (as its key words, uint32[..., 2])."
+            )
         return ShapedArray(self.shape, self.dtype, self.weak_type)
 
     def __repr__(self):
@@ -63,6 +71,32 @@ class ShapeDtypeStruct:
 
     def __hash__(self):
         return hash((self.shape, self.dtype, self.weak_type))
+
+
+def _is_extended(x) -> bool:
+    return isinstance(getattr(x, "dtype", None), _dtypes.ExtendedDType)
+
+
+def _physical(tree):
+    """`tree` with each ShapeDtypeStruct of an extended dtype replaced by the value it stands for:
+    a key array whose key words are a ShapeDtypeStruct (what tracing flattens to)."""
+
+    def phys(x):
+        if isinstance(x, ShapeDtypeStruct) and _is_extended(x):
+            return x.dtype.wrap_physical(
+                ShapeDtypeStruct(x.shape + x.dtype.key_shape, x.dtype.physical_dtype)
+            )
+        return x
+
+    return pytree.tree_map(phys, tree, is_leaf=lambda x: isinstance(x, ShapeDtypeStruct))
+
+
+def _logical(tree):
+    """Output shapes: each key array (holding ShapeDtypeStruct key words) as one ShapeDtypeStruct
+    of its key dtype, as JAX's eval_shape gives them."""
+    return pytree.tree_map(
+        lambda x: ShapeDtypeStruct(x.shape, x.dtype) if _is_extended(x) else x, tree, is_leaf=_is_extended
+    )
 
 
 def _abstractify(x) -> ShapedArray:
@@ -125,14 +159,14 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False, abstra
                 return fun(*full, **kw)
         else:
             dyn_args, target = args, fun
-        leaves, in_tree = pytree.tree_flatten((dyn_args, kwargs))
+        leaves, in_tree = pytree.tree_flatten(_physical((dyn_args, kwargs)))
         in_avals = [_abstractify(x) for x in leaves]
         out_store: list = []
         dbg = make_debug_info("make_jaxpr", fun, args, kwargs, static_argnums=static)
         closed = trace_to_jaxpr(flatten_fun(target, in_tree, out_store), in_avals, debug_info=dbg)
         if return_shape:
             out_shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
-            return closed, pytree.tree_unflatten(out_store[0], out_shapes)
+            return closed, _logical(pytree.tree_unflatten(out_store[0], out_shapes))
         return closed
 
     make_jaxpr_f.__signature__ = inspect.signature(fun) if _has_signature(fun) else None
@@ -150,12 +184,15 @@ def _has_signature(fun) -> bool:
 @api_boundary
 def eval_shape(fun, *args, **kwargs):
     """Output shapes and dtypes of `fun` on arguments (arrays or ShapeDtypeStruct), without computing."""
-    leaves, in_tree = pytree.tree_flatten((args, kwargs))
+    leaves, in_tree = pytree.tree_flatten(_physical((args, kwargs)))
     out_store: list = []
     dbg = make_debug_info("eval_shape", fun, args, kwargs)
     closed = trace_to_jaxpr(
         flatten_fun(fun, in_tree, out_store), [_abstractify(x) for x in leaves], debug_info=dbg
     )
-    return pytree.tree_unflatten(
-        out_store[0], [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
+    return _logical(
+        pytree.tree_unflatten(
+            out_store[0],
+            [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals],
+        )
     )

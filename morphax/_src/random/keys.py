@@ -60,6 +60,13 @@ class PRNGKeyDtype(_dtypes.ExtendedDType):
     def __str__(self):
         return self.name
 
+    # The dtype of the key words, and the key array holding them: how the layers below this
+    # module (eval_shape of a key ShapeDtypeStruct) build a key array without importing it.
+    physical_dtype = np.dtype(np.uint32)
+
+    def wrap_physical(self, data):
+        return KeyArray(data)
+
 
 KEY_DTYPE = PRNGKeyDtype()
 
@@ -335,13 +342,18 @@ def is_typed(x) -> bool:
     return isinstance(x, KeyArray)
 
 
-def typed_key_api(fn=None, *, returns_key=False, default_dtype=None, consumes=True):
+def typed_key_api(fn=None, *, returns_key=False, default_dtype=None, consumes=True, sharded=False):
     """Wrap a sampler on raw keys so it also takes a typed key first: the key's data goes in, and
     with `returns_key` a typed key in gives typed keys out. `default_dtype` stands in for
-    ``dtype=None`` and ``mode=None`` is dropped, for samplers whose raw form lacks those defaults."""
+    ``dtype=None`` and ``mode=None`` is dropped, for samplers whose raw form lacks those defaults.
+    `sharded`: the sampler takes JAX's ``out_sharding`` keyword, where the result is placed."""
     if fn is None:
         return functools.partial(
-            typed_key_api, returns_key=returns_key, default_dtype=default_dtype, consumes=consumes
+            typed_key_api,
+            returns_key=returns_key,
+            default_dtype=default_dtype,
+            consumes=consumes,
+            sharded=sharded,
         )
     sig = (
         inspect.signature(fn)
@@ -351,6 +363,7 @@ def typed_key_api(fn=None, *, returns_key=False, default_dtype=None, consumes=Tr
 
     @functools.wraps(fn)
     def wrapper(key, *args, **kwargs):
+        out_sharding = kwargs.pop("out_sharding", None) if sharded else None
         typed = isinstance(key, KeyArray)
         if typed:
             if consumes and config.debug_key_reuse:
@@ -367,6 +380,10 @@ def typed_key_api(fn=None, *, returns_key=False, default_dtype=None, consumes=Tr
             out = fn(*bound.args, **bound.kwargs)
         else:
             out = fn(raw, *args, **kwargs)
+        if out_sharding is not None:
+            from morphax._src.sharding.resharding import reshard  # noqa: PLC0415
+
+            out = reshard(out, out_sharding)
         return KeyArray(out) if returns_key and typed else out
 
     return wrapper
