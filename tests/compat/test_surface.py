@@ -516,3 +516,18 @@ def test_keywords_flax_passes_einsum_conv_and_shaped_array():
     np.testing.assert_array_equal(np.asarray(out), np.full((1, 1, 2, 2), 9.0))
     aval = core.ShapedArray((2, 3), np.float32, sharding=None)
     assert aval == core.ShapedArray((2, 3), np.float32)
+
+
+def test_random_samplers_take_out_sharding():
+    # flax.nnx.Dropout passes out_sharding=typeof(x).sharding to random.bernoulli.
+    key = morphax.random.key(0)
+    x = jnp.ones((2, 3))
+    want = morphax.random.bernoulli(key, 0.5, x.shape)
+    got = morphax.random.bernoulli(key, 0.5, x.shape, out_sharding=morphax.typeof(x).sharding)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    device = morphax.sharding.SingleDeviceSharding(morphax.devices()[0])
+    got = morphax.random.normal(key, (3,), out_sharding=device)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(morphax.random.normal(key, (3,))))
+    assert got.sharding == device
+    with pytest.raises(TypeError, match="out_sharding"):
+        morphax.random.split(key, out_sharding=None)  # JAX's split takes none either

@@ -60,13 +60,6 @@ class PRNGKeyDtype(_dtypes.ExtendedDType):
     def __str__(self):
         return self.name
 
-    # The dtype of the key words, and the key array holding them: how the layers below this
-    # module (eval_shape of a key ShapeDtypeStruct) build a key array without importing it.
-    physical_dtype = np.dtype(np.uint32)
-
-    def wrap_physical(self, data):
-        return KeyArray(data)
-
 
 KEY_DTYPE = PRNGKeyDtype()
 
@@ -380,7 +373,9 @@ def typed_key_api(fn=None, *, returns_key=False, default_dtype=None, consumes=Tr
             out = fn(*bound.args, **bound.kwargs)
         else:
             out = fn(raw, *args, **kwargs)
-        if out_sharding is not None:
+        # A sharding over the empty mesh (what `typeof(x).sharding` gives outside a mesh) asks for
+        # nothing, as in JAX.
+        if out_sharding is not None and not getattr(getattr(out_sharding, "mesh", None), "empty", False):
             from morphax._src.sharding.resharding import reshard  # noqa: PLC0415
 
             out = reshard(out, out_sharding)
