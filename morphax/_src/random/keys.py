@@ -60,6 +60,13 @@ class PRNGKeyDtype(_dtypes.ExtendedDType):
     def __str__(self):
         return self.name
 
+    # The dtype of the key words, and the key array holding them: how the layers below this
+    # module (eval_shape of a key ShapeDtypeStruct) build a key array without importing it.
+    physical_dtype = np.dtype(np.uint32)
+
+    def wrap_physical(self, data):
+        return KeyArray(data)
+
 
 KEY_DTYPE = PRNGKeyDtype()
 
