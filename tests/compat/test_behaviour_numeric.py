@@ -221,6 +221,7 @@ def _weak(tree):
         ("jit of grad", lambda: morphax.jit(morphax.grad(lambda x: x * 2))(1.0), [True]),
         ("vmap of grad", lambda: morphax.vmap(morphax.grad(lambda x: x * 2))(jnp.ones(2)), [False]),
         ("jvp weak", lambda: morphax.jvp(lambda x: x * 2, (1.0,), (1.0,)), [True, True]),
+        ("jvp strong tangent", lambda: morphax.jvp(jnp.sin, (1.0,), (jnp.float32(1),)), [True, True]),
         (
             "jvp strong primal",
             lambda: morphax.jvp(lambda x: x * 2, (jnp.float32(1),), (1.0,)),

@@ -101,7 +101,9 @@ def jvp(fun, primals, tangents, has_aux=False):
     ts = []
     for (path, p), t in zip(p_paths, t_leaves):
         _tangent_matches(p, t, f"primals{pytree.keystr(path)}")
-        ts.append(Zero(tangent_aval(get_aval(p))) if get_aval(t).dtype == _dtypes.float0 else t)
+        ts.append(
+            Zero(tangent_aval(get_aval(p))) if get_aval(t).dtype == _dtypes.float0 else _like_primal(t, p)
+        )
     store: dict = {}
     out_p, out_t = ad.jvp_flat(_flat_fun(fun, p_tree, has_aux, store), p_leaves, ts)
     n = store["n_out"]
@@ -111,6 +113,20 @@ def jvp(fun, primals, tangents, has_aux=False):
     if has_aux:
         return primals_out, tangents_out, pytree.tree_unflatten(store["aux_tree"], out_p[n:])
     return primals_out, tangents_out
+
+
+def _like_primal(t, p):
+    """Tangent `t` with the weak type of its primal `p`'s tangent aval. JAX traces its jnp
+    functions (each a jitted function) with that aval, so a strong tangent of a Python float
+    comes out weak, as the gradient does. NB: JAX returns a tangent that no function touched
+    (an identity) unchanged; here it has the primal's weak type."""
+    want = tangent_aval(get_aval(p))
+    have = get_aval(t)
+    if have.weak_type == want.weak_type or have.dtype != want.dtype:
+        return t
+    from morphax._src.prims import conversion
+
+    return conversion._convert_element_type(t, want.dtype, want.weak_type)
 
 
 def linearize(fun, *primals, has_aux=False):
