@@ -234,8 +234,6 @@ def _format_value(value) -> str:
         return np.dtype(value).name
     if isinstance(value, frozenset):
         return "frozenset({" + ", ".join(repr(e) for e in sorted(value)) + "})"
-    if callable(value) and hasattr(value, "__name__"):
-        return value.__name__
     # Addresses differ from run to run: X them out as JAX does.
     return _ADDRESS.sub(lambda m: " at 0x" + "X" * len(m.group(1)), str(value))
 
