@@ -1,4 +1,5 @@
-"""`pjit`: the call primitive `jit` binds, whose parameter is the traced closed jaxpr.
+"""`pjit`: the call primitive `jit` binds, whose parameter is the traced closed jaxpr. As in
+JAX 0.10 the primitive is named ``jit`` (``jit[name=f jaxpr={...}]`` in a printed jaxpr).
 
 Its rules transform the inner jaxpr, so `jit` composes with every transformation: JVP traces
 a JVP jaxpr, linearization splits it with `partial_eval_jaxpr`, transposition runs the backward
