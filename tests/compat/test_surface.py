@@ -531,3 +531,23 @@ def test_random_samplers_take_out_sharding():
     assert got.sharding == device
     with pytest.raises(TypeError, match="out_sharding"):
         morphax.random.split(key, out_sharding=None)  # JAX's split takes none either
+
+
+def test_scan_checks_the_carry_against_its_structure_on_entry():
+    # flax.nnx's scan body pops the deques of the carry it receives and returns refilled ones; JAX
+    # compares the output with the carry's structure on entry, not with the emptied containers.
+    class Queue:
+        def __init__(self, items):
+            self.items = list(items)
+
+    morphax.tree_util.register_pytree_node(Queue, lambda q: (q.items, None), lambda _, xs: Queue(xs))
+
+    def body(carry, x):
+        total, queue = carry
+        item = queue.items.pop(0)  # mutates the container scan passed in
+        return (total + item * x, Queue([item])), total
+
+    (total, _), ys = morphax.lax.scan(body, (0.0, Queue([2.0])), jnp.arange(3.0))
+    assert float(total) == 6.0 and np.asarray(ys).tolist() == [0.0, 0.0, 2.0]
+    with pytest.raises(TypeError, match="same pytree structure"):
+        morphax.lax.scan(lambda c, x: ((c[0], Queue([])), x), (0.0, Queue([1.0])), jnp.ones(2))

@@ -196,11 +196,14 @@ def _trace_body(f, init_tree, xs_tree, carry_avals, x_avals):
 
     def flat_body(*args):
         carry = pytree.tree_unflatten(init_tree, list(args[:nk]))
+        # The body may mutate the containers it is given (flax.nnx's scan pops its deques): the
+        # output is checked against a copy of the carry as it came in.
+        carry_in = pytree.tree_unflatten(init_tree, list(args[:nk]))
         x = pytree.tree_unflatten(xs_tree, list(args[nk:]))
         out = f(carry, x)
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise TypeError(f"scan body output must be a pair, got {_describe(out)}.")
-        check_carry_structure("scan body", f, carry, out[0])
+        check_carry_structure("scan body", f, carry_in, out[0])
         carry_out = pytree.tree_leaves(out[0])
         ys, box["ys_tree"] = pytree.tree_flatten(out[1])
         return [*carry_out, *ys]
