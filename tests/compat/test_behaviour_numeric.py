@@ -373,3 +373,16 @@ def test_rank_promotion_warn_and_context(_rank_promotion_restored):
     assert (jnp.ones(3) + jnp.ones((2, 3))).shape == (2, 3)
     with pytest.raises(ValueError, match="allow"):
         morphax.config.update("jax_numpy_rank_promotion", "bad")
+
+
+def test_full_wraps_python_ints_as_jax():
+    # lax.full's rule: the int goes through NumPy's int64 (uint64 above it), then wraps.
+    np.testing.assert_array_equal(np.asarray(jnp.full(2, 2**40, dtype=jnp.uint8)), [0, 0])
+    np.testing.assert_array_equal(np.asarray(jnp.full(2, 2**63, dtype=jnp.uint8)), [0, 0])
+    np.testing.assert_array_equal(np.asarray(jnp.full(2, -1, dtype=jnp.uint32)), [2**32 - 1] * 2)
+    out = jnp.full(2, 2**40)
+    assert out.dtype == np.int32 and out.weak_type and out.tolist() == [0, 0]
+    np.testing.assert_allclose(np.asarray(jnp.full(2, 2**64, dtype=jnp.float32)), [2.0**64] * 2)
+    np.testing.assert_allclose(np.asarray(jnp.full_like(jnp.ones(2), 2**40)), [2.0**40] * 2)
+    with pytest.raises(OverflowError, match="beyond the 64-bit integers"):
+        jnp.full(2, -(2**63) - 1, dtype=jnp.int32)

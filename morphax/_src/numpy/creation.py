@@ -79,9 +79,23 @@ def _user_dtype(dtype, fun_name, default=None):
     return _dtypes.canonicalize_dtype(_dtypes.dtype(dtype))
 
 
+def _fill_scalar(value, dtype, weak_type):
+    """The fill value in `dtype`. A Python int goes through NumPy's integer (int64, or uint64
+    above it) and wraps into a narrower integer dtype, as JAX's lax.full: jnp.full(2, 300,
+    dtype=uint8) is [44, 44], jnp.full(2, 2**40) is int32 zeros; a float dtype takes it as is."""
+    if type(value) is int and (_dtypes.is_integer(dtype) or _dtypes.is_bool(dtype)):
+        host = np.array(value)
+        if host.dtype == object:  # beyond int64/uint64
+            raise OverflowError(
+                f"full: fill value {value} is beyond the 64-bit integers; no integer dtype holds it"
+            )
+        return make_array(host.astype(dtype), dtype, weak_type)
+    return util.convert_element_type(value, dtype, weak_type)
+
+
 def _fill(shape, value, dtype, weak_type=False):
     """A `shape` array of the scalar `value` (possibly traced) as one broadcast_in_dim."""
-    scalar = util.convert_operand(value, dtype, weak_type)  # jnp.full(2, 300, dtype=uint8) wraps
+    scalar = _fill_scalar(value, dtype, weak_type)
     if get_aval(scalar).shape != ():
         raise TypeError(f"fill value must be a scalar, got shape {get_aval(scalar).shape}")
     if shape == ():
