@@ -543,3 +543,20 @@ def test_pretty_print_options():
         "] a"
     )
     assert str(closed.jaxpr.eqns[1]) == "a:i32[3] = convert_element_type[new_dtype=int32 weak_type=False] b"
+
+
+def test_grad_of_a_square_prints_as_in_jax():
+    # (JAX's reduce_sum also holds out_sharding=None: compared without it.)
+    text = _jaxpr(morphax.grad(lambda a: jnp.sum(jnp.sin(a) ** 2)), X)
+    assert text.replace(" out_sharding=None", "") == (
+        "{ lambda ; a:f32[3]. let\n"
+        "    b:f32[3] = sin a\n"
+        "    c:f32[3] = cos a\n"
+        "    d:f32[3] = integer_pow[y=2] b\n"
+        "    e:f32[3] = mul 2.0:f32[] b\n"
+        "    _:f32[] = reduce_sum[axes=(0,)] d\n"
+        "    f:f32[3] = broadcast_in_dim 1.0:f32[]\n"
+        "    g:f32[3] = mul f e\n"
+        "    h:f32[3] = mul g c\n"
+        "  in (h,) }"
+    )

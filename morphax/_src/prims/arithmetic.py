@@ -455,7 +455,10 @@ integer_pow_p.is_identity = lambda aval, *, y: y == 1 and type(y) is int
 def _integer_pow_partial(g, ans, x, *, y):
     if y == 0:
         return Zero(tangent_aval(aval_of(ans)))
-    return mul(g, mul(y, integer_pow(x, y - 1)))
+    # y = 1 and 2 without an x ** 1 / x ** 0 equation, as JAX (the same jaxpr when printed).
+    if y == 1:
+        return g
+    return mul(g, mul(y, x if y == 2 else integer_pow(x, y - 1)))
 
 
 defjvp(integer_pow_p, _integer_pow_partial)
