@@ -551,3 +551,10 @@ def test_scan_checks_the_carry_against_its_structure_on_entry():
     assert float(total) == 6.0 and np.asarray(ys).tolist() == [0.0, 0.0, 2.0]
     with pytest.raises(TypeError, match="same pytree structure"):
         morphax.lax.scan(lambda c, x: ((c[0], Queue([])), x), (0.0, Queue([1.0])), jnp.ones(2))
+
+
+def test_key_array_around_a_placeholder_is_not_an_array():
+    # Tree utilities (flax.nnx's) unflatten key arrays around None; such a shell is no Array.
+    key = morphax.random.key(0)
+    shell = morphax.tree_util.tree_map(lambda _: None, key)
+    assert isinstance(key, morphax.Array) and not isinstance(shell, morphax.Array)

@@ -13,7 +13,7 @@ import numpy as np
 
 from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.avals import get_aval
+from morphax._src.core.avals import get_aval, is_valid_value
 from morphax._src.core.pytree_registry import register_pytree_node
 from morphax._src.core.trace import Tracer
 from morphax._src.errors import KeyReuseError
@@ -88,6 +88,12 @@ class KeyArray:
     # from another by indexing, (that key array, the index).
     __slots__ = ("_data", "_consumed", "_source")
     __array_priority__ = 100
+
+    @property
+    def _counts_as_array(self) -> bool:
+        # Tree utilities unflatten key arrays around placeholders (None, sentinels: flax.nnx
+        # does); those are not arrays. In JAX a key array is a leaf, so they never arise.
+        return is_valid_value(self._data)
 
     def __init__(self, data, source=None):
         self._data = data

@@ -31,7 +31,13 @@ class _ArrayMeta(type):
     def __instancecheck__(cls, instance):
         if type.__instancecheck__(cls, instance):
             return True
-        return cls is Array and isinstance(instance, _virtual_array_types[0])
+        # A virtual type may disown an instance that holds no array (a key array unflattened
+        # around a placeholder by a tree utility) by `_counts_as_array` False.
+        return (
+            cls is Array
+            and isinstance(instance, _virtual_array_types[0])
+            and getattr(instance, "_counts_as_array", True)
+        )
 
     def __subclasscheck__(cls, subclass):
         if type.__subclasscheck__(cls, subclass):
