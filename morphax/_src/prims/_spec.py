@@ -66,7 +66,7 @@ class TestSpec:
 
 
 def random_array(rng, shape, dtype, domain=None):
-    dt = np.dtype(dtype)
+    dt = _dtypes.dtype(dtype)
     if dt == np.bool_:
         return rng.random(shape) < 0.5
     if _dtypes.is_integer(dt):
@@ -83,7 +83,7 @@ def random_array(rng, shape, dtype, domain=None):
 
 
 def _special_array(dtype, specials):
-    dt = np.dtype(dtype)
+    dt = _dtypes.dtype(dtype)
     if _dtypes.is_inexact(dt):
         return np.array(specials, dtype=np.float64).astype(dt)
     return None
@@ -145,9 +145,9 @@ def binary_cases(
                 if special is not None:
                     xs, ys = np.meshgrid(special, special)
                     out.append(Case((xs.ravel(), ys.ravel()), dict(p), f"{dt}-specials{p or ''}"))
-                elif _dtypes.is_integer(np.dtype(dt)):
+                elif _dtypes.is_integer(_dtypes.dtype(dt)):
                     # Integer edge cases: zero divisors, extremes, negative operands.
-                    info = np.iinfo(np.dtype(dt))
+                    info = np.iinfo(_dtypes.dtype(dt))
                     vals = np.array(
                         sorted(
                             {
@@ -163,7 +163,7 @@ def binary_cases(
                             }
                         )
                     )
-                    vals = vals.astype(np.dtype(dt))
+                    vals = vals.astype(_dtypes.dtype(dt))
                     xs, ys = np.meshgrid(vals, vals)
                     out.append(Case((xs.ravel(), ys.ravel()), dict(p), f"{dt}-edges{p or ''}"))
         return out
