@@ -558,3 +558,37 @@ def test_key_array_around_a_placeholder_is_not_an_array():
     key = morphax.random.key(0)
     shell = morphax.tree_util.tree_map(lambda _: None, key)
     assert isinstance(key, morphax.Array) and not isinstance(shell, morphax.Array)
+
+
+def test_user_primitive_inside_control_flow():
+    sin2_p = Primitive("test_surface_sin2")  # 2 sin(x)
+    sin2_p.def_impl(lambda x: 2 * jnp.sin(x))
+    sin2_p.def_abstract_eval(lambda x: x)
+    ad.defjvp(sin2_p, lambda g, x: 2 * jnp.cos(x) * g)
+    batching.defvectorized(sin2_p)
+
+    def f(x):
+        return morphax.lax.scan(lambda c, xi: (c + sin2_p.bind(xi * c), None), x[0], x)[0]
+
+    def f_np(x):
+        c = x[0]
+        for xi in x:
+            c = c + 2 * np.sin(xi * c)
+        return c
+
+    xn = np.linspace(0.1, 1.0, 5)
+    x = jnp.asarray(xn, np.float32)
+    np.testing.assert_allclose(float(f(x)), f_np(xn), rtol=1e-5)
+    np.testing.assert_allclose(float(morphax.jit(f)(x)), f_np(xn), rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(morphax.vmap(morphax.jit(f))(jnp.stack([x, 2 * x]))), [f_np(xn), f_np(2 * xn)], rtol=1e-5
+    )
+    with morphax.enable_x64():
+        check_grads(f, (jnp.asarray(xn),), order=2, modes=("fwd", "rev"))
+    got = morphax.jit(lambda v: morphax.lax.fori_loop(0, 3, lambda i, c: sin2_p.bind(c), v))(x)
+    want = xn
+    for _ in range(3):
+        want = 2 * np.sin(want)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+    got = morphax.jit(lambda v: morphax.lax.cond(v[0] > 0, sin2_p.bind, lambda u: u, v))(x)
+    np.testing.assert_allclose(np.asarray(got), 2 * np.sin(xn), rtol=1e-5)
