@@ -215,6 +215,8 @@ def _weak(tree):
             lambda: morphax.grad(lambda p: p["a"] * p["b"])({"a": 1.0, "b": jnp.float32(2)}),
             [True, False],
         ),
+        ("grad maximum", lambda: morphax.grad(lambda x: jnp.maximum(x, 0.0))(1.0), [True]),
+        ("grad clip", lambda: morphax.grad(lambda x: jnp.clip(x, 0.0, 2.0))(1.0), [True]),
         ("grad relu", lambda: morphax.grad(morphax.nn.relu)(1.0), [True]),
         ("grad softplus", lambda: morphax.grad(morphax.nn.softplus)(1.0), [True]),
         ("value_and_grad", lambda: morphax.value_and_grad(lambda x: x * 2)(1.0), [True, True]),

@@ -45,7 +45,7 @@ from morphax._src.prims.builders import (
 from morphax._src.prims.compare import eq, ge
 from morphax._src.prims.complex_parts import _complex_special_cases, conj, real
 from morphax._src.prims.complex_parts import complex as complex_
-from morphax._src.prims.conversion import convert_element_type, full_like
+from morphax._src.prims.conversion import _convert_element_type, full_like
 from morphax._src.prims.selection import select
 from morphax._src.prims.unary import _int_edge_cases, floor, neg, sign
 
@@ -258,9 +258,10 @@ min_p = binary_elementwise(
 def _balanced_share(x, ans, other):
     """1 where `x` is the result, halved where `other` ties with it: max/min split the tangent
     evenly between equal operands, as JAX does."""
-    dt = aval_of(ans).dtype
-    picked = convert_element_type(eq(x, ans), dt)
-    tied = convert_element_type(eq(other, ans), dt)
+    aval = aval_of(ans)
+    # In ans's weak type, as JAX's (full_like of ans): a weak gradient stays weak.
+    picked = _convert_element_type(eq(x, ans), aval.dtype, aval.weak_type)
+    tied = _convert_element_type(eq(other, ans), aval.dtype, aval.weak_type)
     return div(picked, add(tied, 1))
 
 
