@@ -106,3 +106,28 @@ def test_assert_max_traces_counts_morphax_jit_traces():
     with pytest.raises(AssertionError):
         add_one_jit(jnp.ones(3))
     chex.clear_trace_counter()
+
+
+def test_set_n_cpu_devices_before_and_after_the_devices_exist():
+    # chex reads jax._src.xla_bridge._backends to tell whether the devices exist yet; in a fresh
+    # process the request takes effect, afterwards a different count is refused (as under JAX).
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import morphax.compat
+        morphax.compat.install()
+        import chex, jax
+        chex.set_n_cpu_devices(3)
+        print(len(jax.devices()))
+        try:
+            chex.set_n_cpu_devices(2)
+        except RuntimeError as e:
+            print("refused", "already available" in str(e))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["3", "refused", "True"]

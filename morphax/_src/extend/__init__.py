@@ -8,6 +8,7 @@ those conventions onto morphax's own primitives, traces and jaxprs:
   `primitive_transposes`, the batcher tables) and Python lowerings (`register_lowering`,
   `lower_fun`), each writing the slots of morphax's `core.primitive.Primitive`;
 - `linear_util`: `WrappedFun` and its transformations (`jax.extend.linear_util`);
+- `backends`: the backend clients `jax.extend.backend` describes;
 - `tracing`: trace inspection (`find_top_trace`, `get_opaque_trace_state`), aval helpers
   (`mapped_aval`, `concrete_or_error`, ...) and partial evaluation with JAX's `PartialVal`.
 
