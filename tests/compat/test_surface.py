@@ -592,3 +592,16 @@ def test_user_primitive_inside_control_flow():
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
     got = morphax.jit(lambda v: morphax.lax.cond(v[0] > 0, sin2_p.bind, lambda u: u, v))(x)
     np.testing.assert_allclose(np.asarray(got), 2 * np.sin(xn), rtol=1e-5)
+
+
+def test_call_primitive_applies_its_function():
+    from morphax.extend.core import CallPrimitive, array_types, call_impl
+
+    call_p = CallPrimitive("test_surface_call")
+    fun = linear_util.wrap_init(lambda x, y: [x * y, x + y])
+    assert call_impl(fun, 2.0, 3.0) == [6.0, 5.0]
+    grads = morphax.grad(lambda x: call_p.bind(fun, x, 3.0)[0])(2.0)
+    assert float(grads) == 3.0
+    out = morphax.jit(lambda x: call_p.bind(lambda a: [jnp.sin(a)], x)[0])(0.5)
+    np.testing.assert_allclose(float(out), np.sin(0.5), rtol=1e-6)
+    assert np.ndarray in array_types and np.float32 in array_types

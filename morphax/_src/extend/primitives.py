@@ -147,6 +147,27 @@ class Primitive(_CorePrimitive):
         return lambda *args, **kw: lowering(ctx, *args, **kw)[0]  # rules return a list of results
 
 
+class CallPrimitive(Primitive):
+    """A primitive whose `bind` takes a function first (JAX's call primitives):
+    ``p.bind(fun, *args, **params)`` applies `fun` (a `WrappedFun` or a callable returning a list)
+    to `args` under the current transformations."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.multiple_results = True
+
+    def bind(self, fun, *args, **params):
+        # NB: JAX records a call equation holding `fun`'s jaxpr; morphax inlines the call (the
+        # values, and what every transformation computes from them, are the same).
+        return call_impl(fun, *args, **params)
+
+
+def call_impl(fun, *args, **params):
+    """``fun(*args)`` as a list, for a `WrappedFun` or a plain callable."""
+    call = getattr(fun, "call_wrapped", fun)
+    return list(call(*args))
+
+
 # ----------------------------------------------------------------------------------- lowerings
 
 
@@ -458,11 +479,13 @@ def defbroadcasting(prim):
 
 __all__ = [
     "AxisData",
+    "CallPrimitive",
     "LoweredFun",
     "LoweringRuleContext",
     "Primitive",
     "add_tangents",
     "axis_primitive_batchers",
+    "call_impl",
     "defbroadcasting",
     "defjvp",
     "defjvp2",

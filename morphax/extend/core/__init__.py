@@ -6,6 +6,8 @@ rules in `morphax.interpreters.ad` / `batching` and a lowering in `morphax.inter
 ``p.bind(*args, **params)`` then works eagerly and under jit, grad and vmap.
 """
 
+import numpy as np
+
 from morphax._src.core.effects import Effect
 from morphax._src.core.jaxpr import (
     ClosedJaxpr,
@@ -18,7 +20,7 @@ from morphax._src.core.jaxpr import (
     check_jaxpr,
 )
 from morphax._src.errors import InconclusiveDimensionOperation
-from morphax._src.extend.primitives import Primitive
+from morphax._src.extend.primitives import CallPrimitive, Primitive, call_impl
 from morphax._src.extend.tracing import (
     TraceTag,
     concrete_or_error,
@@ -36,11 +38,16 @@ from morphax._src.extend.tracing import (
     unmapped_aval,
     valid_jaxtype,
 )
+from morphax._src.prims.tokens import Token
 from morphax._src.transforms.staging import DebugInfo
 from morphax.core import Effects, no_effects
 from morphax.extend.core import primitives
 
+# The types of concrete arrays primitives accept besides morphax's own (NumPy's).
+array_types = frozenset({np.ndarray, *{t for t in np.sctypeDict.values() if issubclass(t, np.generic)}})
+
 __all__ = [
+    "CallPrimitive",
     "ClosedJaxpr",
     "DebugInfo",
     "DropVar",
@@ -52,8 +59,11 @@ __all__ = [
     "JaxprTypeError",
     "Literal",
     "Primitive",
+    "Token",
     "TraceTag",
     "Var",
+    "array_types",
+    "call_impl",
     "check_jaxpr",
     "concrete_or_error",
     "find_top_trace",
