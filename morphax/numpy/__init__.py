@@ -42,6 +42,9 @@ from morphax._src.numpy.vectorize import *  # noqa: F401,F403
 from morphax._src.numpy.windows import *  # noqa: F401,F403
 from morphax._src.runtime.array import Array as ndarray  # noqa: F401
 
+# NB: np.dtype itself, as in JAX; it reads the string "bfloat16" (and the other ml_dtypes names)
+# only once ml_dtypes is loaded, which `import morphax` leaves to the first use of such a type
+# (jnp.bfloat16, or any morphax function given dtype="bfloat16"); JAX loads it at import.
 dtype = _np.dtype
 pi = _np.pi
 e = _np.e

@@ -68,7 +68,7 @@ _KIND_CHECKS = {
 
 
 def isdtype(dtype, kind):
-    dt = np.dtype(dtype)
+    dt = _dtypes._np_dtype(dtype)  # knows "bfloat16" before ml_dtypes is loaded
     kinds = kind if isinstance(kind, tuple) else (kind,)
     for k in kinds:
         if isinstance(k, str):
@@ -77,6 +77,6 @@ def isdtype(dtype, kind):
             if _KIND_CHECKS[k](dt):
                 return True
         else:
-            if np.dtype(k) == dt:
+            if _dtypes._np_dtype(k) == dt:
                 return True
     return False
