@@ -100,6 +100,45 @@ def test_linen_mlp_training_with_optax_matches_numpy_float64():
         np.testing.assert_allclose(np.asarray(params["params"][name]["bias"]), b, rtol=1e-5, atol=1e-6)
 
 
+def test_linen_lazy_init_and_scan_use_partial_evaluation():
+    # flax's lazy_init and nn.scan split their work with jax.interpreters.partial_eval over a
+    # WrappedFun flattened by jax.api_util (morphax.api_util; skipped until it exists).
+    pytest.importorskip("morphax.api_util")
+    x, _ = _data()
+    model = LinenMLP()
+    params = model.lazy_init(jax.random.PRNGKey(0), jax.ShapeDtypeStruct((16, 4), jnp.float32))
+    eager = model.init(jax.random.PRNGKey(0), x)
+    for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(eager)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+    class Recurrent(nn.Module):
+        @nn.compact
+        def __call__(self, xs):
+            cell = nn.scan(
+                nn.SimpleCell,
+                variable_broadcast="params",
+                split_rngs={"params": False},
+                in_axes=1,
+                out_axes=1,
+            )(features=3)
+            return cell(jnp.zeros((xs.shape[0], 3)), xs)[1]
+
+    xs = jnp.asarray(np.random.default_rng(1).normal(size=(2, 5, 4)).astype(np.float32))
+    rnn = Recurrent()
+    variables = rnn.init(jax.random.PRNGKey(0), xs)
+    p = variables["params"]["ScanSimpleCell_0"]
+    wi, bi, wh = (
+        np.asarray(p["i"]["kernel"], np.float64),
+        np.asarray(p["i"]["bias"], np.float64),
+        np.asarray(p["h"]["kernel"], np.float64),
+    )
+    h, want = np.zeros((2, 3)), []
+    for t in range(5):  # SimpleCell: h' = tanh(x W_i + b_i + h W_h)
+        h = np.tanh(np.asarray(xs[:, t], np.float64) @ wi + bi + h @ wh)
+        want.append(h)
+    np.testing.assert_allclose(np.asarray(rnn.apply(variables, xs)), np.stack(want, 1), rtol=1e-5, atol=1e-6)
+
+
 class NnxMLP(nnx.Module):
     def __init__(self, rngs):
         self.l1 = nnx.Linear(4, 8, rngs=rngs)
