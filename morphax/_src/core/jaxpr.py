@@ -267,21 +267,21 @@ def _eqn_doc(eqn: JaxprEqn, names: _NameContext, shapes: bool = True):
     prim = eqn.primitive
     params = eqn.params
     custom = names.custom_rules  # False: every parameter as it is, in sorted order
-    pp_rule = getattr(prim, "pp_rule", None) if custom else None  # refs' ``a[i] <- b``
+    pp_rule = prim.pp_rule if custom else None  # refs' ``a[i] <- b``
     if pp_rule is not None:
         return pp.text(pp_rule(eqn, names))
     hidden = prim.print_hidden_defaults if custom else None
     if hidden and params:
         params = {k: v for k, v in params.items() if k not in hidden or hidden[k] is not v}
-    rewrite = getattr(prim, "pp_params", None) if custom else None  # (eqn, params) -> params
+    rewrite = prim.pp_params if custom else None  # (eqn, params) -> params
     if rewrite is not None:
         params = rewrite(eqn, dict(params))
-    if custom and getattr(prim, "pp_shares_names", False):
+    if custom and prim.pp_shares_names:
         call = params.get(prim.call_jaxpr_param)
         if call is not None and id(_unwrap(call)) not in names.shared_jaxprs:
             names.suggest_same_names(_unwrap(call).invars, eqn.invars)
             names.suggest_same_names(_unwrap(call).outvars, eqn.outvars)
-    leading = [k for k in getattr(prim, "pp_leading_params", ()) if k in params] if custom else []
+    leading = [k for k in prim.pp_leading_params if k in params] if custom else []
     keys = leading + sorted(k for k in params if k not in leading)
     # Built in this order (results, parameters, operands) so that names are handed out in it.
     lhs = _vars_doc(eqn.outvars, names, shapes=shapes)

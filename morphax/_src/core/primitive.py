@@ -113,6 +113,18 @@ class Primitive:
         # Params left out of the printed jaxpr while they hold these values (JAX hides e.g.
         # ``accuracy=None`` on transcendental functions).
         self.print_hidden_defaults: dict = {}
+        # The rest of how an equation prints (core/jaxpr.py), for JAX's per-primitive printing
+        # rules: ``pp_params(eqn, params) -> params`` rewrites what is printed of the params,
+        # ``pp_leading_params`` go first (``name=``), ``pp_shares_names`` names a call's jaxpr
+        # variables after the equation's (jit), and ``pp_rule(eqn, names) -> str`` replaces the
+        # whole equation (the ref operations' ``a[i] <- b``).
+        self.pp_params = None
+        self.pp_leading_params: tuple = ()
+        self.pp_shares_names = False
+        self.pp_rule = None
+        # The API a user calls to bind it, where that differs from its name (``checkpoint`` for
+        # remat2), for error messages.
+        self.api_name: str | None = None
         # Kernel metadata, the only thing compilers read (never the name; see DESIGN.md, "The
         # backend seam"). Every registered primitive declares a kind; a test checks it.
         self.kind: Kind | None = None
@@ -174,6 +186,12 @@ class Primitive:
         if self.kind_rule is None:
             return self.kind
         return self.kind_rule(*in_avals, **params)
+
+    def get_bind_params(self, params):
+        """The params to rebind an equation of this primitive with (JAX's interface for
+        interpreters that re-evaluate a jaxpr: ``prim.bind(*args, **get_bind_params(params))``).
+        morphax binds with the params as recorded, jaxprs included."""
+        return params
 
     def def_impl(self, fn):
         self.impl = fn

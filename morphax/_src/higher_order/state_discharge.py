@@ -127,7 +127,7 @@ def _discharge_eqn(eqn, ins):
         rule = _rules.get(prim)
         if rule is None:
             raise NotImplementedError(
-                f"A mutable array reference is passed to `{getattr(prim, 'api_name', prim.name)}`, "
+                f"A mutable array reference is passed to `{prim.api_name or prim.name}`, "
                 "which cannot thread refs "
                 "yet (jit, scan, fori_loop, while_loop and cond can). Pass its value (ref[...]) "
                 "instead and write the result back with ref[...] = result."
