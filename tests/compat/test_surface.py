@@ -605,3 +605,28 @@ def test_call_primitive_applies_its_function():
     out = morphax.jit(lambda x: call_p.bind(lambda a: [jnp.sin(a)], x)[0])(0.5)
     np.testing.assert_allclose(float(out), np.sin(0.5), rtol=1e-6)
     assert np.ndarray in array_types and np.float32 in array_types
+
+
+def test_reevaluating_a_jaxpr_with_impl_and_bind_params():
+    # equinox's finalise_jaxpr walks a jaxpr: built-in equations are rebound with
+    # get_bind_params(params), user primitives replaced by a call of their impl on tracers.
+    closed = morphax.make_jaxpr(lambda v: jnp.sin(cube(v, 2.0)) + 1.0)(1.0)
+
+    def finalise(*args):
+        env = dict(zip(closed.jaxpr.invars, args))
+        read = lambda a: a.val if isinstance(a, core.Literal) else env[a]  # noqa: E731
+        for eqn in closed.jaxpr.eqns:
+            ins = [read(a) for a in eqn.invars]
+            params = eqn.primitive.get_bind_params(eqn.params)
+            if eqn.primitive is cube_p:
+                out = eqn.primitive.impl(*ins, **params)
+            else:
+                out = eqn.primitive.bind(*ins, **params)
+            env[eqn.outvars[0]] = out
+        return read(closed.jaxpr.outvars[0])
+
+    finalised = morphax.make_jaxpr(finalise)(1.0)
+    names = [e.primitive.name for e in finalised.eqns]
+    assert "test_surface_cube" not in names and names[-2:] == ["sin", "add"]
+    np.testing.assert_allclose(float(morphax.jit(finalise)(0.5)), np.sin(2 * 0.5**3) + 1, rtol=1e-6)
+    assert float(cube_p.impl(jnp.asarray(2.0), scale=1.0)) == 8.0  # arrays in, arrays out

@@ -27,7 +27,8 @@ from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import AxisData
 from morphax._src.core.primitive import Kind
 from morphax._src.core.primitive import Primitive as _CorePrimitive
-from morphax._src.core.values import make_array
+from morphax._src.core.trace import Tracer
+from morphax._src.core.values import is_concrete_array, make_array
 
 
 def to_shaped_array(x, where: str) -> ShapedArray:
@@ -119,7 +120,9 @@ class Primitive(_CorePrimitive):
         return to_shaped_array(out, where)
 
     def _run_impl(self, *vals, **params):
-        """morphax's impl: NumPy operands in, NumPy results out, the user's function between."""
+        """morphax's impl: NumPy operands in, NumPy results out, the user's function between.
+        Called by user code with arrays or tracers (as JAX's `prim.impl`), it is the user's
+        function itself (equinox evaluates jaxprs so)."""
         fn = self._user_impl
         if fn is None and self._lowering is not None:
             fn = self._lowering_as_impl(vals, params)
@@ -128,6 +131,8 @@ class Primitive(_CorePrimitive):
                 f"Evaluation rule for '{self.name}' not implemented: call {self.name}_p.def_impl(f) "
                 "or register a lowering with morphax.interpreters.mlir.register_lowering."
             )
+        if any(isinstance(v, Tracer) or is_concrete_array(v) for v in vals):
+            return fn(*vals, **params)
         with _trace.set_current_trace(_trace.base_trace()):
             args = [make_array(v) if isinstance(v, (np.ndarray, np.generic)) else v for v in vals]
             out = fn(*args, **params)
