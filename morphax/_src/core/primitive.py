@@ -193,12 +193,6 @@ class Primitive:
         morphax binds with the params as recorded, jaxprs included."""
         return params
 
-    def get_bind_params(self, params):
-        """The params to rebind an equation of this primitive with (JAX's interface for
-        interpreters that re-evaluate a jaxpr: ``prim.bind(*args, **get_bind_params(params))``).
-        morphax binds with the params as recorded, jaxprs included."""
-        return params
-
     def def_impl(self, fn):
         self.impl = fn
         return fn
