@@ -154,13 +154,17 @@ def test_nnx_mlp_training_matches_numpy_float64():
     initial = [(np.asarray(layer.kernel[...]), np.asarray(layer.bias[...])) for layer in (model.l1, model.l2)]
     optimizer = nnx.Optimizer(model, optax.sgd(LR), wrt=nnx.Param)
 
+    traces = []
+
     @nnx.jit
     def step(model, optimizer, x, y):
+        traces.append(1)  # runs once per trace: the steps after the first hit nnx.jit's cache
         loss, grads = nnx.value_and_grad(lambda m: jnp.mean((m(x) - y) ** 2))(model)
         optimizer.update(model, grads)
         return loss
 
     losses = [float(step(model, optimizer, x, y)) for _ in range(STEPS)]
+    assert len(traces) == 1
     want_losses, want_layers = _reference_sgd(initial, x, y)
     np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
     for layer, (k, b) in zip((model.l1, model.l2), want_layers):
