@@ -192,6 +192,17 @@ linear_call_p.abstract_eval = _abstract_eval
 linear_call_p.jvp = _jvp
 linear_call_p.transpose = _transpose
 linear_call_p.batch = _batch
+
+
+def _pp_params(eqn, params):
+    # NB: JAX prints its transpose thunk as a function object at an address; the name of the
+    # user's transpose function says more.
+    thunk = params["transpose_thunk"]
+    params["transpose_thunk"] = getattr(thunk, "__name__", thunk)
+    return params
+
+
+linear_call_p.pp_params = _pp_params
 linear_call_p.dce_rule = _dce
 
 
