@@ -32,22 +32,6 @@ def add_jaxvals(x, y):
     return add_tangents(x, y)
 
 
-def jvp(fun, primals, tangents):
-    """``(primals_out, tangents_out)`` of `fun` (a function of positional arrays)."""
-    from morphax._src.api.autodiff import jvp as _jvp  # noqa: PLC0415
-
-    call = getattr(fun, "call_wrapped", fun)
-    return _jvp(call, tuple(primals), tuple(tangents))
-
-
-def linearize(fun, *primals):
-    """``(primals_out, f_jvp)`` of `fun`; `f_jvp` maps input tangents to output tangents."""
-    from morphax._src.api.autodiff import linearize as _linearize  # noqa: PLC0415
-
-    call = getattr(fun, "call_wrapped", fun)
-    return _linearize(call, *primals)
-
-
 __all__ = [
     "JVPTrace",
     "JVPTracer",
@@ -62,8 +46,6 @@ __all__ = [
     "get_primitive_transpose",
     "instantiate_zeros",
     "is_undefined_primal",
-    "jvp",
-    "linearize",
     "primitive_jvps",
     "primitive_transposes",
     "zeros_like_aval",
