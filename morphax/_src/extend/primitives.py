@@ -221,7 +221,7 @@ def register_lowering(prim, rule, platform: str | None = None, **_):
 
     `rule` is `lower_fun(f)` (then `f(*operands, **params)` computes the results) or a function
     ``rule(ctx, *operands, **params)`` returning the results (a list of them), with operands as
-    arrays. The platform is ignored: morphax runs the same Python everywhere.
+    arrays. As on JAX's CPU backend, a lowering registered for another platform is not used.
     """
     if not isinstance(prim, Primitive):
         # NB: JAX lets a lowering replace a built-in primitive's; morphax compiles its own
@@ -233,8 +233,9 @@ def register_lowering(prim, rule, platform: str | None = None, **_):
         )
     if not callable(rule):
         raise TypeError(f"register_lowering({prim.name!r}, rule): rule must be callable, got {rule!r}")
-    if isinstance(rule, LoweredFun) or prim._lowering is None or platform in (None, "cpu"):
-        prim._lowering = rule
+    if platform not in (None, "cpu"):
+        return rule  # a lowering for another platform (cuda, rocm, tpu) never runs on morphax's CPU
+    prim._lowering = rule
     return rule
 
 
