@@ -631,3 +631,27 @@ def test_reevaluating_a_jaxpr_with_impl_and_bind_params():
     assert "test_surface_cube" not in names and names[-2:] == ["sin", "add"]
     np.testing.assert_allclose(float(morphax.jit(finalise)(0.5)), np.sin(2 * 0.5**3) + 1, rtol=1e-6)
     assert float(cube_p.impl(jnp.asarray(2.0), scale=1.0)) == 8.0  # arrays in, arrays out
+
+
+def test_flatten_transformations_of_wrapped_funs():
+    from morphax._src.extend.linear_util import flatten_fun, flatten_fun_nokwargs
+
+    def f(a, b, scale=1.0):
+        return {"sum": (a["x"] + b) * scale, "b": b}
+
+    args, kwargs = ({"x": 1.0}, 2.0), {"scale": 3.0}
+    leaves, in_tree = morphax.tree_util.tree_flatten((args, kwargs))
+    flat, out_tree = flatten_fun(linear_util.wrap_init(f), in_tree)
+    outs = flat.call_wrapped(*leaves)
+    assert morphax.tree_util.tree_unflatten(out_tree(), outs) == {"sum": 9.0, "b": 2.0}
+    leaves, in_tree = morphax.tree_util.tree_flatten(args)
+    flat, out_tree = flatten_fun_nokwargs(linear_util.wrap_init(f), in_tree)
+    outs = flat.call_wrapped(*leaves)
+    assert morphax.tree_util.tree_unflatten(out_tree(), outs) == {"sum": 3.0, "b": 2.0}
+    # partial evaluation of a flattened function (what flax's lazy_init does)
+    pvals = [pe.PartialVal.known(1.0), pe.PartialVal.unknown(core.ShapedArray((), np.float32))]
+    flat, out_tree = flatten_fun_nokwargs(
+        linear_util.wrap_init(lambda a, b: (a * 2, a + b)), morphax.tree_util.tree_structure((0, 0))
+    )
+    _, out_pvals, _ = pe.trace_to_jaxpr_nounits(flat, pvals)
+    assert out_pvals[0].is_known() and float(out_pvals[0].get_known()) == 2.0 and not out_pvals[1].is_known()

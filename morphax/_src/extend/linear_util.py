@@ -5,6 +5,8 @@ arguments on the way in and the results on the way out (JAX's `linear_util` prot
 store auxiliary data (an output tree) that the caller reads after the call. Both of JAX's
 transformation styles are supported: generator-based (`transformation`,
 `transformation_with_aux`) and plain-function (`transformation2`, `transformation_with_aux2`).
+`flatten_fun` / `flatten_fun_nokwargs` are the pytree-flattening transformations `jax.api_util`
+offers.
 """
 
 from __future__ import annotations
@@ -202,11 +204,43 @@ def cache(call, *, explain=None):
     return cached
 
 
+# ------------------------------------------------------- flattening (what jax.api_util builds)
+
+
+def _flatten_fun(in_tree, *args_flat):
+    from morphax._src.core import pytree  # noqa: PLC0415
+
+    py_args, py_kwargs = pytree.tree_unflatten(in_tree, args_flat)
+    ans = yield py_args, py_kwargs
+    yield pytree.tree_flatten(ans)
+
+
+def flatten_fun(fun: WrappedFun, in_tree):
+    """`fun` on flat inputs: they are unflattened by `in_tree` (a treedef of ``(args, kwargs)``),
+    and the outputs flattened; returns the new function and a thunk giving the output treedef."""
+    return transformation_with_aux(_flatten_fun, fun, in_tree)
+
+
+def _flatten_fun_nokwargs(in_tree, *args_flat):
+    from morphax._src.core import pytree  # noqa: PLC0415
+
+    py_args = pytree.tree_unflatten(in_tree, args_flat)
+    ans = yield py_args, {}
+    yield pytree.tree_flatten(ans)
+
+
+def flatten_fun_nokwargs(fun: WrappedFun, in_tree):
+    """As `flatten_fun` for a treedef of the positional arguments alone."""
+    return transformation_with_aux(_flatten_fun_nokwargs, fun, in_tree)
+
+
 __all__ = [
     "Store",
     "StoreException",
     "WrappedFun",
     "cache",
+    "flatten_fun",
+    "flatten_fun_nokwargs",
     "merge_linear_aux",
     "transformation",
     "transformation2",
