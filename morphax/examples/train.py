@@ -1,6 +1,6 @@
 """Train a small convolutional network on handwritten digits: morphax's main job.
 
-    python -m morphax.examples.train                 # about 10 s on two cores; test accuracy >= 97%
+    python -m morphax.examples.train                 # seconds on two cores; test accuracy >= 97%
     python -m morphax.examples.train --help          # the options
 
 The data are the 1,797 8x8 grey-level digit images (pixels 0..16, labels 0..9) of the UCI test
@@ -40,6 +40,8 @@ def parse_args(argv=None):
         prog="python -m morphax.examples.train",
         description="Train a small convolutional network on the UCI handwritten digits (8x8, 1,797 "
         "images, shipped with morphax) and report the test accuracy.",
+        epilog="Data: E. Alpaydin, C. Kaynak, Optical Recognition of Handwritten Digits (1998), UCI "
+        "Machine Learning Repository, doi:10.24432/C50P49, CC BY 4.0.",
     )
     parser.add_argument("--epochs", type=int, default=10, help="passes over the 1,437 training images (10)")
     parser.add_argument("--batch-size", type=int, default=64, help="images per step (64)")
