@@ -560,3 +560,28 @@ def test_grad_of_a_square_prints_as_in_jax():
         "    h:f32[3] = mul g c\n"
         "  in (h,) }"
     )
+
+
+def test_a_large_custom_jvp_body_is_shared_as_jaxpr():
+    @morphax.custom_jvp
+    def g(a):
+        for _ in range(6):
+            a = jnp.sin(a) * 2.0
+        return a
+
+    g.defjvp(lambda p, t: (g(p[0]), t[0]))
+    text = _jaxpr(lambda a: g(a) + 1.0, X)
+    assert text.startswith("let jaxpr = { lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n")
+    assert "    g:f32[3] = mul f 2.0:f32[]\n" in text  # "g" is free: no jaxpr is named g
+    assert text.endswith(
+        "  in (m,) } in\n"
+        "{ lambda ; n:f32[3]. let\n"
+        "    o:f32[3] = custom_jvp_call[\n"
+        "      name=g\n"
+        "      call_jaxpr=jaxpr\n"
+        "      jvp=<lambda>\n"
+        "      symbolic_zeros=False\n"
+        "    ] n\n"
+        "    p:f32[3] = add o 1.0:f32[]\n"
+        "  in (p,) }"
+    )

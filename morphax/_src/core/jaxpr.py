@@ -328,7 +328,7 @@ def _unread_results(jaxpr: Jaxpr) -> dict[int, str]:
 
 def _shared_jaxprs(top: Jaxpr) -> list[tuple[str, Jaxpr]]:
     """The inner jaxprs printed once up front, with their names: those met more than once and
-    those of more than 10 equations, named after the call holding them (``name=``)."""
+    those of more than 10 equations, named after the jit call holding them, else "jaxpr"."""
     counts: dict[int, int] = {}
     objs: dict[int, Jaxpr] = {}
     first_name: dict[int, str] = {}
@@ -340,7 +340,9 @@ def _shared_jaxprs(top: Jaxpr) -> list[tuple[str, Jaxpr]]:
         for eqn in j.eqns:
             subs = [_unwrap(x) for x in sub_jaxprs(eqn.params)]
             queue.extend(subs)
-            name = eqn.params.get("name")
+            # Named after a jit call's name= (JAX's custom-rule calls show a name when printed
+            # but hold none: their jaxprs go by "jaxpr").
+            name = eqn.params.get("name") if eqn.primitive.pp_shares_names else None
             if isinstance(name, str):
                 for sub in subs:
                     first_name.setdefault(id(sub), name.strip("<>"))
