@@ -16,24 +16,27 @@ if importlib.util.find_spec("chex") is None:
 
 import morphax.compat
 
-_was_installed = morphax.compat.is_installed()
-morphax.compat.install()
-chex = importlib.import_module("chex")
-jax = importlib.import_module("jax")
-jnp = importlib.import_module("jax.numpy")
+# Bound by the fixture below, once jax is mapped onto morphax.
+chex = jax = jnp = Linear = None
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _restore_imports():
+def _libraries():
+    """Map jax onto morphax for this module's tests only (installed at collection it would make
+    other modules see a jax already imported), import the libraries through it, then unmap it."""
+    global chex, jax, jnp, Linear
+    was_installed = morphax.compat.is_installed()
+    morphax.compat.install()
+    chex, jax, jnp = (importlib.import_module(m) for m in ("chex", "jax", "jax.numpy"))
+
+    @chex.dataclass
+    class Linear:
+        w: chex.Array
+        b: chex.Array
+
     yield
-    if not _was_installed:
+    if not was_installed:
         morphax.compat.uninstall()
-
-
-@chex.dataclass
-class Linear:
-    w: chex.Array
-    b: chex.Array
 
 
 def test_chex_dataclass_is_a_pytree_under_transformations():

@@ -17,17 +17,20 @@ if importlib.util.find_spec("equinox") is None or importlib.util.find_spec("jaxt
 
 import morphax.compat
 
-_was_installed = morphax.compat.is_installed()
-morphax.compat.install()
-eqx = importlib.import_module("equinox")
-jax = importlib.import_module("jax")
-jnp = importlib.import_module("jax.numpy")
+# Bound by the fixture below, once jax is mapped onto morphax.
+eqx = jax = jnp = None
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _restore_imports():
+def _libraries():
+    """Map jax onto morphax for this module's tests only (installed at collection it would make
+    other modules see a jax already imported), import the libraries through it, then unmap it."""
+    global eqx, jax, jnp
+    was_installed = morphax.compat.is_installed()
+    morphax.compat.install()
+    eqx, jax, jnp = (importlib.import_module(m) for m in ("equinox", "jax", "jax.numpy"))
     yield
-    if not _was_installed:
+    if not was_installed:
         morphax.compat.uninstall()
 
 

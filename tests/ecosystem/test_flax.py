@@ -18,19 +18,22 @@ if any(importlib.util.find_spec(name) is None for name in ("flax", "optax", "che
 
 import morphax.compat
 
-_was_installed = morphax.compat.is_installed()
-morphax.compat.install()
-jax = importlib.import_module("jax")
-jnp = importlib.import_module("jax.numpy")
-optax = importlib.import_module("optax")
-nn = importlib.import_module("flax.linen")
-nnx = importlib.import_module("flax.nnx")
+# Bound by the fixture below, once jax is mapped onto morphax.
+jax = jnp = optax = nn = nnx = LinenMLP = NnxMLP = None
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _restore_imports():
+def _libraries():
+    """Map jax onto morphax for this module's tests only (installed at collection it would make
+    other modules see a jax already imported), import the libraries through it, then unmap it."""
+    global jax, jnp, optax, nn, nnx
+    was_installed = morphax.compat.is_installed()
+    morphax.compat.install()
+    jax, jnp, optax = (importlib.import_module(m) for m in ("jax", "jax.numpy", "optax"))
+    nn, nnx = importlib.import_module("flax.linen"), importlib.import_module("flax.nnx")
+    _define_models()
     yield
-    if not _was_installed:
+    if not was_installed:
         morphax.compat.uninstall()
 
 
@@ -67,11 +70,23 @@ def _reference_sgd(layers, x, y):
     return np.array(losses), layers
 
 
-class LinenMLP(nn.Module):
-    @nn.compact
-    def __call__(self, x):
-        hidden = nn.Dense(8)  # created first: named Dense_0
-        return nn.Dense(2)(nn.tanh(hidden(x)))
+def _define_models():
+    """The models, defined once the libraries are imported."""
+    global LinenMLP, NnxMLP
+
+    class LinenMLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            hidden = nn.Dense(8)  # created first: named Dense_0
+            return nn.Dense(2)(nn.tanh(hidden(x)))
+
+    class NnxMLP(nnx.Module):
+        def __init__(self, rngs):
+            self.l1 = nnx.Linear(4, 8, rngs=rngs)
+            self.l2 = nnx.Linear(8, 2, rngs=rngs)
+
+        def __call__(self, x):
+            return self.l2(jnp.tanh(self.l1(x)))
 
 
 def test_linen_mlp_training_with_optax_matches_numpy_float64():
@@ -137,15 +152,6 @@ def test_linen_lazy_init_and_scan_use_partial_evaluation():
         h = np.tanh(np.asarray(xs[:, t], np.float64) @ wi + bi + h @ wh)
         want.append(h)
     np.testing.assert_allclose(np.asarray(rnn.apply(variables, xs)), np.stack(want, 1), rtol=1e-5, atol=1e-6)
-
-
-class NnxMLP(nnx.Module):
-    def __init__(self, rngs):
-        self.l1 = nnx.Linear(4, 8, rngs=rngs)
-        self.l2 = nnx.Linear(8, 2, rngs=rngs)
-
-    def __call__(self, x):
-        return self.l2(jnp.tanh(self.l1(x)))
 
 
 def test_nnx_mlp_training_matches_numpy_float64():

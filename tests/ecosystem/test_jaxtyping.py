@@ -15,24 +15,27 @@ if importlib.util.find_spec("jaxtyping") is None:
 
 import morphax.compat
 
-_was_installed = morphax.compat.is_installed()
-morphax.compat.install()
-jaxtyping = importlib.import_module("jaxtyping")
-jax = importlib.import_module("jax")
-jnp = importlib.import_module("jax.numpy")
-Array, Float, Int, Shaped, jaxtyped = (
-    jaxtyping.Array,
-    jaxtyping.Float,
-    jaxtyping.Int,
-    jaxtyping.Shaped,
-    jaxtyping.jaxtyped,
-)
+# Bound by the fixture below, once jax is mapped onto morphax.
+jaxtyping = jax = jnp = Array = Float = Int = Shaped = jaxtyped = None
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _restore_imports():
+def _libraries():
+    """Map jax onto morphax for this module's tests only (installed at collection it would make
+    other modules see a jax already imported), import the libraries through it, then unmap it."""
+    global jaxtyping, jax, jnp, Array, Float, Int, Shaped, jaxtyped
+    was_installed = morphax.compat.is_installed()
+    morphax.compat.install()
+    jaxtyping, jax, jnp = (importlib.import_module(m) for m in ("jaxtyping", "jax", "jax.numpy"))
+    Array, Float, Int, Shaped, jaxtyped = (
+        jaxtyping.Array,
+        jaxtyping.Float,
+        jaxtyping.Int,
+        jaxtyping.Shaped,
+        jaxtyping.jaxtyped,
+    )
     yield
-    if not _was_installed:
+    if not was_installed:
         morphax.compat.uninstall()
 
 
