@@ -585,3 +585,19 @@ def test_a_large_custom_jvp_body_is_shared_as_jaxpr():
         "    p:f32[3] = add o 1.0:f32[]\n"
         "  in (p,) }"
     )
+
+
+def test_an_eager_cond_traces_each_branch_function_once():
+    calls = [0]
+
+    def branch(z):
+        calls[0] += 1
+        return z * 2
+
+    x = jnp.ones(3)
+    np.testing.assert_array_equal(np.asarray(lax.cond(True, branch, branch, x)), [2.0, 2.0, 2.0])
+    assert calls[0] == 1  # the same function for both branches: one trace, as in JAX
+    lax.cond(False, branch, branch, x)
+    assert calls[0] == 1  # called again with the same types: the cached trace
+    lax.cond(True, branch, branch, jnp.ones(4))
+    assert calls[0] == 2

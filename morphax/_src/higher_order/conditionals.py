@@ -32,6 +32,7 @@ from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.higher_order.host_eval import host_rules, run_as_program, run_closed_jaxpr
+from morphax._src.higher_order.trace_cache import cached_trace
 from morphax._src.passes._util import eqn_has_effects
 from morphax._src.passes.dce import dce_closed_jaxpr
 from morphax._src.prims import lax_api as L
@@ -155,15 +156,21 @@ cond_p.abstract_eval = _cond_abstract_eval
 
 
 def _trace_branch(fun, in_tree, in_avals):
-    box = {}
+    def trace():
+        box = {}
 
-    def flat(*args):
-        out = fun(*pytree.tree_unflatten(in_tree, args))
-        leaves, box["tree"] = pytree.tree_flatten(out)
-        return [_as_operand(x) for x in leaves]
+        def flat(*args):
+            out = fun(*pytree.tree_unflatten(in_tree, args))
+            leaves, box["tree"] = pytree.tree_flatten(out)
+            return [_as_operand(x) for x in leaves]
 
-    closed = trace_to_jaxpr(flat, in_avals)
-    return closed, box["tree"]
+        closed = trace_to_jaxpr(flat, in_avals)
+        return closed, box["tree"]
+
+    # As in JAX, a branch function is traced once per argument structure and types: a cond
+    # called again eagerly (or with the same function for both branches) reuses the trace.
+    key = ("cond", in_tree, tuple(in_avals))
+    return cached_trace((fun,), key, trace, lambda r: r[0].consts)
 
 
 def _check_branch_outputs(api, names, funs, trees, avals):

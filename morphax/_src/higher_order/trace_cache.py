@@ -1,7 +1,7 @@
-"""A cache of traced loop bodies for eager control flow.
+"""A cache of traced loop bodies and cond branches for eager control flow.
 
-Called eagerly, `lax.scan` / `while_loop` / `fori_loop` would otherwise retrace their Python
-bodies on every call. As in JAX, a traced body is reused for the same function object, argument
+Called eagerly, `lax.scan` / `while_loop` / `fori_loop` / `cond` would otherwise retrace their
+Python bodies on every call. As in JAX, a traced body is reused for the same function object, argument
 structure, abstract types and tracing flags; like `jit`, this means a global the body reads is
 captured when it is first traced. Only top-level (eager) calls are cached, and only traces that
 close over concrete values: under an enclosing transformation the enclosing trace is what gets
