@@ -38,6 +38,18 @@ from morphax._src.extend.tracing import (
     unmapped_aval,
     valid_jaxtype,
 )
+from morphax._src.extend.tracing import (
+    nonempty_axis_env as nonempty_axis_env_DO_NOT_USE,
+)
+from morphax._src.extend.tracing import (
+    unsafe_am_i_under_a_jit as unsafe_am_i_under_a_jit_DO_NOT_USE,
+)
+from morphax._src.extend.tracing import (
+    unsafe_am_i_under_a_vmap as unsafe_am_i_under_a_vmap_DO_NOT_USE,
+)
+from morphax._src.extend.tracing import (
+    unsafe_get_axis_names as unsafe_get_axis_names_DO_NOT_USE,
+)
 from morphax._src.prims.tokens import Token
 from morphax._src.transforms.staging import DebugInfo
 from morphax.core import Effects, no_effects
@@ -74,11 +86,15 @@ __all__ = [
     "mapped_aval",
     "new_jaxpr_eqn",
     "no_effects",
+    "nonempty_axis_env_DO_NOT_USE",
     "primal_dtype_to_tangent_dtype",
     "primitives",
     "set_current_trace",
     "subjaxprs",
     "take_current_trace",
     "unmapped_aval",
+    "unsafe_am_i_under_a_jit_DO_NOT_USE",
+    "unsafe_am_i_under_a_vmap_DO_NOT_USE",
+    "unsafe_get_axis_names_DO_NOT_USE",
     "valid_jaxtype",
 ]
