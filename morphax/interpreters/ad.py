@@ -11,6 +11,7 @@ from __future__ import annotations
 from morphax._src.core.ad_util import UndefinedPrimal, Zero, instantiate, is_undefined_primal, zeros_like_aval
 from morphax._src.extend.primitives import (
     add_tangents,
+    defbilinear,
     defjvp,
     defjvp2,
     deflinear,
@@ -39,6 +40,7 @@ __all__ = [
     "Zero",
     "add_jaxvals",
     "add_tangents",
+    "defbilinear",
     "defjvp",
     "defjvp2",
     "deflinear",

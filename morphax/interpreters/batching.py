@@ -11,6 +11,7 @@ from morphax._src.core.batch_axes import AxisData, bdim_to_front, moveaxis
 from morphax._src.extend.primitives import (
     axis_primitive_batchers,
     defbroadcasting,
+    defreducer,
     defvectorized,
     fancy_primitive_batchers,
     primitive_batchers,
@@ -63,6 +64,7 @@ __all__ = [
     "bdim_at_front",
     "broadcast",
     "defbroadcasting",
+    "defreducer",
     "defvectorized",
     "fancy_primitive_batchers",
     "matchaxis",

@@ -9,6 +9,7 @@ stages all of it.
 
 from __future__ import annotations
 
+from morphax._src.extend.primitives import dce_rules
 from morphax._src.extend.tracing import PartialVal, trace_to_jaxpr_dynamic, trace_to_jaxpr_nounits
 from morphax._src.transforms.ad import PartialEvalTrace as JaxprTrace
 from morphax._src.transforms.staging import StagingTrace as DynamicJaxprTrace
@@ -38,6 +39,7 @@ __all__ = [
     "PartialVal",
     "Val",
     "dce_jaxpr",
+    "dce_rules",
     "trace_to_jaxpr_dynamic",
     "trace_to_jaxpr_nounits",
 ]

@@ -655,3 +655,41 @@ def test_flatten_transformations_of_wrapped_funs():
     )
     _, out_pvals, _ = pe.trace_to_jaxpr_nounits(flat, pvals)
     assert out_pvals[0].is_known() and float(out_pvals[0].get_known()) == 2.0 and not out_pvals[1].is_known()
+
+
+def test_defbilinear_and_defreducer():
+    outer_p = Primitive("test_surface_outer")  # outer product: bilinear
+    outer_p.def_impl(lambda x, y: x[:, None] * y[None, :])
+    outer_p.def_abstract_eval(lambda x, y: core.ShapedArray(x.shape + y.shape, x.dtype))
+    ad.defbilinear(
+        outer_p,
+        lambda ct, x, y: ct @ y,  # d/dx of <ct, x y^T>
+        lambda ct, x, y: ct.T @ x,
+    )
+    rng = np.random.default_rng(0)
+    x, y, w = rng.normal(size=3), rng.normal(size=2), rng.normal(size=(3, 2))
+    f = lambda a, b: jnp.sum(outer_p.bind(a, b) * w)  # noqa: E731
+    with morphax.enable_x64():
+        gx, gy = morphax.grad(f, argnums=(0, 1))(jnp.asarray(x), jnp.asarray(y))
+        np.testing.assert_allclose(np.asarray(gx), w @ y, rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(gy), w.T @ x, rtol=1e-12)
+        check_grads(f, (jnp.asarray(x), jnp.asarray(y)), order=2, modes=("fwd", "rev"))
+
+    rowsum_p = Primitive("test_surface_rowsum")
+    rowsum_p.def_impl(lambda x, axes: jnp.sum(x, axis=axes))
+    rowsum_p.def_abstract_eval(
+        lambda x, axes: core.ShapedArray(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)
+    )
+    batching.defreducer(rowsum_p)
+    xs = jnp.asarray(rng.normal(size=(4, 3, 2)), np.float32)
+    got = morphax.vmap(lambda v: rowsum_p.bind(v, axes=(1,)), in_axes=2)(xs)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(xs).sum(axis=1).T, rtol=1e-6)
+
+
+def test_dce_rules_table_is_morphax_dce_slot():
+    from morphax.interpreters import partial_eval as pe_mod
+
+    scan = morphax.make_jaxpr(lambda v: morphax.lax.scan(lambda c, x: (c + x, x), v, jnp.ones(2)))(1.0)
+    scan_p = scan.eqns[-1].primitive
+    assert scan_p in pe_mod.dce_rules and pe_mod.dce_rules[scan_p] is scan_p.dce_rule
+    assert cube_p not in pe_mod.dce_rules

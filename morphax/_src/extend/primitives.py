@@ -22,7 +22,7 @@ from collections.abc import MutableMapping
 import numpy as np
 
 from morphax._src.core import trace as _trace
-from morphax._src.core.ad_util import Zero, instantiate, is_zero, tangent_aval
+from morphax._src.core.ad_util import Zero, instantiate, is_undefined_primal, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import AxisData
 from morphax._src.core.primitive import Kind
@@ -357,6 +357,8 @@ def _batched_result(prim, result):
 
 
 primitive_jvps = _RuleTable("jvp", _adapt_jvp, readable=True)
+# ``rule(used_outputs, eqn) -> (used_inputs, new_eqn or None)``: morphax's dead-code convention.
+dce_rules = _RuleTable("dce_rule", lambda prim, rule: rule, readable=True)
 primitive_transposes = _RuleTable("transpose", _adapt_transpose, readable=True)
 # The batcher tables are write-mostly in JAX; reading one gives back only the rules stored here,
 # since morphax's own batching rules take the axis data as a keyword.
@@ -441,6 +443,34 @@ def _def_linear(prim, transpose_rule):
     return jvp
 
 
+def defbilinear(prim, lhs_rule, rhs_rule):
+    """A primitive linear in each of its two operands separately: its JVP binds it on one tangent
+    and the other primal; ``lhs_rule(ct, x, y, **params)`` / ``rhs_rule`` give the cotangent of
+    whichever operand is the linear one (an `UndefinedPrimal`)."""
+
+    def jvp(primals, tangents, **params):
+        x, y = primals
+        tx, ty = tangents
+        ans = prim.bind(x, y, **params)
+        out = Zero(tangent_aval(get_aval(ans)))
+        if not is_zero(tx):
+            out = add_tangents(out, prim.bind(tx, y, **params))
+        if not is_zero(ty):
+            out = add_tangents(out, prim.bind(x, ty, **params))
+        return ans, out
+
+    def transpose(ct, x, y, **params):
+        if is_zero(ct):
+            return [None, None]
+        if is_undefined_primal(x):
+            return [lhs_rule(ct, x, y, **params), None]
+        return [None, rhs_rule(ct, x, y, **params)]
+
+    primitive_jvps[prim] = jvp
+    primitive_transposes[prim] = transpose
+    return jvp
+
+
 def get_primitive_transpose(prim):
     try:
         return primitive_transposes[prim]
@@ -460,6 +490,20 @@ def defvectorized(prim):
     fancy_primitive_batchers[prim] = lambda axis_data, vals, dims, **params: vectorized_batcher(
         prim, axis_data, vals, dims, **params
     )
+
+
+def defreducer(prim):
+    """A reduction whose `axes` param names the reduced axes: operands get their batch axis first
+    (unbatched ones are broadcast) and the axes shift past it."""
+
+    def rule(axis_data, vals, dims, *, axes, **params):
+        from morphax._src.core.batch_axes import bdim_to_front  # noqa: PLC0415
+
+        vals = [bdim_to_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
+        out = prim.bind(*vals, axes=tuple(a + 1 for a in axes), **params)
+        return out, ([0] * len(out) if prim.multiple_results else 0)
+
+    fancy_primitive_batchers[prim] = rule
 
 
 def defbroadcasting(prim):
@@ -492,11 +536,14 @@ __all__ = [
     "add_tangents",
     "axis_primitive_batchers",
     "call_impl",
+    "dce_rules",
+    "defbilinear",
     "defbroadcasting",
     "defjvp",
     "defjvp2",
     "deflinear",
     "deflinear2",
+    "defreducer",
     "defvectorized",
     "fancy_primitive_batchers",
     "get_primitive_transpose",
