@@ -693,3 +693,23 @@ def test_dce_rules_table_is_morphax_dce_slot():
     scan_p = scan.eqns[-1].primitive
     assert scan_p in pe_mod.dce_rules and pe_mod.dce_rules[scan_p] is scan_p.dce_rule
     assert cube_p not in pe_mod.dce_rules
+
+
+def test_effectful_primitive_is_kept_when_unused():
+    calls = []
+    log_p = Primitive("test_surface_log")
+    log_p.def_impl(lambda x: calls.append(float(x)) or x)
+
+    class LogEffect(core.Effect):
+        pass
+
+    log_p.def_effectful_abstract_eval(lambda x: (x, {LogEffect()}))
+
+    @morphax.jit
+    def f(x):
+        log_p.bind(x)  # result unused: an effect keeps it
+        return x + 1
+
+    assert float(f(2.0)) == 3.0 and calls == [2.0]
+    jaxpr = morphax.make_jaxpr(lambda x: log_p.bind(x))(1.0)
+    assert any(isinstance(e, LogEffect) for e in jaxpr.effects)

@@ -113,7 +113,11 @@ class Primitive(_CorePrimitive):
         if self._effectful:
             out, effects = out
             if effects:
+                # An effectful primitive runs in program order and is never dropped or merged.
+                self.kind = Kind.EFFECT
                 self.has_side_effects = True
+                found = frozenset(effects)
+                self.effect_rule = lambda **_: set(found)
         where = f"the abstract evaluation rule of primitive '{self.name}'"
         if self.multiple_results:
             return [to_shaped_array(o, where) for o in out]
