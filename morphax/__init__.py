@@ -267,3 +267,19 @@ __all__ = [
     "set_mesh",
     "sharding",
 ]
+
+# Submodules JAX makes attributes of the package (`jax.scipy.special.erf` after `import jax`),
+# imported on first access so that `import morphax` stays cheap.
+_LAZY_SUBMODULES = ("scipy", "experimental")
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"morphax.{name}")
+    raise AttributeError(f"module 'morphax' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES))

@@ -3,6 +3,9 @@ Device and memory, checked against NumPy, vjp and JAX 0.10.2's documented behavi
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -133,3 +136,22 @@ def test_vjp_function_is_a_pytree_with_refs():
         f_vjp.with_refs(ref)
     with pytest.raises(TypeError, match="takes one cotangent argument"):
         f_vjp(ones, ones)
+
+
+def test_scipy_and_experimental_are_attributes_loaded_on_first_use():
+    # As `import jax; jax.scipy.special.erf(...)`: the submodules are attributes of the package,
+    # imported on first access (so `import morphax` does not pay for them).
+    code = (
+        "import sys, morphax\n"
+        "print('morphax.scipy' in sys.modules)\n"
+        "print(round(float(morphax.scipy.special.erf(0.5)), 6), 'scipy' in dir(morphax))\n"
+        "print(morphax.experimental.__name__)\n"
+        "try:\n    morphax.not_a_name\nexcept AttributeError as e:\n    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == [
+        "False",
+        "0.5205 True",
+        "morphax.experimental",
+        "module 'morphax' has no attribute 'not_a_name'",
+    ]

@@ -388,3 +388,13 @@ def test_full_wraps_python_ints_as_jax():
     np.testing.assert_allclose(np.asarray(jnp.full_like(jnp.ones(2), 2**40)), [2.0**40] * 2)
     with pytest.raises(OverflowError, match="beyond the 64-bit integers"):
         jnp.full(2, -(2**63) - 1, dtype=jnp.int32)
+
+
+def test_int4_scalars_are_created_and_wrap_as_in_jax():
+    # JAX: jnp.int4(3) is int4 3, jnp.int4(7) + 1 wraps to -8, a Python int outside int4's range
+    # given with an explicit dtype raises OverflowError.
+    assert int(jnp.int4(3)) == 3 and jnp.int4(3).dtype == jnp.int4
+    assert int(jnp.asarray(3, dtype=jnp.uint4)) == 3
+    assert int(jnp.int4(7) + 1) == -8
+    with pytest.raises(OverflowError, match="int4"):
+        jnp.asarray(9, dtype=jnp.int4)

@@ -173,7 +173,7 @@ def _array(obj, dtype, ndmin, fun_name):
 
 
 def _check_int_fits(x: int, dt, fun_name):
-    info = np.iinfo(dt)
+    info = _dtypes.iinfo(dt)
     if not info.min <= x <= info.max:
         raise OverflowError(
             f"{fun_name}: Python int {x} out of bounds for {np.dtype(dt).name} (range {info.min} to "

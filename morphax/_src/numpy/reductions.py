@@ -51,7 +51,7 @@ def _identity(kind, dtype):
     if kind == "prod":
         return 1
     if _dtypes.is_integer(dtype):
-        info = np.iinfo(dtype)
+        info = _dtypes.iinfo(dtype)
         return int(info.min) if kind == "max" else int(info.max)
     return -np.inf if kind == "max" else np.inf
 

@@ -50,7 +50,7 @@ def _python_scalar_to_array(x, dtype, weak_type):
     if isinstance(x, bool) and not _dtypes.is_bool(dtype):
         x = int(x)
     if isinstance(x, int) and _dtypes.is_integer(dtype):
-        info = np.iinfo(dtype)
+        info = _dtypes.iinfo(dtype)
         if not info.min <= x <= info.max:
             raise OverflowError(
                 f"Python int {x} too large to convert to {np.dtype(dtype).name}. Use a wider dtype "
