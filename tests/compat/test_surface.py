@@ -584,3 +584,10 @@ def test_effectful_primitive_is_kept_when_unused():
     assert float(f(2.0)) == 3.0 and calls == [2.0]
     jaxpr = morphax.make_jaxpr(lambda x: log_p.bind(x))(1.0)
     assert any(isinstance(e, LogEffect) for e in jaxpr.effects)
+
+
+def test_equation_effects():
+    closed = morphax.make_jaxpr(lambda x: morphax.debug.callback(lambda v: None, x) or x * 2)(1.0)
+    callback_eqn, mul_eqn = closed.eqns
+    assert callback_eqn.effects and mul_eqn.effects == set()
+    assert mul_eqn.replace(effects=set()).params == mul_eqn.params

@@ -15,7 +15,7 @@ import numpy as np
 
 from morphax._src.core import pretty_printer as pp
 from morphax._src.core.avals import ShapedArray
-from morphax._src.core.effects import jaxpr_effects
+from morphax._src.core.effects import eqn_effects, jaxpr_effects
 
 
 class Var:
@@ -72,9 +72,16 @@ class JaxprEqn:
         self.params = params
         self.source_info = source_info
 
+    @property
+    def effects(self) -> set:
+        """The effects of this equation (core/effects.py), as JAX's `JaxprEqn.effects`."""
+        return eqn_effects(self)
+
     def replace(self, **kw):
         new = JaxprEqn(self.primitive, self.invars, self.outvars, self.params, self.source_info)
         for k, v in kw.items():
+            if k == "effects":  # derived from the primitive and params here, not stored
+                continue
             setattr(new, k, v)
         return new
 
