@@ -20,10 +20,9 @@ from morphax._src.core.dtypes import (
     is_weakly_typed,
     issubdtype,
     itemsize_bits,
-    promote_types,
-    result_type,
     scalar_type_of,
 )
+from morphax._src.core.promotion import promote_types, result_type  # noqa: F401
 from morphax._src.random.keys import prng_key  # noqa: E402  (the key dtypes' category)
 
 

@@ -13,9 +13,9 @@ import functools
 
 import numpy as np
 
-from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core.avals import get_aval
+from morphax._src.core.promotion import result_type
 from morphax._src.numpy import manipulation, util
 from morphax._src.prims import lax_api as L
 
@@ -40,7 +40,7 @@ def _ravel_leaves(leaves):
         return L.full((0,), 0, np.float32), lambda _: []
     leaves = [util.asarray_like(x) for x in leaves]
     dtypes = tuple(get_aval(x).dtype for x in leaves)
-    target = _dtypes.result_type(*dtypes)
+    target = result_type(*dtypes)
     shapes = tuple(get_aval(x).shape for x in leaves)
     sizes = tuple(int(np.prod(s, dtype=np.int64)) for s in shapes)
     raveled = [L.reshape(util.convert_element_type(x, target, False), (n,)) for x, n in zip(leaves, sizes)]

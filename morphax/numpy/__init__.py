@@ -13,9 +13,8 @@ from morphax._src.core.dtypes import (  # noqa: F401
     finfo,
     iinfo,
     issubdtype,
-    promote_types,
-    result_type,
 )
+from morphax._src.core.promotion import promote_types, result_type  # noqa: F401
 from morphax._src.numpy.array_editing import *  # noqa: F401,F403
 from morphax._src.numpy.bit_packing import *  # noqa: F401,F403
 from morphax._src.numpy.calculus import *  # noqa: F401,F403

@@ -13,7 +13,7 @@ import pytest
 
 from morphax import dtypes as public_dtypes
 from morphax._src.config import config
-from morphax._src.core import dtypes
+from morphax._src.core import dtypes, promotion
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 WEAK_SCALARS = {"i*": 1, "f*": 1.0, "c*": 1j}
@@ -59,7 +59,7 @@ def _check_table(mode):
     for pair, (want_dtype, want_weak) in _load(mode):
         a, b = pair.split(",")
         for style in ("array", "dtype"):
-            got = dtypes.result_type(_operand(a, style), _operand(b, style), return_weak_type_flag=True)
+            got = promotion.result_type(_operand(a, style), _operand(b, style), return_weak_type_flag=True)
             if got != (np.dtype(want_dtype), want_weak) or type(got[1]) is not bool:
                 failures.append((pair, style, got, (want_dtype, want_weak)))
     assert not failures, failures[:20]
@@ -86,89 +86,98 @@ def test_golden_tables_survive_x64_flips():
 
 
 def test_result_type_single_and_many(x32):
-    assert dtypes.result_type(2.0, return_weak_type_flag=True) == (dtypes.float32, True)
-    assert dtypes.result_type(2, return_weak_type_flag=True) == (dtypes.int32, True)
-    assert dtypes.result_type(True, return_weak_type_flag=True) == (dtypes.bool_, False)
-    assert dtypes.result_type(np.float64) == dtypes.float32
-    assert dtypes.result_type(np.ones(3, np.int8), 1, 2.5, return_weak_type_flag=True) == (
+    assert promotion.result_type(2.0, return_weak_type_flag=True) == (dtypes.float32, True)
+    assert promotion.result_type(2, return_weak_type_flag=True) == (dtypes.int32, True)
+    assert promotion.result_type(True, return_weak_type_flag=True) == (dtypes.bool_, False)
+    assert promotion.result_type(np.float64) == dtypes.float32
+    assert promotion.result_type(np.ones(3, np.int8), 1, 2.5, return_weak_type_flag=True) == (
         dtypes.float32,
         True,
     )
-    assert dtypes.result_type(np.int8, np.uint8, np.float16) == dtypes.float16
-    assert dtypes.result_type(None) == dtypes.float32
-    assert dtypes.result_type(int, np.int8) == dtypes.int8  # the Python type is a weak kind too
+    assert promotion.result_type(np.int8, np.uint8, np.float16) == dtypes.float16
+    assert promotion.result_type(None) == dtypes.float32
+    assert promotion.result_type(int, np.int8) == dtypes.int8  # the Python type is a weak kind too
     with pytest.raises(ValueError):
-        dtypes.result_type()
+        promotion.result_type()
 
 
 def test_result_type_x64_defaults(x64_on):
-    assert dtypes.result_type(2.0, return_weak_type_flag=True) == (dtypes.float64, True)
-    assert dtypes.result_type(1, 1j, return_weak_type_flag=True) == (dtypes.complex128, True)
-    assert dtypes.result_type(np.ones(2, np.float64), np.float32) == dtypes.float64
+    assert promotion.result_type(2.0, return_weak_type_flag=True) == (dtypes.float64, True)
+    assert promotion.result_type(1, 1j, return_weak_type_flag=True) == (dtypes.complex128, True)
+    assert promotion.result_type(np.ones(2, np.float64), np.float32) == dtypes.float64
 
 
 def test_weak_arrays_promote_as_python_scalars(x32):
     weak_f32 = Strong("float32", weak_type=True)
-    assert dtypes.result_type(weak_f32, Strong("float16"), return_weak_type_flag=True) == (
+    assert promotion.result_type(weak_f32, Strong("float16"), return_weak_type_flag=True) == (
         dtypes.float16,
         False,
     )
-    assert dtypes.result_type(weak_f32, Strong("int8"), return_weak_type_flag=True) == (dtypes.float32, True)
-    assert dtypes.result_type(weak_f32, 3, return_weak_type_flag=True) == (dtypes.float32, True)
+    assert promotion.result_type(weak_f32, Strong("int8"), return_weak_type_flag=True) == (
+        dtypes.float32,
+        True,
+    )
+    assert promotion.result_type(weak_f32, 3, return_weak_type_flag=True) == (dtypes.float32, True)
     weak_i32 = Strong("int32", weak_type=True)
-    assert dtypes.result_type(weak_i32, Strong("uint8"), return_weak_type_flag=True) == (dtypes.uint8, False)
-    assert dtypes.result_type(weak_i32, weak_f32, return_weak_type_flag=True) == (dtypes.float32, True)
-    assert dtypes.result_type(weak_f32, weak_f32, return_weak_type_flag=True) == (dtypes.float32, True)
-    assert dtypes.result_type(Strong("bfloat16", True), return_weak_type_flag=True) == (dtypes.float32, True)
+    assert promotion.result_type(weak_i32, Strong("uint8"), return_weak_type_flag=True) == (
+        dtypes.uint8,
+        False,
+    )
+    assert promotion.result_type(weak_i32, weak_f32, return_weak_type_flag=True) == (dtypes.float32, True)
+    assert promotion.result_type(weak_f32, weak_f32, return_weak_type_flag=True) == (dtypes.float32, True)
+    assert promotion.result_type(Strong("bfloat16", True), return_weak_type_flag=True) == (
+        dtypes.float32,
+        True,
+    )
 
 
 def test_narrow_types_do_not_promote(x32):
     f8 = dtypes.float8_e4m3fn
-    assert dtypes.result_type(f8, f8) == f8
-    assert dtypes.result_type(f8, 1.0) == f8
-    assert dtypes.result_type(f8, np.int32) == f8
-    assert dtypes.result_type(dtypes.int4, 3) == dtypes.int4
+    assert promotion.result_type(f8, f8) == f8
+    assert promotion.result_type(f8, 1.0) == f8
+    assert promotion.result_type(f8, np.int32) == f8
+    assert promotion.result_type(dtypes.int4, 3) == dtypes.int4
     with pytest.raises(dtypes.TypePromotionError, match="no available implicit dtype promotion"):
-        dtypes.result_type(f8, np.float32)
+        promotion.result_type(f8, np.float32)
     with pytest.raises(dtypes.TypePromotionError):
-        dtypes.result_type(dtypes.int4, np.int8)
+        promotion.result_type(dtypes.int4, np.int8)
     with pytest.raises(ValueError):  # TypePromotionError is a ValueError, as in JAX
-        dtypes.result_type(dtypes.float8_e5m2, f8)
+        promotion.result_type(dtypes.float8_e5m2, f8)
 
 
 def test_result_type_rejects_non_numeric():
     with pytest.raises(TypeError, match="not a valid JAX array type"):
-        dtypes.result_type(np.array(["a"]), np.float32)
+        promotion.result_type(np.array(["a"]), np.float32)
     with pytest.raises(TypeError, match="not a valid JAX array type"):
         dtypes.dtype(np.array([object()]))
     with pytest.raises(TypeError):
-        dtypes.result_type(object())
+        promotion.result_type(object())
 
 
 def test_float0_only_promotes_with_itself():
-    assert dtypes.result_type(dtypes.float0, dtypes.float0) == dtypes.float0
+    assert promotion.result_type(dtypes.float0, dtypes.float0) == dtypes.float0
     with pytest.raises(dtypes.TypePromotionError):
-        dtypes.result_type(dtypes.float0, np.float32)
+        promotion.result_type(dtypes.float0, np.float32)
 
 
 def test_result_type_cache_is_sound(x32):
     # A fresh non-native-order dtype must not hit an entry cached for the native one.
-    assert dtypes.result_type(np.float32, np.float32) == dtypes.float32
+    assert promotion.result_type(np.float32, np.float32) == dtypes.float32
     with pytest.raises(TypeError):
-        dtypes.result_type(np.dtype(">f4"), np.float32)
+        promotion.result_type(np.dtype(">f4"), np.float32)
     big = np.zeros(2, dtype=">i4")
     with pytest.raises(TypeError):
-        dtypes.result_type(big, big)
+        promotion.result_type(big, big)
 
 
 def test_promote_types_is_the_raw_lattice():
-    assert dtypes.promote_types(np.int8, np.uint8) == dtypes.int16
-    assert dtypes.promote_types(np.int64, np.uint64) == dtypes.float64  # no canonicalization
-    assert dtypes.promote_types(dtypes.bfloat16, np.float16) == dtypes.float32
-    assert dtypes.promote_types(int, np.uint8) == dtypes.uint8
-    assert dtypes.promote_types(float, int) == dtypes.float64
-    assert dtypes.promote_types("bfloat16", "int32") == dtypes.bfloat16
-    assert dtypes.promote_types(np.bool_, np.bool_) == dtypes.bool_
+    assert promotion.promote_types(np.int8, np.uint8) == dtypes.int16
+    assert promotion.promote_types(np.int64, np.uint64) == dtypes.float64  # no canonicalization
+    assert promotion.promote_types(dtypes.bfloat16, np.float16) == dtypes.float32
+    assert promotion.promote_types(int, np.uint8) == dtypes.uint8
+    assert promotion.promote_types(float, int) == dtypes.float64
+    assert promotion.promote_types("bfloat16", "int32") == dtypes.bfloat16
+    assert promotion.promote_types(np.bool_, np.bool_) == dtypes.bool_
 
 
 def test_canonicalize_dtype(x32):
@@ -436,7 +445,9 @@ def test_public_module_reexports():
 
             assert public_dtypes.prng_key is prng_key
             continue
-        assert getattr(public_dtypes, name) is getattr(dtypes, name)
+        assert getattr(public_dtypes, name) is getattr(
+            promotion if name in promotion.__all__ else dtypes, name
+        )
     assert public_dtypes.bfloat16 is dtypes.bfloat16
 
 
@@ -444,10 +455,10 @@ def test_config_listener_resets_defaults():
     old = config.enable_x64
     try:
         config.update("jax_enable_x64", True)
-        assert dtypes.result_type(1.0) == dtypes.float64
+        assert promotion.result_type(1.0) == dtypes.float64
         assert dtypes.canonicalize_dtype(np.int64) == dtypes.int64
         config.update("jax_enable_x64", False)
-        assert dtypes.result_type(1.0) == dtypes.float32
+        assert promotion.result_type(1.0) == dtypes.float32
         assert dtypes.canonicalize_dtype(np.int64) == dtypes.int32
     finally:
         config.update("jax_enable_x64", old)

@@ -16,8 +16,9 @@ from morphax._src.config import config
 from morphax._src.core import pytree
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import AxisData
-from morphax._src.core.dtypes import is_python_scalar, result_type
+from morphax._src.core.dtypes import is_python_scalar
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr
+from morphax._src.core.promotion import result_type
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import is_concrete_array, make_array
 from morphax._src.higher_order.scan import scan_p

@@ -20,6 +20,7 @@ from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, jaxpr_a
 from morphax._src.core.loop_form import LoopForm
 from morphax._src.core.memo import memoized
 from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.core.promotion import result_type
 from morphax._src.core.values import make_array
 from morphax._src.errors import ConcretizationTypeError
 from morphax._src.higher_order.host_eval import body_runner, host_rules, run_as_program
@@ -204,7 +205,7 @@ def _promote_weak_inputs(vals, in_avals, out_avals):
     vals = list(vals)
     for i, (a, b) in enumerate(zip(in_avals, out_avals)):
         if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
-            vals[i] = lax.convert_element_type(vals[i], _dtypes.result_type(a, b))
+            vals[i] = lax.convert_element_type(vals[i], result_type(a, b))
             changed = True
     return vals, changed
 

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
+from morphax._src.core.promotion import result_type
 from morphax._src.numpy import creation, products, reductions, ufuncs, util
 from morphax._src.prims import lax_api as L
 
@@ -127,7 +127,7 @@ def _normalized(weights):
 
 def _weight_matrix(input_size, output_size, scale, translation, kernel, antialias, edge_padding, radius):
     """(input_size, output_size) weights: column j resamples output pixel j."""
-    dtype = _dtypes.result_type(scale, translation)
+    dtype = result_type(scale, translation)
     inv_scale = ufuncs.true_divide(1.0, scale)
     kernel_scale = ufuncs.maximum(inv_scale, 1.0) if antialias else 1.0
     out_pos = creation.arange(output_size, dtype=dtype)

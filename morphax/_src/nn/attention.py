@@ -14,6 +14,7 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
+from morphax._src.core.promotion import promote_types
 from morphax._src.nn.functions import softmax
 from morphax._src.numpy import creation, manipulation, products, reductions, ufuncs, util
 from morphax._src.prims import lax_api as L
@@ -143,7 +144,7 @@ def dot_product_attention(
     scale = 1.0 / np.sqrt(H) if scale is None else scale
 
     dtype = get_aval(k).dtype
-    logits_dtype = _dtypes.promote_types(get_aval(q).dtype, np.float32)
+    logits_dtype = promote_types(get_aval(q).dtype, np.float32)
     q = manipulation.reshape(q, (B, T, K, G, H))
     logits = products.einsum("BTKGH,BSKH->BKGTS", q, k, preferred_element_type=logits_dtype)
     logits = ufuncs.multiply(logits, util.convert_element_type(scale, logits_dtype, False))

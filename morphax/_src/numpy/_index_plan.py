@@ -11,6 +11,7 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
+from morphax._src.core.promotion import result_type
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.errors import NonConcreteBooleanIndexError
@@ -101,7 +102,7 @@ def _stack_sequence(seq):
     leaves = [_stack_sequence(x) if isinstance(x, (list, tuple)) else util.asarray_like(x) for x in seq]
     if not leaves:
         return np.zeros((0,), _index_dtype())
-    dtype = _dtypes.result_type(*leaves)
+    dtype = result_type(*leaves)
     parts = []
     for leaf in leaves:
         leaf = util.convert_element_type(leaf, dtype)

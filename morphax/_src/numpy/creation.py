@@ -15,6 +15,7 @@ import numpy as np
 from morphax._src import errors
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
+from morphax._src.core.promotion import result_type
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.numpy import ufuncs, util
@@ -196,7 +197,7 @@ def _array_from_sequence(obj, dt, fun_name):
         converted.append(leaf)
     if dt is None:
         # Python scalars are weak here, so [np.float16(1), 2.0] stays float16 as in JAX.
-        dt = _dtypes.result_type(*converted) if converted else _dtypes.default_float_dtype()
+        dt = result_type(*converted) if converted else _dtypes.default_float_dtype()
     if not any(_is_leaf_array(x) for x in converted):
         try:
             host = np.array(obj, dtype=dt)
@@ -295,7 +296,7 @@ def full(shape, fill_value, dtype=None, *, device=None):
     if np.ndim(fill_value) == 0:
         shape = canonicalize_shape(shape, "full")
         weak = dt is None and _dtypes.is_weakly_typed(fill_value)
-        return _on(_fill(shape, fill_value, dt or _dtypes.result_type(fill_value), weak), device)
+        return _on(_fill(shape, fill_value, dt or result_type(fill_value), weak), device)
     return _on(broadcast_to(asarray(fill_value, dtype=dt), shape), device)
 
 
@@ -322,7 +323,7 @@ def _like(fun_name, a, fill_value, dtype, shape):
         util.check_arraylike(fun_name, a)
         # The result is weak only if it takes its dtype from a weakly typed `a`.
         weak = dt is None and _dtypes.is_weakly_typed(a)
-        dt = dt or _dtypes.result_type(a)
+        dt = dt or result_type(a)
         shape = np.shape(a) if shape is None else canonicalize_shape(shape, fun_name)
     if np.ndim(fill_value) != 0:
         return broadcast_to(asarray(fill_value, dtype=dt), shape)
@@ -396,7 +397,7 @@ def _arange(start, stop, step, dtype):
         if val is not None and np.ndim(val) != 0:
             raise ValueError(f"arange: arguments must be scalars; got {name}={val}")
     if dtype is None:
-        dt = _dtypes.result_type(start, *(x for x in (stop, step) if x is not None))
+        dt = result_type(start, *(x for x in (stop, step) if x is not None))
     else:
         dt = _dtypes.canonicalize_dtype(_dtypes.dtype(dtype))
     if only_stop:
@@ -418,7 +419,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative.")
     util.check_arraylike("linspace", start, stop)
-    dt = _user_dtype(dtype, "linspace") or _dtypes.to_inexact_dtype(_dtypes.result_type(start, stop))
+    dt = _user_dtype(dtype, "linspace") or _dtypes.to_inexact_dtype(result_type(start, stop))
     work = _dtypes.to_inexact_dtype(dt)
     start, stop = asarray(start, dtype=work), asarray(stop, dtype=work)
     bshape = tuple(np.broadcast_shapes(get_aval(start).shape, get_aval(stop).shape))
@@ -455,7 +456,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """``base ** linspace(start, stop)``."""
-    dt = _user_dtype(dtype, "logspace") or _dtypes.to_inexact_dtype(_dtypes.result_type(start, stop))
+    dt = _user_dtype(dtype, "logspace") or _dtypes.to_inexact_dtype(result_type(start, stop))
     work = _dtypes.to_inexact_dtype(dt)
     exps = linspace(start, stop, num, endpoint=endpoint, dtype=work, axis=axis)
     return util.convert_element_type(ufuncs.power(util.convert_element_type(base, work), exps), dt, False)
@@ -464,7 +465,7 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     """Samples evenly spaced on a log scale between `start` and `stop` (same sign, nonzero)."""
     util.check_arraylike("geomspace", start, stop)
-    dt = _user_dtype(dtype, "geomspace") or _dtypes.to_inexact_dtype(_dtypes.result_type(start, stop))
+    dt = _user_dtype(dtype, "geomspace") or _dtypes.to_inexact_dtype(result_type(start, stop))
     work = _dtypes.to_inexact_dtype(dt)
     start, stop = asarray(start, dtype=work), asarray(stop, dtype=work)
     sign = ufuncs.sign(start)
