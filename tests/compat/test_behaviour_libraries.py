@@ -141,3 +141,15 @@ def test_key_array_around_a_placeholder_is_not_an_array():
     key = morphax.random.key(0)
     shell = morphax.tree_util.tree_map(lambda _: None, key)
     assert isinstance(key, morphax.Array) and not isinstance(shell, morphax.Array)
+
+
+def test_linear_transpose_takes_types_for_primals():
+    # JAX uses only the primals' shapes and dtypes (equinox passes ShapedArrays).
+    f = lambda x: 2 * x  # noqa: E731
+    for primal in (
+        core.ShapedArray((3,), np.float32),
+        morphax.ShapeDtypeStruct((3,), jnp.float32),
+        jnp.zeros(3),
+    ):
+        (ct,) = morphax.linear_transpose(f, primal)(jnp.ones(3))
+        np.testing.assert_array_equal(np.asarray(ct), [2.0, 2.0, 2.0])

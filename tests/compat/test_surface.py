@@ -591,3 +591,24 @@ def test_equation_effects():
     callback_eqn, mul_eqn = closed.eqns
     assert callback_eqn.effects and mul_eqn.effects == set()
     assert mul_eqn.replace(effects=set()).params == mul_eqn.params
+
+
+def test_rules_receive_tuples_as_in_jax():
+    seen = {}
+    p = Primitive("test_surface_tuples")
+    p.def_impl(lambda x: x)
+    p.def_abstract_eval(lambda x: x)
+
+    def jvp(primals, tangents):
+        seen["jvp"] = (type(primals), type(tangents))
+        return p.bind(*primals), tangents[0]
+
+    def batch(vals, dims):
+        seen["batch"] = (type(vals), type(dims))
+        return p.bind(*vals), dims[0]
+
+    ad.primitive_jvps[p] = jvp
+    batching.primitive_batchers[p] = batch
+    morphax.jvp(p.bind, (1.0,), (1.0,))
+    morphax.vmap(p.bind)(jnp.ones(2))
+    assert seen == {"jvp": (tuple, tuple), "batch": (tuple, tuple)}

@@ -512,9 +512,10 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
 
 
 def linear_transpose(fun, *primals, reduce_axes=()):
-    """Transpose of a function promised to be linear, at the types of `primals`."""
+    """Transpose of a function promised to be linear, at the types of `primals` (arrays, or
+    anything with a shape and dtype: only those are used, as in JAX)."""
     p_leaves, p_tree = pytree.tree_flatten(primals)
-    in_avals = [get_aval(p) for p in p_leaves]
+    in_avals = [_primal_aval(p) for p in p_leaves]
     for a in in_avals:
         if not _dtypes.is_inexact(a.dtype):
             raise TypeError(
@@ -537,6 +538,22 @@ def linear_transpose(fun, *primals, reduce_axes=()):
         return pytree.tree_unflatten(p_tree, dense)
 
     return transposed
+
+
+def _primal_aval(p) -> ShapedArray:
+    """The type of a `linear_transpose` primal: an aval or ShapeDtypeStruct stands for itself."""
+    if isinstance(p, ShapedArray):
+        return p
+    if (
+        not hasattr(p, "aval")
+        and hasattr(p, "shape")
+        and hasattr(p, "dtype")
+        and not isinstance(p, np.ndarray)
+    ):
+        return ShapedArray(
+            tuple(p.shape), _dtypes.canonicalize_dtype(p.dtype), bool(getattr(p, "weak_type", False))
+        )
+    return get_aval(p)
 
 
 # ------------------------------------------------------------------- custom_gradient, closure_convert

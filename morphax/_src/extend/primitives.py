@@ -298,7 +298,7 @@ def _adapt_jvp(prim, rule):
     """JAX's JVP convention is morphax's; the outputs are normalised (lists, Zero for None)."""
 
     def jvp(primals, tangents, **params):
-        out, out_t = rule(primals, tangents, **params)
+        out, out_t = rule(tuple(primals), tuple(tangents), **params)  # tuples, as JAX passes them
         if not prim.multiple_results:
             return out, _tangent_or_zero(out, out_t)
         out = list(out)
@@ -322,10 +322,11 @@ def _adapt_transpose(prim, rule):
 
 
 def _adapt_batcher(prim, rule):
-    """`rule(vals, dims, **params) -> (out, out_dims)`: JAX's `primitive_batchers`."""
+    """`rule(vals, dims, **params) -> (out, out_dims)`: JAX's `primitive_batchers` (operands and
+    their batch dims come as tuples, as JAX passes them)."""
 
     def batch(vals, dims, *, axis_data, **params):
-        return _batched_result(prim, rule(list(vals), list(dims), **params))
+        return _batched_result(prim, rule(tuple(vals), tuple(dims), **params))
 
     return batch
 
@@ -335,7 +336,7 @@ def _adapt_axis_batcher(prim, rule):
 
     def batch(vals, dims, *, axis_data, **params):
         return _batched_result(
-            prim, rule(axis_data.size, axis_data.name, None, list(vals), list(dims), **params)
+            prim, rule(axis_data.size, axis_data.name, None, tuple(vals), tuple(dims), **params)
         )
 
     return batch
@@ -345,7 +346,7 @@ def _adapt_fancy_batcher(prim, rule):
     """`rule(axis_data, vals, dims, **params)`: `fancy_primitive_batchers`."""
 
     def batch(vals, dims, *, axis_data, **params):
-        return _batched_result(prim, rule(axis_data, list(vals), list(dims), **params))
+        return _batched_result(prim, rule(axis_data, tuple(vals), tuple(dims), **params))
 
     return batch
 
