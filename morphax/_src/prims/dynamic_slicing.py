@@ -271,7 +271,8 @@ def _dynamic_slice_batch(vals, dims, *, axis_data, slice_sizes):
             operand_batching_dims=(dx,),
             start_indices_batching_dims=(0,),
         )
-        sizes, out_dim = _insert_axis(slice_sizes, dx, 1), dx
+        # The batching axis takes one element per batch entry: none when the batch is empty (JAX).
+        sizes, out_dim = _insert_axis(slice_sizes, dx, min(1, size)), dx
     out = gather_p.bind(
         x,
         starts,

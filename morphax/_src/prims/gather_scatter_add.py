@@ -335,7 +335,8 @@ def _gather_batch(vals, dims, *, axis_data, dimension_numbers, slice_sizes, **pa
         operand_batching_dims=obd,
         start_indices_batching_dims=sib,
     )
-    new_sizes = tuple(slice_sizes[:d_op]) + (1,) + tuple(slice_sizes[d_op:])
+    # The paired batching axis takes one element per batch entry: none when the batch is empty.
+    new_sizes = tuple(slice_sizes[:d_op]) + (min(1, size),) + tuple(slice_sizes[d_op:])
     out = gather_p.bind(operand, indices, dimension_numbers=new_dn, slice_sizes=new_sizes, **params)
     return out, q
 
