@@ -153,3 +153,15 @@ def test_linear_transpose_takes_types_for_primals():
     ):
         (ct,) = morphax.linear_transpose(f, primal)(jnp.ones(3))
         np.testing.assert_array_equal(np.asarray(ct), [2.0, 2.0, 2.0])
+
+
+def test_aux_data_may_hold_non_arrays():
+    # JAX 0.10: ((1.0, 'hi'), 2.0); equinox's filter_value_and_grad returns strings in aux.
+    (value, aux), grad = morphax.value_and_grad(lambda x: (x**2, "hi"), has_aux=True)(1.0)
+    assert (float(value), aux, float(grad)) == (1.0, "hi", 2.0)
+    grad, aux = morphax.grad(lambda x: (x**2, {"a": "hi", "b": x}), has_aux=True)(3.0)
+    assert float(grad) == 6.0 and aux["a"] == "hi" and float(aux["b"]) == 3.0
+    _, _, aux = morphax.jvp(lambda x: (x * 2, ["s", x]), (1.0,), (1.0,), has_aux=True)
+    assert aux[0] == "s" and float(aux[1]) == 1.0
+    _, _, aux = morphax.vjp(lambda x: (x * 2, None), 1.0, has_aux=True)
+    assert aux is None

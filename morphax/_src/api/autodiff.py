@@ -17,7 +17,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, instantiate, is_zero, tangent_aval, tangent_dtype, zeros_like_aval
-from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.avals import ShapedArray, get_aval, is_valid_value
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 from morphax._src.core.values import make_array
 from morphax._src.transforms import ad
@@ -45,12 +45,23 @@ def _flat_fun(fun, in_tree, has_aux, store):
             out_leaves, out_tree = pytree.tree_flatten(out)
             aux_leaves, aux_tree = pytree.tree_flatten(aux)
             store["out_tree"], store["aux_tree"], store["n_out"] = out_tree, aux_tree, len(out_leaves)
-            return list(out_leaves) + list(aux_leaves)
+            # Aux leaves that are not arrays (strings, objects) come back as they are, as in JAX;
+            # only the array ones travel through the transformation.
+            store["aux_static"] = [None if is_valid_value(x) else x for x in aux_leaves]
+            store["aux_is_array"] = [is_valid_value(x) for x in aux_leaves]
+            return list(out_leaves) + [x for x in aux_leaves if is_valid_value(x)]
         out_leaves, out_tree = pytree.tree_flatten(out)
         store["out_tree"], store["n_out"] = out_tree, len(out_leaves)
         return out_leaves
 
     return flat
+
+
+def _aux_out(store, array_leaves):
+    """The aux output: its array leaves (as transformed) and its other leaves (as returned)."""
+    it = iter(array_leaves)
+    leaves = [next(it) if a else x for a, x in zip(store["aux_is_array"], store["aux_static"])]
+    return pytree.tree_unflatten(store["aux_tree"], leaves)
 
 
 def _check_outputs_are_arrays(fun, leaves):
@@ -111,7 +122,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     primals_out = pytree.tree_unflatten(store["out_tree"], out_p[:n])
     tangents_out = pytree.tree_unflatten(store["out_tree"], [instantiate(t) for t in out_t[:n]])
     if has_aux:
-        return primals_out, tangents_out, pytree.tree_unflatten(store["aux_tree"], out_p[n:])
+        return primals_out, tangents_out, _aux_out(store, out_p[n:])
     return primals_out, tangents_out
 
 
@@ -158,7 +169,7 @@ def linearize(fun, *primals, has_aux=False):
     f_jvp.jaxpr = lin.jaxpr
     primals_out = pytree.tree_unflatten(out_tree, out_p[:n])
     if has_aux:
-        return primals_out, f_jvp, pytree.tree_unflatten(store["aux_tree"], out_p[n:])
+        return primals_out, f_jvp, _aux_out(store, out_p[n:])
     return primals_out, f_jvp
 
 
@@ -191,7 +202,7 @@ def vjp(fun, *primals, has_aux=False):
     vjp_fun = VJP.of(lin, p_tree, store["out_tree"], [get_aval(o) for o in out_p[:n]], name)
     primals_out = pytree.tree_unflatten(store["out_tree"], out_p[:n])
     if has_aux:
-        return primals_out, vjp_fun, pytree.tree_unflatten(store["aux_tree"], out_p[n:])
+        return primals_out, vjp_fun, _aux_out(store, out_p[n:])
     return primals_out, vjp_fun
 
 
