@@ -86,6 +86,12 @@ class custom_jvp:
         self.jvp = None
         self.symbolic_zeros = False
 
+    def __getattr__(self, name):
+        # A rule setter of the wrapped function (a custom_vmap's def_vmap) shows through, as in JAX.
+        if name.startswith("def") and "fun" in self.__dict__:
+            return getattr(self.fun, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def defjvp(self, jvp, symbolic_zeros=False):
         self.jvp = jvp
         self.symbolic_zeros = symbolic_zeros
@@ -294,6 +300,12 @@ class custom_vjp:
         self.fwd = None
         self.bwd = None
         self.symbolic_zeros = False
+
+    def __getattr__(self, name):
+        # A rule setter of the wrapped function (a custom_vmap's def_vmap) shows through, as in JAX.
+        if name.startswith("def") and "fun" in self.__dict__:
+            return getattr(self.fun, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
         self.fwd = fwd
