@@ -612,3 +612,9 @@ def test_rules_receive_tuples_as_in_jax():
     morphax.jvp(p.bind, (1.0,), (1.0,))
     morphax.vmap(p.bind)(jnp.ones(2))
     assert seen == {"jvp": (tuple, tuple), "batch": (tuple, tuple)}
+
+
+def test_lib_reports_the_jax_api_version():
+    import morphax.lib
+
+    assert morphax.lib.__version__ == "0.10.2"  # jax.lib.__version__ under JAX 0.10.2
