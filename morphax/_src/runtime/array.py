@@ -151,6 +151,16 @@ class Array(metaclass=_ArrayMeta):
             events.complete(f"to host {_describe(value)}", "transfer", start)
         return out
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The array's value as a DLPack capsule (the protocol of `np.from_dlpack`, torch's
+        `from_dlpack`). NB: exported from a host copy (JAX shares the device buffer); morphax's
+        buffers are read-only, which DLPack before 1.0 cannot signal."""
+        host = np.array(self._value, copy=True)
+        return host.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        return (1, 0)  # (kDLCPU, device 0): morphax's buffers live in host memory
+
     def _scalar(self, fn, name):
         if self.size != 1:
             raise TypeError(
