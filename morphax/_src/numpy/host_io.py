@@ -89,9 +89,24 @@ def fromstring(string, dtype=float, count: int = -1, *, sep: str):
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
-    """An array from an object exporting the DLPack protocol (via NumPy)."""
-    del device
-    return creation.asarray(np.from_dlpack(x), copy=copy)
+    """An array from an object exporting the DLPack protocol (`__dlpack__` and
+    `__dlpack_device__`: a NumPy array, a torch tensor, a morphax Array), read through NumPy.
+    The dtype is canonicalized as `asarray` does (float64 becomes float32 unless x64 is on).
+    NB: the data is always copied into a morphax buffer (JAX shares the exporter's memory
+    where it can), so ``copy`` only decides what the exporter is asked for; strided exports
+    are accepted (JAX rejects them)."""
+    if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
+        raise TypeError(
+            f"from_dlpack: the array passed to from_dlpack must have __dlpack__ and __dlpack_device__ "
+            f"methods; got {type(x).__name__}. Use jnp.asarray for other array-likes."
+        )
+    if copy is not None and not isinstance(copy, bool):
+        raise TypeError(f"from_dlpack: copy must be None, True or False, got {copy!r}")
+    try:
+        host = np.from_dlpack(x, copy=copy)
+    except BufferError as err:
+        raise BufferError(f"from_dlpack: NumPy cannot import this {type(x).__name__} ({err}).") from err
+    return creation.asarray(host, device=device)
 
 
 ComplexWarning = np.exceptions.ComplexWarning
