@@ -270,7 +270,7 @@ __all__ = [
 
 # Submodules JAX makes attributes of the package (`jax.scipy.special.erf` after `import jax`),
 # imported on first access so that `import morphax` stays cheap.
-_LAZY_SUBMODULES = ("scipy", "experimental")
+_LAZY_SUBMODULES = ("scipy", "experimental", "custom_batching", "dlpack", "ref", "version")
 
 
 def __getattr__(name):
