@@ -165,3 +165,16 @@ def test_aux_data_may_hold_non_arrays():
     assert aux[0] == "s" and float(aux[1]) == 1.0
     _, _, aux = morphax.vjp(lambda x: (x * 2, None), 1.0, has_aux=True)
     assert aux is None
+
+
+def test_custom_jvp_rule_may_return_the_symbolic_zeros_it_got():
+    # With symbolic_zeros=True a rule may pass a SymbolicZero tangent through (equinox's while
+    # loops do); JAX treats it as a zero tangent.
+    @morphax.custom_jvp
+    def f(x, y):
+        return x * 2, y
+
+    f.defjvp(lambda p, t: (f(*p), (t[0] * 2, t[1])), symbolic_zeros=True)
+    _, (tx, ty) = morphax.jvp(lambda x: f(x, 3.0), (1.0,), (1.0,))
+    assert float(tx) == 2.0 and float(ty) == 0.0
+    assert float(morphax.jit(morphax.grad(lambda x: sum(f(x, 3.0))))(1.0)) == 2.0

@@ -171,8 +171,10 @@ class custom_jvp:
                     f"equal container structure, got {p_tree} and {t_tree}."
                 )
             out_tree_box.append(p_tree)
+            # None, or a SymbolicZero handed back to us (JAX accepts both), is a zero tangent.
             t_leaves = [
-                Zero(tangent_aval(get_aval(p))) if t is None else t for p, t in zip(p_leaves, t_leaves)
+                Zero(tangent_aval(get_aval(p))) if t is None or isinstance(t, SymbolicZero) else t
+                for p, t in zip(p_leaves, t_leaves)
             ]
             for p, t in zip(p_leaves, t_leaves):
                 if not is_zero(t) and get_aval(t).shape != get_aval(p).shape:
