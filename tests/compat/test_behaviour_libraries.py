@@ -178,3 +178,15 @@ def test_custom_jvp_rule_may_return_the_symbolic_zeros_it_got():
     _, (tx, ty) = morphax.jvp(lambda x: f(x, 3.0), (1.0,), (1.0,))
     assert float(tx) == 2.0 and float(ty) == 0.0
     assert float(morphax.jit(morphax.grad(lambda x: sum(f(x, 3.0))))(1.0)) == 2.0
+
+
+def test_reduce_window_max_over_integers_from_minus_infinity():
+    # equinox's MaxPool starts a max from -inf also for integer inputs; JAX 0.10 gives [[1 3 5]]
+    # and [[1 3 5]] (padded) here: -inf is the max's identity, not a value to fold in.
+    x = jnp.arange(6).reshape(1, 6)
+    got = morphax.lax.reduce_window(x, -np.inf, morphax.lax.max, (1, 2), (1, 2), "VALID")
+    assert got.dtype == x.dtype and np.asarray(got).tolist() == [[1, 3, 5]]
+    got = morphax.lax.reduce_window(x, float("-inf"), morphax.lax.max, (1, 3), (1, 2), ((0, 0), (1, 1)))
+    assert np.asarray(got).tolist() == [[1, 3, 5]]
+    got = morphax.lax.reduce_window(x, 100, morphax.lax.min, (1, 2), (1, 2), "VALID")
+    assert np.asarray(got).tolist() == [[0, 2, 4]]

@@ -511,9 +511,12 @@ def _is_identity(init, kind, dtype) -> bool:
         return False
     if v.shape:
         return False
-    ident = _identity(kind, dtype)
+    # JAX recognises the monoid by the init value's own type too: -inf starts a max over integers
+    # (equinox's MaxPool does this), so the init is not folded in (it does not fit the dtype).
     with np.errstate(all="ignore"):
-        return bool(v == ident)
+        if v.dtype.kind in "biufc" and bool(v == _identity(kind, v.dtype)):
+            return True
+        return bool(v == _identity(kind, dtype))
 
 
 def reduce_window(
