@@ -285,3 +285,34 @@ def test_errors():
 
     with pytest.raises(ValueError, match="closes over a value that is batched"):
         morphax.vmap(closes_over_batched)(jnp.arange(3.0))
+
+
+def test_jacfwd_and_mixed_batching_under_jvp():
+    seen = []
+
+    @custom_vmap
+    def f(x, y):
+        return jnp.sin(x) * y
+
+    @f.def_vmap
+    def rule(axis_size, in_batched, x, y):
+        seen.append(list(in_batched))
+        return jnp.sin(x) * y, any(in_batched)  # honest: batched iff an input is
+
+    xs = np.arange(3.0, dtype=np.float32)
+    # jacfwd: only the tangents carry the axis, so the rule runs on unbatched primals (as in JAX)
+    np.testing.assert_allclose(morphax.jacfwd(f)(xs, 2.0), np.diag(2 * np.cos(xs)), rtol=1e-6, atol=1e-7)
+    assert seen[-1] == [False, False]
+    # x's primal and tangent batched, y's primal only. NB: JAX returns (3, 3) outputs here; the
+    # rule sees both batched and the outputs are right.
+    ys = xs + 1
+    p, t = morphax.vmap(lambda x, tx, y: morphax.jvp(f, (x, y), (tx, 0.0)))(xs, xs, ys)
+    assert p.shape == t.shape == (3,)
+    assert seen[-1] == [True, True]
+    np.testing.assert_allclose(p, np.sin(xs) * ys, rtol=1e-6)
+    np.testing.assert_allclose(t, np.cos(xs) * xs * ys, rtol=1e-5, atol=1e-6)
+
+    # A rule that calls everything batched fails jacfwd in JAX too; here the error names it.
+    f.def_vmap(lambda n, b, x, y: (jnp.sin(x) * y, True))
+    with pytest.raises(ValueError, match=r"custom vmap rule \(<lambda>\), called by the JVP"):
+        morphax.jacfwd(f)(xs, 2.0)

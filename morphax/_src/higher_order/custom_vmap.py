@@ -21,7 +21,7 @@ from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import instantiate
 from morphax._src.core.avals import get_aval
-from morphax._src.core.batch_axes import AxisData, moveaxis
+from morphax._src.core.batch_axes import AxisData, bdim_to_front, moveaxis
 from morphax._src.core.dtypes import is_python_scalar
 from morphax._src.core.jaxpr import ClosedJaxpr
 from morphax._src.core.primitive import Kind, Primitive
@@ -185,24 +185,38 @@ def _vmap_with_out_dims(flat_fun, axis_size, in_dims, vals):
 
 
 def _jvp_rule(rule, n_in, n_out, in_tree, out_tree, out_avals):
-    """The batching rule of the JVP equation, from the user's rule: the rule batches along the
-    axis both a primal and its tangent carry; an axis only one of them carries is handled by an
-    ordinary vmap of the rule's JVP (JAX's construction)."""
+    """The batching rule of the JVP equation, from the user's rule (JAX's construction): the rule
+    batches along the axis both a primal and its tangent carry; an axis only one of them carries
+    (a constant tangent, jacfwd's basis) is handled by an ordinary vmap of the rule's JVP."""
 
     def jvp_of_rule(axis_size, in_batched, all_args):
         ps_batched, ts_batched = in_batched
         flat_pb, flat_tb = pytree.tree_leaves(ps_batched), pytree.tree_leaves(ts_batched)
         primals, tangents = all_args
         flat_p, flat_t = pytree.tree_leaves(primals), pytree.tree_leaves(tangents)
+        if any(pb and tb for pb, tb in zip(flat_pb, flat_tb)) and any(
+            pb != tb for pb, tb in zip(flat_pb, flat_tb)
+        ):
+            # NB: JAX vmaps the rule's JVP over the one-sided axes here too, and the outputs
+            # come back with two batch axes (the rule's and the vmap's are the same axis). The
+            # unbatched partners are broadcast instead, so the rule batches the whole axis.
+            flat_p = [
+                p if pb or not tb else bdim_to_front(p, None, axis_size)
+                for p, pb, tb in zip(flat_p, flat_pb, flat_tb)
+            ]
+            flat_t = [
+                t if tb or not pb else bdim_to_front(t, None, axis_size)
+                for t, pb, tb in zip(flat_t, flat_pb, flat_tb)
+            ]
+            flat_pb = flat_tb = [pb or tb for pb, tb in zip(flat_pb, flat_tb)]
         mutual = [pb and tb for pb, tb in zip(flat_pb, flat_tb)]
         extra_p = [0 if pb and not tb else None for pb, tb in zip(flat_pb, flat_tb)]
         extra_t = [0 if tb and not pb else None for pb, tb in zip(flat_pb, flat_tb)]
         out_mutual = []
 
         def rule_fun(*xs):
-            # Inside the vmap over the axes only a primal or only its tangent carries, a rule
-            # may call an output batched that carries no axis yet (all its inputs unbatched);
-            # the vmap adds the axis, so shapes are not checked here.
+            # Inside the vmap over the one-sided axes a value's shape does not show whether it
+            # carries the batch axis: shapes are checked below, on the way out.
             outs, batched = _call_rule(
                 rule, axis_size, mutual, list(xs), in_tree, out_tree, out_avals, check_shapes=False
             )
@@ -217,6 +231,17 @@ def _jvp_rule(rule, n_in, n_out, in_tree, out_tree, out_avals):
         outs = [o if d is None else moveaxis(o, d, 0) for o, d in zip(outs, out_dims)]
         mutual_out = out_mutual[-1]
         out_batched = [m or d is not None for m, d in zip(mutual_out + mutual_out, out_dims)]
+        for i, (o, b, a) in enumerate(zip(outs, out_batched, list(out_avals) * 2)):
+            want = (axis_size, *a.shape) if b else tuple(a.shape)
+            if tuple(get_aval(o).shape) != want:
+                raise ValueError(
+                    f"custom vmap rule ({_rule_name(rule)}), called by the JVP of its function under "
+                    f"vmap with in_batched {mutual}, marked output {i % n_out} "
+                    f"{'batched' if mutual_out[i % n_out] else 'unbatched'} but returned shape "
+                    f"{tuple(get_aval(o).shape)} where the function's output has shape {tuple(a.shape)} "
+                    f"(batch size {axis_size}). A rule must mark unbatched the outputs it computes from "
+                    "unbatched arguments only."
+                )
         both = pytree.treedef_tuple((out_tree, out_tree))
         return pytree.tree_unflatten(both, outs), pytree.tree_unflatten(both, out_batched)
 
