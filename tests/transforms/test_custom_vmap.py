@@ -316,3 +316,18 @@ def test_jacfwd_and_mixed_batching_under_jvp():
     f.def_vmap(lambda n, b, x, y: (jnp.sin(x) * y, True))
     with pytest.raises(ValueError, match=r"custom vmap rule \(<lambda>\), called by the JVP"):
         morphax.jacfwd(f)(xs, 2.0)
+
+
+def test_custom_jvp_inside_keeps_its_rule_and_def_attributes_forward():
+    @custom_vmap
+    @morphax.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+
+    f.defjvp(lambda p, t: (f(p[0]), t[0] * 100.0))  # reaches the custom_jvp inside
+    f.def_vmap(lambda n, b, x: (x + 1.0, True))
+    _, t = morphax.jvp(f, (1.0,), (1.0,))
+    np.testing.assert_allclose(t, 100.0)
+    np.testing.assert_allclose(morphax.vmap(f)(jnp.ones(2)), [2.0, 2.0])
+    with pytest.raises(AttributeError, match="'custom_vmap' object has no attribute 'foo'"):
+        f.foo  # noqa: B018

@@ -296,12 +296,14 @@ class custom_vmap:
         self.vmap_rule = None
 
     def __getattr__(self, name):
-        # Attributes of the wrapped function (a custom_vjp inside, a method's owner) show through.
-        if name in ("fun", "vmap_rule"):
-            raise AttributeError(name)
-        return getattr(self.fun, name)
+        # A rule setter of the wrapped function (a custom_jvp's defjvp) shows through, as in JAX.
+        if name.startswith("def") and "fun" in self.__dict__:
+            return getattr(self.fun, name)
+        raise AttributeError(f"'custom_vmap' object has no attribute {name!r}")
 
     def __get__(self, obj, objtype=None):
+        # NB: JAX's custom_vmap does not bind as a method (`obj.f(x)` calls f(x)); this one
+        # binds `obj` like a function would, as morphax's custom_jvp does.
         return self if obj is None else functools.partial(self, obj)
 
     def def_vmap(self, vmap_rule):
