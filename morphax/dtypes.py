@@ -3,6 +3,8 @@
 Thin re-export of ``morphax._src.core.dtypes``; the implementation and its caches live there.
 """
 
+import numpy as np
+
 from morphax._src.core import dtypes as _core_dtypes
 from morphax._src.core.dtypes import ML_DTYPE_NAMES as _ML_DTYPE_NAMES
 from morphax._src.core.dtypes import (
@@ -28,8 +30,10 @@ from morphax._src.random.keys import prng_key  # noqa: E402  (the key dtypes' ca
 
 def __getattr__(name):
     # bfloat16, float8_*, int4... come from ml_dtypes, imported at their first use (not with morphax).
+    # They are the scalar types (`ml_dtypes.bfloat16`), as in JAX, so isinstance(x, dtypes.bfloat16)
+    # works; np.dtype(dtypes.bfloat16) gives the dtype.
     if name in _ML_DTYPE_NAMES:
-        return getattr(_core_dtypes, name)
+        return np.dtype(getattr(_core_dtypes, name)).type
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

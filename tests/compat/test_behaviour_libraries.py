@@ -190,3 +190,12 @@ def test_reduce_window_max_over_integers_from_minus_infinity():
     assert np.asarray(got).tolist() == [[1, 3, 5]]
     got = morphax.lax.reduce_window(x, 100, morphax.lax.min, (1, 2), (1, 2), "VALID")
     assert np.asarray(got).tolist() == [[0, 2, 4]]
+
+
+def test_dtypes_narrow_floats_are_scalar_types():
+    # jax.dtypes.bfloat16 is ml_dtypes' scalar type (equinox's deserialisation isinstance-checks
+    # against it); arrays and dtypes built from it are bfloat16.
+    bf16 = morphax.dtypes.bfloat16
+    assert isinstance(bf16, type) and np.dtype(bf16).name == "bfloat16"
+    assert isinstance(np.array(1.5, bf16)[()], bf16)
+    assert jnp.ones(2, bf16).dtype == np.dtype(bf16)

@@ -445,10 +445,13 @@ def test_public_module_reexports():
 
             assert public_dtypes.prng_key is prng_key
             continue
+        if name in dtypes.ML_DTYPE_NAMES:  # the scalar types (as jax.dtypes.bfloat16 is ml_dtypes')
+            assert getattr(public_dtypes, name) is np.dtype(getattr(dtypes, name)).type
+            continue
         assert getattr(public_dtypes, name) is getattr(
             promotion if name in promotion.__all__ else dtypes, name
         )
-    assert public_dtypes.bfloat16 is dtypes.bfloat16
+    assert public_dtypes.bfloat16 is np.dtype(dtypes.bfloat16).type
 
 
 def test_config_listener_resets_defaults():
