@@ -130,7 +130,7 @@ grad, value_and_grad, jacfwd, jacrev, hessian, linear_transpose, vmap = map(
 )
 jvp, vjp, linearize = map(_boundary, (jvp, vjp, linearize))
 
-from morphax._src.version import __version__  # noqa: E402, F401
+from morphax._src.version import __version__, __version_info__  # noqa: E402, F401
 
 # JAX's `jax.memory` namespace: the memory spaces buffers may live in.
 memory = _SimpleNamespace(Space=MemorySpace)

@@ -14,6 +14,7 @@ import pytest
 import morphax
 import morphax.numpy as jnp
 from morphax import dlpack, ref, version
+from morphax._src.version import version_as_tuple
 
 # ----------------------------------------------------------------------------------- dlpack
 
@@ -168,7 +169,8 @@ def test_version_is_morphaxs_own():
     assert version.__version__ == morphax.__version__
     assert version.__version_info__ == tuple(int(p) for p in morphax.__version__.split("."))
     assert all(type(p) is int for p in version.__version_info__)
-    assert version._version_as_tuple("0.2.0.dev20260101+abc") == (0, 2, 0)
+    assert version_as_tuple("0.2.0.dev20260101+abc") == (0, 2, 0)
+    assert morphax.__version_info__ == version.__version_info__  # as jax.__version_info__
     assert version.JAX_API_VERSION == "0.10.2" and version.JAX_API_VERSION_INFO == (0, 10, 2)
 
 
