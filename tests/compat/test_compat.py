@@ -21,9 +21,12 @@ def _jax_names():
 
 @pytest.fixture
 def hook():
-    """compat installed for one test; afterwards the hook and every jax name are gone again."""
+    """compat installed afresh for one test; afterwards the process is as before (the hook
+    reinstalled if another module's tests had it in place)."""
+    was_installed = compat.is_installed()
+    compat.uninstall()
     if _jax_names():
-        pytest.skip("a jax module is already imported in this process")
+        pytest.skip("a real jax module is imported in this process")
     compat.install()
     try:
         yield compat
@@ -31,6 +34,8 @@ def hook():
         compat.uninstall()
         for name in _jax_names():  # a fake one a test left behind
             del sys.modules[name]
+        if was_installed:
+            compat.install()
 
 
 def test_jax_modules_are_morphax_modules(hook):
@@ -117,16 +122,12 @@ def test_morphax_log_records_reach_the_jax_logger(hook):
     assert [r.getMessage() for r in seen] == ["from morphax"]
 
 
-def test_refuses_when_a_real_jax_is_imported():
-    if _jax_names():
-        pytest.skip("a jax module is already imported in this process")
+def test_refuses_when_a_real_jax_is_imported(hook):
+    compat.uninstall()
     sys.modules["jax"] = types.ModuleType("jax")  # stands in for a real JAX
-    try:
-        with pytest.raises(RuntimeError, match=r"real JAX is already imported.*before anything imports jax"):
-            compat.install()
-        assert not compat.is_installed()
-    finally:
-        del sys.modules["jax"]
+    with pytest.raises(RuntimeError, match=r"real JAX is already imported.*before anything imports jax"):
+        compat.install()
+    assert not compat.is_installed()
 
 
 def test_typing_and_errors_surface():
