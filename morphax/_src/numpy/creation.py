@@ -226,6 +226,10 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):  # noqa: A002 - Nu
     ndmin = concrete_int(ndmin, "array: 'ndmin' argument")
     if guards.active and guards.is_host_value(object):
         guards.host_to_device(object, explicit=False, what="jnp.array")
+    if copy and _is_leaf_array(object):
+        # A new buffer, as JAX's `copy` primitive gives: the result may be donated while the
+        # input is still used (optax copies parameters into optimizer state this way).
+        object = L.copy_p.bind(object)
     return _array(object, dtype, ndmin, "array")
 
 
@@ -235,6 +239,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
         raise NotImplementedError(f"asarray: only order='K' (or 'C') is supported, got order={order!r}")
     if guards.active and guards.is_host_value(a):
         guards.host_to_device(a, explicit=False, what="jnp.asarray")
+    if copy and _is_leaf_array(a):
+        a = L.copy_p.bind(a)  # as `array(copy=True)`
     out = _array(a, dtype, 0, "asarray")
     return out if device is None else _on(out, device)
 
