@@ -97,3 +97,19 @@ def test_mlp_gradients_match_numpy_with_folding():
     want1 = x.T @ ((np.ones((8, 3), np.float32) @ w2.T) * (1 - h**2))
     np.testing.assert_allclose(np.asarray(g2), want2, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(np.asarray(g1), want1, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_folded_result_read_transposed_by_another_matmul(backend):
+    # The transpose of the first matmul's result folds into that matmul (it computes the
+    # transposed result), and the second matmul reads that result: it must read it as computed,
+    # not be pointed back at the untransposed result no equation computes any more (this raised
+    # UnboundLocalError in the generated program; equinox's test_shared.py program).
+    a, z = _operand((12, 12)), _operand((5, 12))
+
+    def f(a, z):
+        t = lax.dot_general(jnp.ones((5, 12)).T, a, (((0,), (0,)), ((), ())))
+        return t.T @ z
+
+    got = morphax.jit(f, backend=backend)(a, z)
+    np.testing.assert_allclose(np.asarray(got), (np.ones((12, 5)).T @ a).T @ z, rtol=1e-5, atol=1e-4)

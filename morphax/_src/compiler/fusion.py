@@ -614,6 +614,9 @@ def _fold_permutations(jaxpr) -> list:
         )
         eqns[i] = None
         producer[id(eqn.outvars[0])] = j
+        # The producer now computes this result itself, so later readers must not be pointed
+        # back at the untransposed value (no equation computes it any more).
+        del permuted[id(eqn.outvars[0])]
     return [e for e in eqns if e is not None]
 
 
