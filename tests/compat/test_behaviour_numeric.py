@@ -398,3 +398,14 @@ def test_int4_scalars_are_created_and_wrap_as_in_jax():
     assert int(jnp.int4(7) + 1) == -8
     with pytest.raises(OverflowError, match="int4"):
         jnp.asarray(9, dtype=jnp.int4)
+
+
+def test_float0_gradients_are_numpy_arrays_as_in_jax():
+    # JAX: the cotangent of an integer input under allow_int is a NumPy array of dtype float0
+    # (== works on it: True), not a device array.
+    g = morphax.grad(lambda x, i: x * 2, argnums=(0, 1), allow_int=True)(1.0, 3)
+    assert isinstance(g[1], np.ndarray) and g[1].dtype == morphax.dtypes.float0
+    assert bool(g[1] == g[1]) and g[1].shape == ()
+    _, pullback = morphax.vjp(lambda i: i * 2.0, jnp.arange(3))
+    (ct,) = pullback(jnp.ones(3))
+    assert isinstance(ct, np.ndarray) and ct.dtype == morphax.dtypes.float0 and ct.shape == (3,)

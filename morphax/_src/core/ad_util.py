@@ -77,7 +77,9 @@ def aval_of(x) -> ShapedArray:
 def zeros_like_aval(aval: ShapedArray):
     """Dense zeros of `aval` (float0 zeros for integer tangents)."""
     if aval.dtype == _dtypes.float0:
-        return make_array(np.zeros(aval.shape, dtype=_dtypes.float0), _dtypes.float0)
+        # A NumPy array, as JAX returns float0 cotangents: no device data, and NumPy's ==, copy
+        # and printing work on it (they have no meaning for a morphax Array of void dtype).
+        return np.zeros(aval.shape, dtype=_dtypes.float0)
     zero = make_array(0, aval.dtype, weak_type=aval.weak_type)
     return structural.broadcast_in_dim(zero, aval.shape, ())
 
