@@ -11,6 +11,9 @@ The top-level `jax` is a module of its own that forwards every attribute to `mor
 report the version of JAX's API morphax implements (`jax.__version__ == "0.10.2"`, read by
 libraries that choose code paths by version) while `morphax.__version__` stays morphax's own.
 
+Under the hook morphax's log records go through the "jax" logger, so the handlers and levels a
+JAX program sets there (for `jax.log_compiles()` output, say) see them.
+
 `python -m morphax run script.py [args]` installs the hook and runs a script (see `__main__.py`).
 """
 
