@@ -15,7 +15,7 @@ from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_jaxp
 from morphax._src.core.trace import Tracer
 from morphax._src.transforms.ad import PartialEvalTrace
 from morphax._src.transforms.batching import BatchTrace
-from morphax._src.transforms.staging import StagingTrace, trace_to_jaxpr
+from morphax._src.transforms.staging import DebugInfo, StagingTrace, trace_to_jaxpr
 
 # ------------------------------------------------------------------------------------- traces
 
@@ -251,7 +251,10 @@ def trace_to_jaxpr_nounits(fun, pvals, instantiate=False):
 
 def trace_to_jaxpr_dynamic(fun, in_avals, *, keep_inputs=None, lower=False, auto_dce=False):
     """Stage all of `fun` on abstract inputs: ``(jaxpr, out_avals, consts)``."""
-    closed = trace_to_jaxpr(lambda *xs: list(_call(fun, xs)), list(in_avals))
+    # A WrappedFun built with wrap_init(f, debug_info=api_util.debug_info(...)) names f in errors.
+    dbg = getattr(fun, "debug_info", None)
+    dbg = dbg if isinstance(dbg, DebugInfo) else None
+    closed = trace_to_jaxpr(lambda *xs: list(_call(fun, xs)), list(in_avals), debug_info=dbg)
     return closed.jaxpr, list(closed.out_avals), list(closed.consts)
 
 
