@@ -21,17 +21,40 @@ from morphax._src.transforms.staging import DebugInfo, fun_name, make_debug_info
 # --------------------------------------------------------------------------------- flattening
 
 
-def flatten_fun(fun: lu.WrappedFun, in_tree) -> tuple[lu.WrappedFun, Callable[[], Any]]:
+class _EqualStore(lu.Store):
+    """A store that a second call may fill again with an equal value (``use_eq_store=True``:
+    a function run twice, e.g. by a retrace, with the same output tree)."""
+
+    __slots__ = ()
+
+    def store(self, val):
+        if self and self.val == val:
+            return
+        super().store(val)
+
+
+def _flatten(name, gen, fun, in_tree, use_eq_store):
+    _check_wrapped(name, fun)
+    store = _EqualStore() if use_eq_store else lu.Store()
+    return fun.wrap(gen, (in_tree,), store), lambda: store.val
+
+
+def flatten_fun(
+    fun: lu.WrappedFun, in_tree, *, use_eq_store: bool = False, unk_names: bool = False
+) -> tuple[lu.WrappedFun, Callable[[], Any]]:
     """`fun` taking the flat leaves of ``(args, kwargs)`` (unflattened with `in_tree`) and
     returning flat leaves; also returns a thunk giving the output treedef after a call."""
-    _check_wrapped("flatten_fun", fun)
-    return lu.flatten_fun(fun, in_tree)
+    # NB: `unk_names` (JAX: name the outputs in debug info) is accepted and has no effect here.
+    del unk_names
+    return _flatten("flatten_fun", lu._flatten_fun, fun, in_tree, use_eq_store)
 
 
-def flatten_fun_nokwargs(fun: lu.WrappedFun, in_tree) -> tuple[lu.WrappedFun, Callable[[], Any]]:
+def flatten_fun_nokwargs(
+    fun: lu.WrappedFun, in_tree, *, use_eq_store: bool = False, unk_names: bool = False
+) -> tuple[lu.WrappedFun, Callable[[], Any]]:
     """As `flatten_fun` with `in_tree` the treedef of the positional arguments (a tuple) alone."""
-    _check_wrapped("flatten_fun_nokwargs", fun)
-    return lu.flatten_fun_nokwargs(fun, in_tree)
+    del unk_names
+    return _flatten("flatten_fun_nokwargs", lu._flatten_fun_nokwargs, fun, in_tree, use_eq_store)
 
 
 def _check_wrapped(name, fun):

@@ -33,6 +33,19 @@ def test_flatten_fun_nokwargs_takes_the_positional_tree_alone():
     assert out_tree() == tree_structure((0, 0))
 
 
+def test_flatten_fun_store_is_write_once_unless_use_eq_store():
+    leaves, in_tree = tree_flatten(((1.0, 2.0), {}))
+    flat, out_tree = api_util.flatten_fun(lu.wrap_init(lambda a, b: (a, b)), in_tree)
+    with pytest.raises(lu.StoreException):
+        out_tree()  # not called yet
+    flat.call_wrapped(*leaves)
+    with pytest.raises(lu.StoreException):
+        flat.call_wrapped(*leaves)
+    flat, out_tree = api_util.flatten_fun(lu.wrap_init(lambda a, b: (a, b)), in_tree, use_eq_store=True)
+    assert flat.call_wrapped(*leaves) == flat.call_wrapped(*leaves) == [1.0, 2.0]
+    assert out_tree() == tree_structure((0, 0))
+
+
 def test_flatten_fun_rejects_a_plain_function():
     with pytest.raises(TypeError, match="flatten_fun: expected a WrappedFun"):
         api_util.flatten_fun(lambda x: x, tree_structure(((1,), {})))

@@ -117,8 +117,7 @@ def test_linen_mlp_training_with_optax_matches_numpy_float64():
 
 def test_linen_lazy_init_and_scan_use_partial_evaluation():
     # flax's lazy_init and nn.scan split their work with jax.interpreters.partial_eval over a
-    # WrappedFun flattened by jax.api_util (morphax.api_util; skipped until it exists).
-    pytest.importorskip("morphax.api_util")
+    # WrappedFun flattened by jax.api_util (morphax.api_util).
     x, _ = _data()
     model = LinenMLP()
     params = model.lazy_init(jax.random.PRNGKey(0), jax.ShapeDtypeStruct((16, 4), jnp.float32))
@@ -152,6 +151,23 @@ def test_linen_lazy_init_and_scan_use_partial_evaluation():
         h = np.tanh(np.asarray(xs[:, t], np.float64) @ wi + bi + h @ wh)
         want.append(h)
     np.testing.assert_allclose(np.asarray(rnn.apply(variables, xs)), np.stack(want, 1), rtol=1e-5, atol=1e-6)
+
+
+def test_partial_eval_by_shape_computes_parameters_and_shapes_the_output():
+    # flax.jax_utils.partial_eval_by_shape: the input is only a shape, so the parameters (which do
+    # not depend on it) come back as values and the output as a ShapeDtypeStruct.
+    from flax import jax_utils  # noqa: PLC0415
+
+    model = LinenMLP()
+    out, variables = jax_utils.partial_eval_by_shape(
+        lambda x: model.init_with_output(jax.random.PRNGKey(0), x), [((16, 4), jnp.float32)]
+    )
+    assert isinstance(out, jax.ShapeDtypeStruct)
+    x, _ = _data()
+    want_out, want = model.init_with_output(jax.random.PRNGKey(0), x)
+    assert (out.shape, out.dtype) == (want_out.shape, want_out.dtype)
+    for a, b in zip(jax.tree.leaves(variables), jax.tree.leaves(want)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_nnx_mlp_training_matches_numpy_float64():
