@@ -409,3 +409,15 @@ def test_float0_gradients_are_numpy_arrays_as_in_jax():
     _, pullback = morphax.vjp(lambda i: i * 2.0, jnp.arange(3))
     (ct,) = pullback(jnp.ones(3))
     assert isinstance(ct, np.ndarray) and ct.dtype == morphax.dtypes.float0 and ct.shape == (3,)
+
+
+def test_asarray_of_a_typed_key_array_returns_it():
+    # JAX: jnp.asarray(key) is key; jnp.array(key) has the key dtype; no other dtype converts.
+    k = morphax.random.key(0)
+    assert jnp.asarray(k) is k and jnp.array(k).dtype == k.dtype
+    assert morphax.jit(lambda k: jnp.asarray(k))(k).dtype == k.dtype
+    np.testing.assert_array_equal(
+        np.asarray(morphax.random.normal(jnp.asarray(k), (3,))), np.asarray(morphax.random.normal(k, (3,)))
+    )
+    with pytest.raises(ValueError, match="convert_element_type from key<fry> to float32"):
+        jnp.asarray(k, dtype=jnp.float32)

@@ -145,6 +145,16 @@ def _host_numeric(x, fun_name):
 def _array(obj, dtype, ndmin, fun_name):
     if hasattr(obj, "__jax_array__"):
         obj = obj.__jax_array__()
+    if isinstance(getattr(obj, "dtype", None), _dtypes.ExtendedDType) and not isinstance(obj, np.ndarray):
+        # A typed key array is an array already (JAX returns it as it is); it converts to no
+        # other dtype.
+        if dtype is not None and dtype != obj.dtype:
+            want = getattr(dtype, "dtype", dtype)
+            raise ValueError(
+                f"{fun_name}: cannot convert_element_type from {obj.dtype} to {want}; "
+                "random.key_data(keys) gives a key array's integer data."
+            )
+        return obj
     dt = _user_dtype(dtype, fun_name)
     if _is_leaf_array(obj):
         out = obj if dt is None else util.convert_element_type(obj, dt, False)
