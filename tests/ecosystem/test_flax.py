@@ -153,6 +153,37 @@ def test_linen_lazy_init_and_scan_use_partial_evaluation():
     np.testing.assert_allclose(np.asarray(rnn.apply(variables, xs)), np.stack(want, 1), rtol=1e-5, atol=1e-6)
 
 
+def test_lazy_init_and_scan_reject_dependence_on_unknown_values():
+    # A parameter computed from a shape-only input, and a broadcast variable written from the scan
+    # body, are the errors flax raises from its partial evaluation.
+    from flax import errors  # noqa: PLC0415
+
+    class FromInput(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return self.param("p", lambda key: x.sum())
+
+    with pytest.raises(errors.LazyInitError):
+        FromInput().lazy_init(jax.random.PRNGKey(0), jax.ShapeDtypeStruct((2,), jnp.float32))
+
+    class Body(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            v = self.variable("state", "s", lambda: jnp.zeros(()))
+            v.value = v.value + x.sum()
+            return c, x
+
+    class Scanned(nn.Module):
+        @nn.compact
+        def __call__(self, xs):
+            return nn.scan(Body, variable_broadcast="state", split_rngs={"params": False})()(
+                jnp.zeros(()), xs
+            )
+
+    with pytest.raises(ValueError, match="broadcasted variable has a data dependency"):
+        Scanned().init(jax.random.PRNGKey(0), jnp.ones((3, 2)))
+
+
 def test_partial_eval_by_shape_computes_parameters_and_shapes_the_output():
     # flax.jax_utils.partial_eval_by_shape: the input is only a shape, so the parameters (which do
     # not depend on it) come back as values and the output as a ShapeDtypeStruct.
