@@ -270,7 +270,20 @@ __all__ = [
 
 # Submodules JAX makes attributes of the package (`jax.scipy.special.erf` after `import jax`),
 # imported on first access so that `import morphax` stays cheap.
-_LAZY_SUBMODULES = ("scipy", "experimental", "custom_batching", "dlpack", "ref", "version")
+_LAZY_SUBMODULES = (
+    "api_util",
+    "core",
+    "custom_batching",
+    "dlpack",
+    "experimental",
+    "interpreters",
+    "lib",
+    "monitoring",
+    "ref",
+    "scipy",
+    "typing",
+    "version",
+)
 
 
 def __getattr__(name):
