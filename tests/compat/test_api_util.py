@@ -91,7 +91,7 @@ def test_debug_info_names_the_dynamic_inputs_and_the_source():
 
     info = api_util.debug_info("jit", f, (1, {"w": 2, "b": 3}, 4), {"k": 5}, static_argnums=(2,))
     assert info.traced_for == "jit"
-    assert info.arg_names == ("a", "b['b']", "b['w']", "k")
+    assert info.arg_names == ("a", "b['b']", "b['w']", "kw['k']")
     assert info.func_src_info.startswith("f at ") and __file__ in info.func_src_info
     assert api_util.debug_info("x", f, (1,), {}, sourceinfo="f at here:1").func_src_info == "f at here:1"
     # What flax does: the argument is a treedef, and the result goes to wrap_init.

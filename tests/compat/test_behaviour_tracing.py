@@ -601,3 +601,18 @@ def test_an_eager_cond_traces_each_branch_function_once():
     assert calls[0] == 1  # called again with the same types: the cached trace
     lax.cond(True, branch, branch, jnp.ones(4))
     assert calls[0] == 2
+
+
+def test_debug_info_names_a_keyword_in_var_keywords_as_jax():
+    # JAX 0.10.2: jit(f).trace(1., k=2.).jaxpr.jaxpr.debug_info.arg_names == ('x', "kw['k']") for
+    # f(x, **kw); a keyword-only parameter keeps its own name.
+    from morphax._src.transforms.staging import make_debug_info
+
+    def f(x, **kw):
+        return x + kw["k"]
+
+    def g(x, *, k):
+        return x + k
+
+    assert make_debug_info("jit", f, (1.0,), {"k": 2.0}).arg_names == ("x", "kw['k']")
+    assert make_debug_info("jit", g, (1.0,), {"k": 2.0}).arg_names == ("x", "k")

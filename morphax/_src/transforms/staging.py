@@ -106,7 +106,10 @@ def _top_level_names(fun, nargs, kwarg_names):
     names = [
         positional[i] if i < len(positional) else f"{var_pos}[{i - len(positional)}]" for i in range(nargs)
     ]
-    return names, {k: k for k in kwarg_names}
+    # A keyword the signature does not name lands in `**kw`: named kw['k'], as JAX does.
+    named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    var_kw = next((p.name for p in params if p.kind == p.VAR_KEYWORD), None)
+    return names, {k: k if k in named or var_kw is None else f"{var_kw}[{k!r}]" for k in kwarg_names}
 
 
 def make_debug_info(traced_for, fun, args, kwargs, static_argnums=(), static_argnames=()) -> DebugInfo:
@@ -124,11 +127,13 @@ def make_debug_info(traced_for, fun, args, kwargs, static_argnums=(), static_arg
             if path[0].idx == 0:
                 i = dyn_pos[top.idx]
                 label, pos = pos_names[i], i
+                # (label, position, parameter name): a `*args` entry has no name to mark static by.
+                param = None if "[" in label else label
             else:
-                label, pos = kw_names[top.key], None
+                # A keyword is marked static by its own name, also when it lands in `**kw`.
+                label, pos, param = kw_names[top.key], None, top.key
             names.append(label + pytree.keystr(rest))
-            # (label, position, parameter name): a `*args` entry has no name to mark static by.
-            sources.append((label, pos, None if "[" in label else label))
+            sources.append((label, pos, param))
     except Exception:  # noqa: BLE001 - debug info is best effort
         names, sources = None, None
     return DebugInfo(traced_for, fun_name(fun), fun_sourceinfo(fun), names, sources)
