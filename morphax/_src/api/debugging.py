@@ -9,13 +9,14 @@ import contextlib
 import functools
 import sys
 
-from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
-from morphax._src.core.avals import ShapedArray, get_aval, is_valid_value
+from morphax._src.core.avals import is_valid_value
 from morphax._src.higher_order.callbacks import (
     VMAP_METHODS,
     HostCallback,
+    check_callable,
     debug_callback_p,
+    flat_host_call,
     pure_callback_p,
     stable_key,
 )
@@ -118,42 +119,20 @@ def debug_log(fmt=None, *args, ordered=False, partitioned=False, skip_format_che
     return _two_call_form("debug.log", fmt, args, kwargs, emit)
 
 
-def _result_aval(x) -> ShapedArray:
-    shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
-    if shape is None or dtype is None:
-        raise TypeError(
-            "pure_callback: result_shape_dtypes must be a pytree of objects with .shape and .dtype "
-            f"(e.g. ShapeDtypeStruct), got {x!r} of type {type(x).__name__}"
-        )
-    return ShapedArray(tuple(int(d) for d in shape), _dtypes.canonicalize_dtype(dtype))
-
-
 def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None, **kwargs):
     """Call a pure host function on NumPy arrays and return its results as Arrays of the declared
     `result_shape_dtypes` (a pytree of ShapeDtypeStruct-likes). Works under jit; under vmap it is
     batched per `vmap_method`: "sequential" (a host loop over the batch), "expand_dims" (one call,
     unbatched arguments get a size-1 leading axis), "broadcast_all" (one call, every argument
     broadcast to the batch) or "legacy_vectorized". Not differentiable (wrap it in custom_jvp)."""
-    if not callable(callback):
-        raise TypeError(
-            f"pure_callback: expected a callable, got {callback!r} of type {type(callback).__name__}"
-        )
+    check_callable("pure_callback", callback)
     if vmap_method is not None and vmap_method not in VMAP_METHODS:
         raise ValueError(
             f"vmap_method must be on of the allowed methods {list(VMAP_METHODS) + [None]}, but got: {vmap_method}"
         )
-    leaves, in_tree = pytree.tree_flatten((args, kwargs))
-    for x in leaves:
-        get_aval(x)  # a clear error for non-array arguments, before any tracing
-    result_leaves, out_tree = pytree.tree_flatten(result_shape_dtypes)
-    result_avals = tuple(_result_aval(r) for r in result_leaves)
-
-    def flat(*vals):
-        a, k = pytree.tree_unflatten(in_tree, list(vals))
-        return pytree.tree_leaves(callback(*a, **k))
-
-    key = ("pure_callback", stable_key(callback), in_tree)
-    host = HostCallback(flat, key, f"pure_callback({_callable_name(callback)})")
+    leaves, result_avals, out_tree, host = flat_host_call(
+        "pure_callback", callback, args, kwargs, result_shape_dtypes
+    )
     outs = pure_callback_p.bind(*leaves, callback=host, result_avals=result_avals, vmap_method=vmap_method)
     return pytree.tree_unflatten(out_tree, outs)
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.avals import get_aval
+from morphax._src.core import pytree
+from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import bdim_to_front, moveaxis
 from morphax._src.core.effects import debug_effect, ordered_debug_effect
 from morphax._src.core.primitive import Kind, Primitive
@@ -24,6 +25,41 @@ def stable_key(obj):
     except TypeError:
         return ("id", id(obj))
     return obj
+
+
+def check_callable(what: str, callback) -> None:
+    if not callable(callback):
+        raise TypeError(f"{what}: expected a callable, got {callback!r} of type {type(callback).__name__}")
+
+
+def _declared_aval(what: str, x) -> ShapedArray:
+    shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
+    if shape is None or dtype is None:
+        raise TypeError(
+            f"{what}: result_shape_dtypes must be a pytree of objects with .shape and .dtype "
+            f"(e.g. ShapeDtypeStruct), got {x!r} of type {type(x).__name__}"
+        )
+    return ShapedArray(tuple(int(d) for d in shape), _dtypes.canonicalize_dtype(dtype))
+
+
+def flat_host_call(what: str, callback, args, kwargs, result_shape_dtypes):
+    """What pure_callback and io_callback bind: the flat array leaves of `(args, kwargs)` (checked
+    now, before any tracing), the avals of the declared results, their treedef, and a
+    HostCallback calling `callback` on flat leaves, keyed by `what`, the callable and the input
+    structure."""
+    leaves, in_tree = pytree.tree_flatten((args, kwargs))
+    for x in leaves:
+        get_aval(x)  # a clear error for non-array arguments, before any tracing
+    result_leaves, out_tree = pytree.tree_flatten(result_shape_dtypes)
+    result_avals = tuple(_declared_aval(what, r) for r in result_leaves)
+
+    def flat(*vals):
+        a, k = pytree.tree_unflatten(in_tree, list(vals))
+        return pytree.tree_leaves(callback(*a, **k))
+
+    name = getattr(callback, "__name__", None) or type(callback).__name__
+    host = HostCallback(flat, (what, stable_key(callback), in_tree), f"{what}({name})")
+    return leaves, result_avals, out_tree, host
 
 
 class HostCallback:

@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import pytree
-from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.effects import debug_effect, ordered_debug_effect
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
-from morphax._src.higher_order.callbacks import HostCallback, _as_array, check_results, stable_key
+from morphax._src.higher_order.callbacks import (
+    HostCallback,
+    _as_array,
+    check_callable,
+    check_results,
+    flat_host_call,
+)
 
 io_callback_p = Primitive("io_callback", multiple_results=True)
 io_callback_p.kind = Kind.EFFECT
@@ -76,36 +80,14 @@ io_callback_p.batch = _io_callback_batch
 io_callback_p.differentiable = False
 
 
-def _result_aval(x) -> ShapedArray:
-    shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
-    if shape is None or dtype is None:
-        raise TypeError(
-            "io_callback: result_shape_dtypes must be a pytree of objects with .shape and .dtype "
-            f"(e.g. ShapeDtypeStruct), got {x!r} of type {type(x).__name__}"
-        )
-    return ShapedArray(tuple(int(d) for d in shape), _dtypes.canonicalize_dtype(dtype))
-
-
 def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered: bool = False, **kwargs):
     """Call an impure host function on the arguments (Arrays) and return its results as Arrays of
     the declared `result_shape_dtypes` (a pytree of ShapeDtypeStruct-likes). The call happens
     even when its results are unused; with ``ordered=True`` calls run in program order."""
-    if not callable(callback):
-        raise TypeError(
-            f"io_callback: expected a callable, got {callback!r} of type {type(callback).__name__}"
-        )
-    leaves, in_tree = pytree.tree_flatten((args, kwargs))
-    for x in leaves:
-        get_aval(x)  # a clear error for non-array arguments, before any tracing
-    result_leaves, out_tree = pytree.tree_flatten(result_shape_dtypes)
-    result_avals = tuple(_result_aval(r) for r in result_leaves)
-
-    def flat(*vals):
-        a, k = pytree.tree_unflatten(in_tree, list(vals))
-        return pytree.tree_leaves(callback(*a, **k))
-
-    name = getattr(callback, "__name__", None) or type(callback).__name__
-    host = HostCallback(flat, ("io_callback", stable_key(callback), in_tree), f"io_callback({name})")
+    check_callable("io_callback", callback)
+    leaves, result_avals, out_tree, host = flat_host_call(
+        "io_callback", callback, args, kwargs, result_shape_dtypes
+    )
     outs = io_callback_p.bind(
         *leaves, callback=host, result_avals=result_avals, sharding=sharding, ordered=ordered
     )
