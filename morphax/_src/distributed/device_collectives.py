@@ -22,15 +22,14 @@ import zlib
 
 import numpy as np
 
-from morphax._src.runtime.communicators import CollectiveMismatchError, Communicator, ThreadCommunicator
+from morphax._src.runtime.communicators import (
+    CollectiveMismatchError,
+    Communicator,
+    ThreadCommunicator,
+    _describe,
+)
 
 __all__ = ["ProcessDevicesCommunicator"]
-
-_REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
-
-
-def _describe(x) -> str:
-    return f"{np.dtype(x.dtype).name}{list(x.shape)}"
 
 
 class ProcessDevicesCommunicator(Communicator):
@@ -103,10 +102,8 @@ class ProcessDevicesCommunicator(Communicator):
     # ----------------------------------------------------------------------------- operations
 
     def all_reduce(self, rank, x, op):
-        if op not in _REDUCERS:
-            raise ValueError(f"all_reduce: op must be one of {sorted(_REDUCERS)}, got {op!r}")
+        fn = self._reducer(op)
         x = np.asarray(x)
-        fn = _REDUCERS[op]
 
         def combine(values):
             every = self._by_rank(values)
@@ -118,10 +115,8 @@ class ProcessDevicesCommunicator(Communicator):
         return self._meet(rank, f"all_reduce({op})", _describe(x), x, combine)
 
     def all_reduce_many(self, rank, xs, op):
-        if op not in _REDUCERS:
-            raise ValueError(f"all_reduce: op must be one of {sorted(_REDUCERS)}, got {op!r}")
+        fn = self._reducer(op)
         xs = [np.asarray(x) for x in xs]
-        fn = _REDUCERS[op]
         sig = tuple(_describe(x) for x in xs)
         # The operands travel as one byte buffer per device, led by a digest of their shapes
         # and dtypes (so processes that disagree are told, not handed each other's bytes).

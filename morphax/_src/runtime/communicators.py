@@ -57,6 +57,14 @@ class Communicator:
         """`op` ("sum", "max" or "min") of every rank's `x`; every rank receives the result."""
         raise NotImplementedError
 
+    @staticmethod
+    def _reducer(op: str):
+        """The NumPy function of an all_reduce `op`, applied pairwise in rank order."""
+        fn = _REDUCERS.get(op)
+        if fn is None:
+            raise ValueError(f"all_reduce: op must be one of {sorted(_REDUCERS)}, got {op!r}")
+        return fn
+
     def all_reduce_many(self, rank: int, xs, op: str) -> list:
         """`all_reduce` of each of `xs` (one psum of several operands); implementations make it
         one exchange."""
@@ -260,10 +268,8 @@ class ThreadCommunicator(Communicator):
         return outs[rank]
 
     def all_reduce(self, rank, x, op):
-        if op not in _REDUCERS:
-            raise ValueError(f"all_reduce: op must be one of {sorted(_REDUCERS)}, got {op!r}")
+        fn = self._reducer(op)
         x = np.asarray(x)
-        fn = _REDUCERS[op]
         if x.size >= PARALLEL_REDUCE_ELEMENTS and self.size > 1:
             return self._reduce_in_parallel(rank, f"all_reduce({op})", _describe(x), [x], fn)[0]
 
@@ -280,10 +286,8 @@ class ThreadCommunicator(Communicator):
         return out if rank == 0 else out.copy()
 
     def all_reduce_many(self, rank, xs, op):
-        if op not in _REDUCERS:
-            raise ValueError(f"all_reduce: op must be one of {sorted(_REDUCERS)}, got {op!r}")
+        fn = self._reducer(op)
         xs = [np.asarray(x) for x in xs]
-        fn = _REDUCERS[op]
         sig = tuple(_describe(x) for x in xs)
         if sum(x.size for x in xs) >= PARALLEL_REDUCE_ELEMENTS and self.size > 1:
             return self._reduce_in_parallel(rank, f"all_reduce({op})", sig, xs, fn)
