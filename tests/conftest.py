@@ -7,6 +7,10 @@ is in flight. tests/compiler/test_background_build.py turns them on where it tes
 """
 
 import os
+import pathlib
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -78,3 +82,56 @@ def _shared_disk_cache_is_never_emptied():
     build.clear_disk_cache = guarded
     yield
     build.clear_disk_cache = original
+
+
+# ----------------------------------------------------------------------------- multi-device cases
+# A process makes its devices once, so cases that need N devices run in a fresh interpreter, a
+# group of cases per interpreter (each start costs an interpreter and morphax's import). The
+# folders holding such cases (tests/parallel, tests/sharding) bind `run_cases` to themselves.
+
+_CASES_DEVICES = {
+    # How the subprocess is given its devices: the environment form users set (XLA_FLAGS), or
+    # the config flag before the first computation.
+    "xla_flags": "",
+    "config": 'import morphax\nmorphax.config.update("jax_num_cpu_devices", {devices})\n',
+}
+
+
+def _run_device_cases(folder, module, names, devices=4, timeout=300.0, *, devices_via="xla_flags") -> str:
+    """Run the functions `names` of `module` (a file of `folder`) in one subprocess with `devices`
+    CPU devices, made through `devices_via`; a case raises on failure. Returns its stdout."""
+    path = str(pathlib.Path(folder) / (module + ".py"))
+    code = _CASES_DEVICES[devices_via].format(devices=devices) + textwrap.dedent(
+        f"""
+        import importlib.util, sys, traceback
+        spec = importlib.util.spec_from_file_location({module!r}, {path!r})
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        failed = []
+        for name in {list(names)!r}:
+            try:
+                getattr(mod, name)()
+                print("ok", name, flush=True)
+            except BaseException:
+                failed.append(name)
+                print("FAILED", name, file=sys.stderr)
+                traceback.print_exc()
+        sys.exit(1 if failed else 0)
+        """
+    )
+    env = {**os.environ}
+    env.pop("XLA_FLAGS", None)
+    env.pop("JAX_NUM_CPU_DEVICES", None)
+    if devices_via == "xla_flags":
+        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    out = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, env=env, timeout=timeout
+    )
+    assert out.returncode == 0, f"cases failed on {devices} devices:\n{out.stdout}\n{out.stderr}"
+    return out.stdout
+
+
+@pytest.fixture
+def device_case_runner():
+    """`device_case_runner(folder, module, names, devices=4, timeout=300, devices_via=...)`."""
+    return _run_device_cases
