@@ -17,7 +17,8 @@
    (goal <= 0.1).
 
 Steady-state times are the best of several repeats after a warm-up call, each call ending in
-``block_until_ready``; the "spread" column is median / best over the repeats (how noisy the run
+``block_until_ready``; the libraries take turns, one repeat each per round, so that other work
+on a shared machine slows all of them alike; the "spread" column is median / best over the repeats (how noisy the run
 was). morphax runs twice: ``backend="c"`` (the fused native kernels) and ``backend="numpy"`` (one
 NumPy call per equation), so ``np-be/c`` is the speed-up the C backend brings.
 
@@ -132,20 +133,28 @@ def numpy_xent(logits, labels_onehot):
 # ----------------------------------------------------------------------------------- timing
 
 
-def best(fn, repeat, min_time=0.05):
-    """(best, median) seconds per call of ``fn`` over ``repeat`` repeats, after a warm-up call; a
-    repeat loops enough calls to last about ``min_time``."""
-    t0 = time.perf_counter()
-    fn()
-    once = time.perf_counter() - t0
-    number = max(1, int(min_time / max(once, 1e-7)))
-    times = []
-    for _ in range(repeat):
+def interleaved(fns, repeat, min_time=0.05, settle=0.25):
+    """{label: (best, median) seconds per call} of each callable in ``fns`` over ``repeat`` rounds,
+    after a warm-up call of each. Each round times every callable once, one after the other
+    (a repeat loops enough calls to last about ``min_time``), so that a burst of other work on a
+    shared machine falls on all of them alike instead of on whichever was being timed then.
+    Before each turn the process sleeps ``settle`` seconds: BLAS and XLA thread pools spin for a
+    while after their last call (OpenBLAS about 0.1 s), and the next library must not run next to
+    the previous one's spinning threads."""
+    number = {}
+    for label, fn in fns.items():
         t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t0) / number)
-    return min(times), statistics.median(times)
+        fn()
+        number[label] = max(1, int(min_time / max(time.perf_counter() - t0, 1e-7)))
+    times = {label: [] for label in fns}
+    for _ in range(repeat):
+        for label, fn in fns.items():
+            time.sleep(settle)
+            t0 = time.perf_counter()
+            for _ in range(number[label]):
+                fn()
+            times[label].append((time.perf_counter() - t0) / number[label])
+    return {label: (min(t), statistics.median(t)) for label, t in times.items()}
 
 
 def blocked(lib, f, *args):
@@ -185,16 +194,17 @@ def explain(label, jitted, *args):
 
 def bench_chain(args, rows_out):
     x = np.random.default_rng(0).standard_normal(CHAIN_N).astype(np.float32)
-    times, outs = {}, {}
+    calls, outs = {}, {}
     for label, lib, jit in libraries(not args.no_jax):
         f = jit(make_chain(lib.numpy))
         xs = lib.numpy.asarray(x)
-        times[label] = best(blocked(lib, f, xs), args.repeat)
+        calls[label] = blocked(lib, f, xs)
         outs[label] = np.asarray(f(xs))
         if args.explain and label == "morphax[c]":
             explain("chain", f, xs)
     chain_np = make_chain(np)
-    times["numpy"] = best(lambda: chain_np(x), args.repeat)
+    calls["numpy"] = lambda: chain_np(x)
+    times = interleaved(calls, args.repeat)
     ref = chain_np(x)
     check = max(float(np.max(np.abs(o - ref) / (np.abs(ref) + 1e-30))) for o in outs.values())
     rss = {}
@@ -219,16 +229,17 @@ def bench_xent(args, rows_out, integer_labels):
     labels = rng.integers(0, XENT_SHAPE[1], XENT_SHAPE[0]).astype(np.int32)
     onehot = np.eye(XENT_SHAPE[1], dtype=np.float32)[labels]
     name = "xent-int" if integer_labels else "xent"
-    times, grads = {}, {}
+    calls, grads = {}, {}
     for label, lib, jit in libraries(not args.no_jax):
         f = jit(make_xent(lib, integer_labels))
         a = lib.numpy.asarray(logits)
         b = lib.numpy.asarray(labels if integer_labels else onehot)
-        times[label] = best(blocked(lib, f, a, b), args.repeat)
+        calls[label] = blocked(lib, f, a, b)
         grads[label] = np.asarray(f(a, b)[1])
         if args.explain and label == "morphax[c]":
             explain(name, f, a, b)
-    times["numpy"] = best(lambda: numpy_xent(logits, onehot), args.repeat)
+    calls["numpy"] = lambda: numpy_xent(logits, onehot)
+    times = interleaved(calls, args.repeat)
     ref = numpy_xent(logits, onehot)[1]
     err = max(float(np.max(np.abs(g - ref))) / float(np.max(np.abs(ref))) for g in grads.values())
     desc = "softmax xent (4096,1000) v&g" + (" int" if integer_labels else "")
@@ -247,32 +258,34 @@ def mlp_data():
 
 def bench_mlp(args, rows_out):
     params, x, y = mlp_data()
-    times, values = {}, {}
+    calls, values = {}, {}
     for label, lib, jit in libraries(not args.no_jax):
         step = jit(make_step(lib))
         p = [(lib.numpy.asarray(w), lib.numpy.asarray(b)) for w, b in params]
         xs, ys = lib.numpy.asarray(x), lib.numpy.asarray(y)
-        times[label] = best(blocked(lib, step, p, xs, ys), args.repeat)
+        calls[label] = blocked(lib, step, p, xs, ys)
         values[label] = float(step(p, xs, ys)[0])
         if args.explain and label == "morphax[c]":
             explain("mlp", step, p, xs, ys)
-    times["numpy"] = best(lambda: numpy_step(params, x, y), args.repeat)
+    calls["numpy"] = lambda: numpy_step(params, x, y)
+    times = interleaved(calls, args.repeat)
     ref = float(numpy_step(params, x, y)[0])
     err = max(abs(v - ref) / abs(ref) for v in values.values())
     rows_out.append(("mlp", "MLP 784-512-512-10 SGD step b128", times, f"loss rel err vs numpy {err:.1e}"))
 
 
 def bench_normal(args, rows_out):
-    times, bits = {}, {}
+    calls, bits = {}, {}
     for label, lib, jit in libraries(not args.no_jax):
         f = jit(lambda k, lib=lib: lib.random.normal(k, (NORMAL_N,)))
         key = lib.random.PRNGKey(0)
-        times[label] = best(blocked(lib, f, key), args.repeat)
+        calls[label] = blocked(lib, f, key)
         bits[label] = np.asarray(f(key)).view(np.uint32)
         if args.explain and label == "morphax[c]":
             explain("normal", f, key)
     rng = np.random.default_rng(0)
-    times["numpy"] = best(lambda: rng.standard_normal(NORMAL_N, dtype=np.float32), args.repeat)
+    calls["numpy"] = lambda: rng.standard_normal(NORMAL_N, dtype=np.float32)
+    times = interleaved(calls, args.repeat)
     same_backends = np.array_equal(bits["morphax[c]"], bits["morphax[numpy]"])
     note = f"c == numpy-backend bits: {'yes' if same_backends else 'NO'}"
     if "jax" in bits:

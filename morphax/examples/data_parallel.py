@@ -93,21 +93,14 @@ def share_cores(devices_here: int) -> int:
     whole machine make them compete (on two cores, two devices with two BLAS threads each ran
     several times slower). Unless the user set OPENBLAS_NUM_THREADS or OMP_NUM_THREADS; before
     the first computation. Returns the threads per device."""
-    import ctypes
-    import glob
-
     threads = max(1, (os.cpu_count() or 1) // max(1, devices_here))
     if "OPENBLAS_NUM_THREADS" in os.environ or "OMP_NUM_THREADS" in os.environ:
         return int(os.environ.get("OPENBLAS_NUM_THREADS", os.environ.get("OMP_NUM_THREADS")))
     os.environ["OMP_NUM_THREADS"] = str(threads)  # read when the OpenMP runtime starts
-    # The BLAS morphax's compiled programs call (SciPy's OpenBLAS) is loaded already: set its
-    # pool through its own entry point, where it is found.
-    import scipy
+    # The BLAS morphax's compiled programs call is loaded already: size its pool directly.
+    from morphax._src.compiler.backends.c import blas
 
-    for path in glob.glob(os.path.join(os.path.dirname(scipy.__file__), "..", "scipy.libs", "*openblas*")):
-        setter = getattr(ctypes.CDLL(path), "scipy_openblas_set_num_threads", None)
-        if setter is not None:
-            setter(threads)
+    blas.set_threads(threads)
     return threads
 
 

@@ -168,7 +168,7 @@ class CBackend:
 
         def launchers(lib, params=None) -> dict:
             if with_blas:
-                lib.mx_set_blas.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+                lib.mx_set_blas.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
                 lib.mx_set_blas(*blas.gemm_pointers())
             return {id(s): native_program.launcher(getattr(lib, s.name), s, params) for s in top}
 
