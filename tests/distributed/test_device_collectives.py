@@ -13,7 +13,12 @@ import numpy as np
 import pytest
 
 from morphax._src.distributed.device_collectives import ProcessDevicesCommunicator
-from morphax._src.runtime.communicators import CollectiveError, CollectiveMismatchError, ThreadCommunicator
+from morphax._src.runtime.communicators import (
+    CollectiveError,
+    CollectiveMismatchError,
+    ThreadCommunicator,
+    _describe,
+)
 
 
 class FakeProcesses:
@@ -27,6 +32,24 @@ class FakeProcesses:
 
     def all_to_all(self, rank, x, split_axis, concat_axis):
         return self._comm.all_to_all(rank, x, split_axis, concat_axis)
+
+    def reduce_in_order(self, rank, contributions, order, op):
+        # The specification, not MPICommunicator's reduce-scatter (tested under mpirun): fold
+        # every process's contributions in `order`.
+        fn = ThreadCommunicator._reducer(op)
+        described = (op, [[_describe(x) for x in xs] for xs in contributions], list(order))
+
+        def combine(values):
+            totals = []
+            for j in range(len(values[0][0])):
+                parts = [values[p][i][j] for p, i in order]
+                total = parts[0]
+                for v in parts[1:]:
+                    total = fn(total, v)
+                totals.append(np.array(total))
+            return [[t.copy() for t in totals] for _ in range(self.size)]
+
+        return self._comm.rendezvous(rank, "reduce_in_order", described, contributions, combine)
 
     def exchange_bundles(self, rank, sends, receives, like, key):
         def combine(values):

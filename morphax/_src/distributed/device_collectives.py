@@ -4,13 +4,13 @@ process, ranked across processes.
 
 Two levels: a collective first meets among the process's own device threads (a
 `ThreadCommunicator` rendezvous, which checks that they agree); the last local thread to arrive
-then makes one MPI call on behalf of all of them, carrying the stacked local blocks (an all-gather
-for all_reduce and all_gather, an all-to-all of per-process bundles for all_to_all, point-to-point
-bundles for ppermute), and hands each local thread its result. Reductions fold the values in
-global rank order, so results equal a one-process run's bit for bit. A failure anywhere stops
-both levels: a device that fails aborts the local rendezvous (its siblings raise) and the MPI
-communicator (the other processes' next collective raises); a failure reported by another
-process is raised to every local thread.
+then makes one MPI call on behalf of all of them, carrying the local blocks (a reduce-scatter and
+all-gather for all_reduce, an all-gather of the stacked blocks for all_gather, an all-to-all of
+per-process bundles for all_to_all, point-to-point bundles for ppermute), and hands each local
+thread its result. Reductions fold the values in global rank order, so results equal a
+one-process run's bit for bit. A failure anywhere stops both levels: a device that fails aborts
+the local rendezvous (its siblings raise) and the MPI communicator (the other processes' next
+collective raises); a failure reported by another process is raised to every local thread.
 
 Every process must run the same pmaps with the same number of local participants (as JAX
 requires)."""
@@ -53,6 +53,7 @@ class ProcessDevicesCommunicator(Communicator):
         self._position = {r: i for i, r in enumerate(self._ranks_of[self._me])}
         # Global rank -> (process, position among that process's participants).
         self._where = {r: (q, i) for q, ranks in enumerate(self._ranks_of) for i, r in enumerate(ranks)}
+        self._order = [self._where[r] for r in range(self.size)]  # reductions fold in this order
 
     def __repr__(self):
         return f"ProcessDevicesCommunicator(size={self.size}, processes={len(self._ranks_of)})"
@@ -102,56 +103,24 @@ class ProcessDevicesCommunicator(Communicator):
     # ----------------------------------------------------------------------------- operations
 
     def all_reduce(self, rank, x, op):
-        fn = self._reducer(op)
         x = np.asarray(x)
-
-        def combine(values):
-            every = self._by_rank(values)
-            total = every[0]
-            for v in every[1:]:  # in global rank order, as ThreadCommunicator: the same rounding
-                total = fn(total, v)
-            return self._same_for_all(np.asarray(total, dtype=x.dtype))
-
-        return self._meet(rank, f"all_reduce({op})", _describe(x), x, combine)
+        return self._reduce(rank, op, _describe(x), [x])[0]
 
     def all_reduce_many(self, rank, xs, op):
-        fn = self._reducer(op)
         xs = [np.asarray(x) for x in xs]
-        sig = tuple(_describe(x) for x in xs)
-        # The operands travel as one byte buffer per device, led by a digest of their shapes
-        # and dtypes (so processes that disagree are told, not handed each other's bytes).
-        digest = np.frombuffer(np.uint64(zlib.crc32(repr(sig).encode())).tobytes(), np.uint8)
+        return self._reduce(rank, op, tuple(_describe(x) for x in xs), xs)
+
+    def _reduce(self, rank, op, signature, xs):
+        """The all-reduce of the operands `xs` (one list per device): one MPI reduce-scatter and
+        all-gather for all local devices (MPICommunicator.reduce_in_order), folding every device's
+        values in global rank order, as ThreadCommunicator: the same rounding."""
+        self._reducer(op)  # a bad op fails here, on every device, before any exchange
 
         def combine(values):
-            packed = [
-                np.concatenate([digest] + [np.ascontiguousarray(v).reshape(-1).view(np.uint8) for v in vs])
-                for vs in values
-            ]
-            try:
-                every = self._by_rank(packed)
-            except CollectiveMismatchError as e:  # the bytes differ in length: name the operands
-                raise CollectiveMismatchError(
-                    f"the devices of this process reduce operands {list(sig)} (packed in one buffer per "
-                    f"device), another process's differ: {e}"
-                ) from None
-            for r, buf in enumerate(every):
-                if not np.array_equal(buf[:8], digest):
-                    raise CollectiveMismatchError(
-                        f"all_reduce({op}) across processes: participant {r} (process {self._where[r][0]}) "
-                        f"reduces operands of other shapes or dtypes than {list(sig)} of this process"
-                    )
-            totals, offset = [], 8
-            for x in xs:
-                n = x.nbytes
-                parts = [buf[offset : offset + n].view(x.dtype).reshape(x.shape) for buf in every]
-                offset += n
-                total = parts[0]
-                for v in parts[1:]:  # in global rank order, as all_reduce
-                    total = fn(total, v)
-                totals.append(np.array(total, dtype=x.dtype))
+            totals = self._mpi.reduce_in_order(self._me, values, self._order, op)
             return [totals if i == 0 else [t.copy() for t in totals] for i in range(len(values))]
 
-        return self._meet(rank, f"all_reduce({op})", sig, xs, combine)
+        return self._meet(rank, f"all_reduce({op})", signature, xs, combine)
 
     def all_gather(self, rank, x):
         x = np.asarray(x)

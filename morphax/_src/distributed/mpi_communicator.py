@@ -14,6 +14,7 @@ mpi4py is imported only when a communicator is made (morphax.distributed.initial
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import zlib
@@ -32,7 +33,13 @@ __all__ = ["CollectiveTimeoutError", "MPICommunicator", "mpi", "wait_for"]
 
 # The header every process sends every other before a collective: JSON, padded to this size.
 HEADER_BYTES = 4096
-_HEADER_TAG, _DATA_TAG, _BYTES_TAG = 17, 18, 19
+_HEADER_TAG, _DATA_TAG, _BYTES_TAG, _SHARE_TAG, _REDUCED_TAG = 17, 18, 19, 20, 21
+# wait_for tests its requests without sleeping for this long after it starts and after each
+# request that completes, then backs off to sleeps of up to a millisecond: a large message moves
+# only while both sides call into MPI, so sleeping from the first test stalled every transfer.
+SPIN_SECONDS = 0.005
+# Operand descriptions longer than this travel in the header as a digest (it must fit HEADER_BYTES).
+_OPERANDS_SHOWN = 1500
 _REDUCTIONS = {"sum": np.sum, "max": np.max, "min": np.min}
 
 
@@ -65,6 +72,8 @@ def _encode(header: dict) -> np.ndarray:
 
 def _describe(header: dict) -> str:
     args = ", ".join(f"{k}={v}" for k, v in header.get("args", {}).items())
+    if "shape" not in header:  # the operands are in the arguments
+        return f"{header['collective']}({args})"
     shape = ",".join(str(d) for d in header["shape"])
     return f"{header['collective']}({args}) on {header['dtype']}[{shape}]"
 
@@ -269,6 +278,91 @@ class MPICommunicator(Communicator):
 
         return self._collective(rank, "exchange_bundles", like, {"key": str(key)}, exchange)
 
+    def reduce_in_order(self, rank, contributions, order, op) -> list[np.ndarray]:
+        """One all-reduce of several operands with several contributions per process:
+        ``contributions[i]`` is this process's i-th list of operands (every process gives as many
+        lists, of the same shapes and dtypes), `order` lists every contribution of every process
+        as (process rank, i) in the order to fold them (the same list everywhere). Returns each
+        operand's reduction (`op`: sum, max or min) folded pairwise in `order`, so bitwise what
+        one process folding all of them in that order gets, on every process.
+
+        A reduce-scatter then an all-gather: each process owns a share of every operand's
+        elements (process q elements [n*q//size, n*(q+1)//size), as ThreadCommunicator splits
+        them), receives the others' values of its share, folds them, and sends its folded share to
+        every other process. Each message is a slice of an operand or of the result, received in
+        place: nothing is packed, stacked or copied, and each process reduces 1/size of the
+        elements."""
+        fn = self._reducer(op)
+        contributions = [[np.asarray(x) for x in xs] for xs in contributions]
+        first = contributions[0]
+        # Each operand as this process's contributions stacked: e.g. float32[2,3] for two of [3].
+        operands = ";".join(
+            f"{x.dtype.name}[{','.join(str(d) for d in (len(contributions), *x.shape))}]" for x in first
+        )
+        if len(operands) > _OPERANDS_SHOWN:
+            operands = f"{len(first)} operands, crc32 {zlib.crc32(operands.encode())}"
+        order = [(int(p), int(i)) for p, i in order]
+        args = {
+            "op": op,
+            "operands": operands,
+            "order_crc32": zlib.crc32(json.dumps(order).encode()),
+        }
+
+        def exchange(_, what):
+            size, me = self.size, self.rank
+            flats = [[np.ascontiguousarray(x).reshape(-1) for x in xs] for xs in contributions]
+            shares = [[(x.size * q // size, x.size * (q + 1) // size) for q in range(size)] for x in first]
+            results = [np.empty(x.shape, x.dtype) for x in first]
+            outs = [r.reshape(-1) for r in results]
+            peers_of = [p for p in range(size) if p != me]
+            incoming, requests, peers = {}, [], []
+            # Receives first (the others' values of this process's share, then their folded
+            # shares straight into the results), so no message waits for a late receive.
+            for p in peers_of:
+                for i in range(len(contributions)):
+                    for j, x in enumerate(first):
+                        lo, hi = shares[j][me]
+                        if hi > lo:
+                            incoming[p, i, j] = buf = np.empty(hi - lo, x.dtype)
+                            requests.append(self._comm.Irecv(buf.view(np.uint8), source=p, tag=_SHARE_TAG))
+                            peers.append(p)
+            folded, folded_peers = [], []
+            for p in peers_of:
+                for j in range(len(first)):
+                    lo, hi = shares[j][p]
+                    if hi > lo:
+                        folded.append(
+                            self._comm.Irecv(outs[j][lo:hi].view(np.uint8), source=p, tag=_REDUCED_TAG)
+                        )
+                        folded_peers.append(p)
+            for p in peers_of:
+                for operands in flats:
+                    for j, x in enumerate(operands):
+                        lo, hi = shares[j][p]
+                        if hi > lo:
+                            requests.append(self._comm.Isend(x[lo:hi].view(np.uint8), dest=p, tag=_SHARE_TAG))
+                            peers.append(None)
+            self._wait(requests, what, peers)
+            for j in range(len(first)):
+                lo, hi = shares[j][me]
+                if hi == lo:
+                    continue
+                rows = [flats[i][j][lo:hi] if p == me else incoming[p, i, j] for p, i in order]
+                out = outs[j][lo:hi]
+                if len(rows) == 1:
+                    out[...] = rows[0]
+                else:
+                    fn(rows[0], rows[1], out=out)
+                    for row in rows[2:]:
+                        fn(out, row, out=out)
+                for p in peers_of:  # sent while the next operand is folded
+                    folded.append(self._comm.Isend(out.view(np.uint8), dest=p, tag=_REDUCED_TAG))
+                    folded_peers.append(None)
+            self._wait(folded, what, folded_peers)
+            return results
+
+        return self._collective(rank, "reduce_in_order", None, args, exchange)
+
     def abort(self, rank: int, error: BaseException) -> None:
         """Tell the other processes that this one failed with `error`: their next collective on
         this communicator raises CollectiveError at once instead of waiting out the timeout. The
@@ -310,7 +404,9 @@ class MPICommunicator(Communicator):
                 )
             self._calls += 1
             what = f"{name} (call #{self._calls} on process {self.processes[self.rank]})"
-            header = {"collective": name, "args": args, "dtype": x.dtype.name, "shape": list(x.shape)}
+            header = {"collective": name, "args": args}
+            if x is not None:  # else the arguments describe the operands
+                header.update(dtype=x.dtype.name, shape=list(x.shape))
             headers = self._exchange_headers(header, what)
             aborted = [r for r in range(self.size) if headers[r]["collective"] == "abort"]
             if aborted:
@@ -368,15 +464,29 @@ class MPICommunicator(Communicator):
 def wait_for(requests, what: str, timeout: float, peers=()):
     """Poll the MPI `requests` until all complete; past `timeout` seconds raise
     CollectiveTimeoutError naming the processes whose receives (``peers[i]``; None for sends) are
-    still pending."""
-    deadline = time.monotonic() + float(timeout)
-    pending = list(range(len(requests)))
+    still pending. Spins (tests, yielding the core) for SPIN_SECONDS after the start and after
+    each completion, then sleeps between tests, up to a millisecond."""
+    if not requests:
+        return
+    Request = mpi().Request
+    now = time.monotonic()
+    deadline = now + float(timeout)
+    spin_until = now + SPIN_SECONDS
+    remaining = len(requests)
     delay = 0.0
-    while pending:
-        pending = [i for i in pending if not requests[i].Test()]
-        if not pending:
+    while True:
+        done = Request.Testsome(requests)  # completed requests become MPI.REQUEST_NULL
+        if done is None:  # none is active any more
             return
-        if time.monotonic() > deadline:
+        remaining -= len(done)
+        if remaining <= 0:
+            return
+        now = time.monotonic()
+        if done:
+            spin_until, delay = now + SPIN_SECONDS, 0.0
+            continue
+        if now > deadline:
+            pending = [i for i, r in enumerate(requests) if r]
             waiting = sorted({peers[i] for i in pending if i < len(peers) and peers[i] is not None})
             who = (
                 f"process(es) {waiting} did not arrive"
@@ -388,6 +498,9 @@ def wait_for(requests, what: str, timeout: float, peers=()):
                 "hangs, or called a different sequence of collectives). Set the timeout with "
                 "morphax.config.update('morphax_collective_timeout', seconds) or MORPHAX_COLLECTIVE_TIMEOUT."
             )
-        # Spin briefly, then sleep up to a millisecond between tests.
-        time.sleep(delay)
-        delay = min(1e-3, delay * 2 + 1e-5)
+        if now < spin_until:
+            # NB: not time.sleep(0), which sleeps ~50 us on Linux; Testsome releases the GIL.
+            os.sched_yield()
+        else:
+            time.sleep(delay)
+            delay = min(1e-3, delay * 2 + 1e-5)
