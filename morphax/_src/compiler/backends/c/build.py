@@ -62,12 +62,22 @@ class CompileError(RuntimeError):
 
 def compiler() -> str | None:
     """The C compiler: $CC, else cc or gcc on the PATH."""
-    # shutil, subprocess, tempfile and shlex are imported where used: `import morphax` skips them.
-    import shutil
-
     for cand in (os.environ.get("CC"), "cc", "gcc", "clang"):
-        if cand and shutil.which(cand):
-            return shutil.which(cand)
+        found = _which(cand) if cand else None
+        if found:
+            return found
+    return None
+
+
+def _which(name: str) -> str | None:
+    """`shutil.which` for an executable name or path, without importing shutil (it loads bz2 and
+    lzma: several milliseconds of every new process's first compiled call)."""
+    if os.sep in name:
+        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(folder or os.curdir, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
     return None
 
 
@@ -226,17 +236,20 @@ def cache_dir() -> str:
     """The disk cache directory (created on first use); read-only falls back to a temporary one."""
     got = _probe.get("cache_dir")
     if got is None:
-        import tempfile
-
         base = os.environ.get("MORPHAX_CACHE_DIR") or os.path.join(
             os.path.expanduser("~"), ".cache", "morphax"
         )
         got = os.path.join(base, "c")
         try:
             os.makedirs(got, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=got):
-                pass
+            # Can we write here? A file of our own, created and removed (tempfile is imported
+            # only for the fallback: importing it costs a new process several milliseconds).
+            check = os.path.join(got, f".writable-{os.getpid()}-{threading.get_ident()}")
+            os.close(os.open(check, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            os.remove(check)
         except OSError:
+            import tempfile
+
             got = tempfile.mkdtemp(prefix="morphax-cache-")
         _probe["cache_dir"] = got
     return got

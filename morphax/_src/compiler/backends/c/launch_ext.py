@@ -203,17 +203,18 @@ def module():
 
 
 def _build():
-    import subprocess  # here: `import morphax` does not load it
-
     from morphax._src.compiler.backends.c import build
 
     cc = build.compiler()
-    include = sysconfig.get_paths().get("include")
-    if cc is None or not include or not os.path.exists(os.path.join(include, "Python.h")):
+    if cc is None:
         return None
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    # The compiler's version as the probe recorded it on disk (once per machine), not a fresh
+    # `cc --version`: a subprocess here cost every new process 5-20 ms of its first call.
+    build.probe()
+    version = build._probe.get("version") or build._version(cc)
     key = hashlib.sha256(
-        "\n".join([SOURCE, sys.version, np.__version__, cc, build._version(cc), suffix]).encode()
+        "\n".join([SOURCE, sys.version, np.__version__, cc, version, suffix]).encode()
     ).hexdigest()[:24]
     try:
         directory = os.path.join(build.cache_dir(), "launch")
@@ -222,6 +223,13 @@ def _build():
         # are the .so files under the cache directory; this is a module of its own.
         path = os.path.join(directory, f"mx_launch_{key}.ext")
         if not os.path.exists(path):
+            # subprocess and sysconfig only here, to build: importing the one and the first call
+            # of the other cost a new process's first compiled call milliseconds each.
+            import subprocess
+
+            include = sysconfig.get_paths().get("include")
+            if not include or not os.path.exists(os.path.join(include, "Python.h")):
+                return None
             # Per-process names until the atomic rename: processes may build it at once.
             src = os.path.join(directory, f"mx_launch_{key}.{os.getpid()}.c")
             with open(src, "w") as fh:
@@ -241,6 +249,9 @@ def _build():
             ]
             try:
                 done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+            except subprocess.SubprocessError as e:  # the compiler hung past the timeout
+                logger.info("morphax: the segment launcher extension did not build (%s); using ctypes.", e)
+                return None
             finally:
                 os.remove(src)
             if done.returncode != 0:
@@ -254,7 +265,7 @@ def _build():
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         return mod
-    except (OSError, ImportError, subprocess.SubprocessError) as e:
+    except (OSError, ImportError) as e:
         logger.info("morphax: the segment launcher extension is unavailable (%s); using ctypes.", e)
         return None
 
