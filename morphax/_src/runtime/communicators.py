@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from morphax._src.config import config
+from morphax._src.runtime import native_collectives
 
 __all__ = [
     "CollectiveError",
@@ -107,6 +108,13 @@ def _describe(x) -> str:
     return f"{np.dtype(x.dtype).name}{list(x.shape)}"
 
 
+def _native_operand(x):
+    """`x` as the native all-reduce reads it: C-contiguous and aligned (a copy only if not)."""
+    if x.flags.c_contiguous and x.flags.aligned:
+        return x
+    return np.require(x, requirements=["C", "A"])
+
+
 class _Round:
     """One collective call: what each rank brought, and what each takes away."""
 
@@ -121,11 +129,20 @@ class _Round:
 
 class _Shared:
     """State shared by a communicator and its subgroups: one condition to wake every waiter and
-    the first failure (a failed participant dooms every group it belongs to)."""
+    the first failure (a failed participant dooms every group it belongs to), mirrored in a flag
+    that the native waits poll."""
 
     def __init__(self):
         self.cond = threading.Condition()
         self.failure = None  # (rank in the root communicator, exception)
+        self.native_abort = native_collectives.new_abort_flag()
+
+    def fail(self, root_rank, error) -> None:
+        """Record the first failure (call with `cond` held) and wake every waiter."""
+        if self.failure is None:
+            self.failure = (root_rank, error)
+        self.native_abort.value = 1
+        self.cond.notify_all()
 
 
 class ThreadCommunicator(Communicator):
@@ -143,6 +160,10 @@ class ThreadCommunicator(Communicator):
         self._calls = [0] * self.size
         self._rounds: dict[int, _Round] = {}
         self._subgroups: dict = {}
+        # The native barrier (large all-reduces): its shared counters, made on first use, and
+        # how many of its barriers each rank has passed.
+        self._arrivals = None
+        self._native_barriers = [0] * self.size
 
     def __repr__(self):
         return f"ThreadCommunicator(size={self.size}, timeout={self.timeout})"
@@ -153,9 +174,7 @@ class ThreadCommunicator(Communicator):
         """Record that participant `rank` failed: every participant waiting now, or arriving
         later, at any collective of this communicator or its subgroups raises."""
         with self._shared.cond:
-            if self._shared.failure is None:
-                self._shared.failure = (self._root_ranks[rank], error)
-            self._shared.cond.notify_all()
+            self._shared.fail(self._root_ranks[rank], error)
 
     def _raise_failure(self, rank, what):
         failed, error = self._shared.failure
@@ -202,18 +221,8 @@ class ThreadCommunicator(Communicator):
                     self._raise_failure(rank, what)
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    missing = [self._root_ranks[r] for r, e in enumerate(rnd.entries) if e is None]
-                    err = CollectiveTimeoutError(
-                        f"{what}: participant(s) {missing} did not arrive within {self.timeout:g} s "
-                        f"(rank {self._root_ranks[rank]} waited at collective call #{k}); a participant "
-                        "died, hangs, or skipped this collective. Raise the limit with "
-                        "morphax.config.update('morphax_collective_timeout', seconds) (or "
-                        "MORPHAX_COLLECTIVE_TIMEOUT) if the work before it is that long."
-                    )
-                    if shared.failure is None:
-                        shared.failure = (self._root_ranks[rank], err)
-                    shared.cond.notify_all()
-                    raise err
+                    missing = [r for r, e in enumerate(rnd.entries) if e is None]
+                    raise self._timed_out(rank, what, missing, f"collective call #{k}")
                 shared.cond.wait(left)
             rnd.taken += 1
             if rnd.taken == self.size:
@@ -222,6 +231,20 @@ class ThreadCommunicator(Communicator):
                 err = rnd.error
                 raise type(err)(*err.args) if isinstance(err, CollectiveMismatchError) else err
             return rnd.results[rank]
+
+    def _timed_out(self, rank, what, missing, where) -> CollectiveTimeoutError:
+        """The error of `rank`, which waited `timeout` at `where` for the ranks `missing`,
+        recorded as the communicator's failure (call with `cond` held)."""
+        missing = [self._root_ranks[r] for r in missing]
+        err = CollectiveTimeoutError(
+            f"{what}: participant(s) {missing} did not arrive within {self.timeout:g} s "
+            f"(rank {self._root_ranks[rank]} waited at {where}); a participant "
+            "died, hangs, or skipped this collective. Raise the limit with "
+            "morphax.config.update('morphax_collective_timeout', seconds) (or "
+            "MORPHAX_COLLECTIVE_TIMEOUT) if the work before it is that long."
+        )
+        self._shared.fail(self._root_ranks[rank], err)
+        return err
 
     def rendezvous(self, rank: int, what: str, signature, x, combine):
         """A collective of one's own: every rank deposits (`signature`, `x`); the last to arrive
@@ -245,33 +268,65 @@ class ThreadCommunicator(Communicator):
 
     # ----------------------------------------------------------------------------- operations
 
-    def _reduce_in_parallel(self, rank, what, signature, xs, fn) -> list:
+    def _reduce_in_parallel(self, rank, what, signature, xs, op) -> list:
         """all_reduce of the arrays `xs` where every rank reduces its share of the elements (of
         each array) and writes it into every rank's result, after one meeting to see everyone's
-        values and before a second that waits for every share. Elementwise, in rank order: the
-        same bits as one rank reducing all."""
+        values and before a barrier that waits for every share. Elementwise, in rank order: the
+        same bits as one rank reducing all. float32/float64 operands are reduced by the native
+        library (with the GIL released) and the barrier is native; without the library, NumPy
+        reduces and a second meeting is the barrier."""
+        lib = native_collectives.library()
+        if lib is not None:
+            xs = [_native_operand(x) for x in xs]
+        outs = [np.empty(x.shape, x.dtype) for x in xs]
+        mine = (xs, outs, None if lib is None else native_collectives.addresses(xs, outs))
 
-        def share(values):
-            outs = [[np.empty(x.shape, x.dtype) for x in xs] for _ in range(self.size)]
-            return [(values, outs)] * self.size
+        def share(entries):
+            plan = None
+            if lib is not None:
+                plan = native_collectives.Plan(op, entries)
+                native_collectives.stats["native_all_reduces"] += 1
+                if self._arrivals is None:  # combines run one at a time, so this is safe
+                    self._arrivals = native_collectives.new_arrivals(self.size)
+            return [(entries, plan)] * self.size
 
-        values, outs = self._exchange(rank, what, signature, xs, share)
-        for j in range(len(xs)):
-            n = values[0][j].size
+        entries, plan = self._exchange(rank, what, signature, mine, share)
+        fn = self._reducer(op)
+        for j in range(len(xs)) if plan is None else plan.numpy_operands:
+            n = xs[j].size
             lo, hi = n * rank // self.size, n * (rank + 1) // self.size
-            total = values[0][j].reshape(-1)[lo:hi]
-            for v in values[1:]:
-                total = fn(total, v[j].reshape(-1)[lo:hi])
-            for out in outs:  # every rank's own result array, so nobody copies afterwards
-                out[j].reshape(-1)[lo:hi] = total
-        self._exchange(rank, f"{what}, shares reduced", signature, None, lambda _: [None] * self.size)
-        return outs[rank]
+            total = entries[0][0][j].reshape(-1)[lo:hi]
+            for e in entries[1:]:
+                total = fn(total, e[0][j].reshape(-1)[lo:hi])
+            for e in entries:  # every rank's own result array, so nobody copies afterwards
+                e[1][j].reshape(-1)[lo:hi] = total
+        if plan is None:
+            self._exchange(rank, f"{what}, shares reduced", signature, None, lambda _: [None] * self.size)
+        else:
+            self._native_barriers[rank] += 1
+            ticket = self._native_barriers[rank]
+            code = native_collectives.reduce_share_and_wait(
+                lib, plan, rank, self._arrivals, ticket, self._shared.native_abort, self.timeout
+            )
+            if code != native_collectives.DONE:
+                self._native_wait_failed(rank, f"{what}, shares reduced", code, ticket)
+        return outs
+
+    def _native_wait_failed(self, rank, what, code, ticket):
+        """Raise what a native barrier's failure `code` means: another participant's failure
+        (aborted), or a timeout naming the ranks that never arrived."""
+        with self._shared.cond:
+            if code == native_collectives.TIMED_OUT and self._shared.failure is None:
+                arrived = native_collectives.arrived
+                missing = [r for r in range(self.size) if arrived(self._arrivals, r) < ticket]
+                raise self._timed_out(rank, what, missing, f"native barrier #{ticket}")
+            self._raise_failure(rank, what)
 
     def all_reduce(self, rank, x, op):
         fn = self._reducer(op)
         x = np.asarray(x)
         if x.size >= PARALLEL_REDUCE_ELEMENTS and self.size > 1:
-            return self._reduce_in_parallel(rank, f"all_reduce({op})", _describe(x), [x], fn)[0]
+            return self._reduce_in_parallel(rank, f"all_reduce({op})", _describe(x), [x], op)[0]
 
         def combine(values):
             total = values[0]
@@ -290,7 +345,7 @@ class ThreadCommunicator(Communicator):
         xs = [np.asarray(x) for x in xs]
         sig = tuple(_describe(x) for x in xs)
         if sum(x.size for x in xs) >= PARALLEL_REDUCE_ELEMENTS and self.size > 1:
-            return self._reduce_in_parallel(rank, f"all_reduce({op})", sig, xs, fn)
+            return self._reduce_in_parallel(rank, f"all_reduce({op})", sig, xs, op)
 
         def combine(values):
             totals = []
