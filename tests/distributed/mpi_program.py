@@ -32,6 +32,50 @@ def _emit(result: dict) -> None:
         print(json.dumps(result), flush=True)
 
 
+def _operands(p: int, i: int) -> list:
+    """Contribution i of process p to the reduce_in_order scenario: values whose sums round
+    differently in different orders, wrapping integers, bfloat16, bool, a scalar, an empty
+    array and NaNs (for max and min)."""
+    rng = np.random.default_rng(100 * p + i)
+    big = (rng.standard_normal((5, 7)) * 10.0 ** rng.integers(-4, 5, (5, 7))).astype(np.float32)
+    nan = np.array([1.0, np.nan if (p + i) % 2 else 2.0, -np.inf], np.float64)
+    return [
+        big,
+        np.float16(rng.standard_normal() * 100),
+        rng.standard_normal(4).astype("bfloat16"),
+        rng.integers(0, 2, 3).astype(bool),
+        rng.integers(-128, 128, 5).astype(np.int8),
+        np.zeros((0, 2), np.float64),
+        nan,
+    ]
+
+
+def _reduce_in_order(comm, r: int, n: int) -> dict:
+    """MPICommunicator.reduce_in_order with two contributions per process folded in an
+    interleaved order, against one process folding every contribution in that order (as hex
+    bytes: bitwise); then a mismatch (orders that differ) and a use after it."""
+    order = [(p, i) for i in range(2) for p in range(n)]  # (0,0), (1,0), ..., (0,1), (1,1), ...
+    mine = [_operands(r, i) for i in range(2)]
+    result = {"rank": r}
+    for op, fn in (("sum", np.add), ("max", np.maximum), ("min", np.minimum)):
+        got = comm.reduce_in_order(r, mine, order, op)
+        want = []
+        for j in range(len(mine[0])):
+            parts = [_operands(p, i)[j] for p, i in order]
+            total = parts[0]
+            for v in parts[1:]:
+                total = fn(total, v)
+            want.append(np.asarray(total, dtype=parts[0].dtype))
+        result[op] = [[g.dtype.name, list(g.shape), g.tobytes().hex()] for g in got]
+        result[op + "_want"] = [[w.dtype.name, list(w.shape), w.tobytes().hex()] for w in want]
+    swapped = order[::-1] if r == 0 else order
+    result["mismatch"] = _error(lambda: comm.reduce_in_order(r, mine, swapped, "sum"))
+    result["after"] = comm.reduce_in_order(r, [[np.float32(r)]], [(p, 0) for p in range(n)], "sum")[
+        0
+    ].tolist()
+    return result
+
+
 def main(scenario: str) -> None:
     launch_rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
     if scenario == "never_joins" and launch_rank == 1:
@@ -49,6 +93,10 @@ def main(scenario: str) -> None:
     morphax.distributed.initialize()
     r, n = morphax.process_index(), morphax.process_count()
     comm = global_communicator()
+    if scenario == "reduce_in_order":
+        _emit(_reduce_in_order(comm, r, n))
+        morphax.distributed.shutdown()
+        return
     if scenario == "dead_peer":
         morphax.config.update("morphax_collective_timeout", 1.5)
         if r == 1:

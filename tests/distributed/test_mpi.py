@@ -109,6 +109,23 @@ def test_three_processes_collectives_devices_and_errors():
 
 
 @needs_mpi
+def test_reduce_in_order_equals_one_process_folding_in_that_order():
+    """The reduce-scatter of MPICommunicator.reduce_in_order (three processes, two contributions
+    each, an interleaved order) gives every process bitwise the fold one process computes, for
+    sum, max and min over float32, float16, bfloat16, bool, int8, empty and NaN operands."""
+    n = 3
+    results, out = _launch(n, "reduce_in_order")
+    assert out.returncode == 0 and len(results) == n, out.stdout + out.stderr
+    for got in results:
+        for op in ("sum", "max", "min"):
+            assert got[op] == got[op + "_want"] == results[0][op + "_want"], op
+        kind, message, is_value_error = got["mismatch"]
+        assert (kind, is_value_error) == ("CollectiveMismatchError", True), message
+        assert "reduce_in_order(op=sum, operands=float32[2,5,7];float16[2];bfloat16[2,4]" in message
+        assert got["after"] == float(sum(range(n)))
+
+
+@needs_mpi
 def test_a_peer_that_leaves_makes_the_others_raise_within_the_timeout():
     results, out = _launch(2, "dead_peer")
     assert len(results) == 1, out.stdout + out.stderr  # process 1 left without printing
