@@ -185,18 +185,18 @@ def test_without_the_library_the_numpy_path_runs(monkeypatch):
 
 def _wrap_native_call(monkeypatch, before_call):
     """Make every rank run `before_call(rank)` first; a rank for which it returns False never
-    reaches the native barrier."""
-    real = native_collectives.reduce_share_and_wait
+    reaches the native part."""
+    real = native_collectives.reduce_and_wait
 
     def wrapped(lib, plan, rank, *args):
         if before_call(rank) is False:
             return native_collectives.DONE
         return real(lib, plan, rank, *args)
 
-    monkeypatch.setattr(native_collectives, "reduce_share_and_wait", wrapped)
+    monkeypatch.setattr(native_collectives, "reduce_and_wait", wrapped)
 
 
-def test_a_failed_participant_releases_the_native_barrier(monkeypatch):
+def test_a_failed_participant_releases_the_native_wait(monkeypatch):
     comm = ThreadCommunicator(3, timeout=60)
 
     def before_call(rank):
@@ -206,26 +206,51 @@ def test_a_failed_participant_releases_the_native_barrier(monkeypatch):
         return True
 
     _wrap_native_call(monkeypatch, before_call)
-    x = np.ones(PARALLEL_REDUCE_ELEMENTS, np.float32)
-    _, errors = _on_threads(3, lambda r: comm.all_reduce(r, x, "sum"))
+    # The int32 operand is NumPy's: every rank's share of it must be complete, rank 1's never is.
+    xs = [np.ones(PARALLEL_REDUCE_ELEMENTS, np.float32), np.ones(3, np.int32)]
+    _, errors = _on_threads(3, lambda r: comm.all_reduce_many(r, xs, "sum"))
     for r in (0, 2):
         assert isinstance(errors[r], CollectiveError) and not isinstance(errors[r], CollectiveTimeoutError)
         assert "participant 1 failed" in str(errors[r]) and "out of memory on 1" in str(errors[r])
     # The communicator stays failed: the next collective raises at once.
-    _, errors = _on_threads(3, lambda r: comm.all_reduce(r, x, "sum"))
+    _, errors = _on_threads(3, lambda r: comm.all_reduce(r, xs[0], "sum"))
     assert all(isinstance(e, CollectiveError) for e in errors)
 
 
-def test_a_missing_participant_times_out_at_the_native_barrier(monkeypatch):
+def test_a_participant_missing_from_the_native_wait_times_out(monkeypatch):
     comm = ThreadCommunicator(3, timeout=0.5)
     _wrap_native_call(monkeypatch, lambda rank: time.sleep(1.5) if rank == 2 else None)
-    x = np.ones(PARALLEL_REDUCE_ELEMENTS, np.float64)
-    _, errors = _on_threads(3, lambda r: comm.all_reduce_many(r, [x, x[:5]], "max"))
+    xs = [np.ones(PARALLEL_REDUCE_ELEMENTS, np.float64), np.ones(5, np.int64)]
+    _, errors = _on_threads(3, lambda r: comm.all_reduce_many(r, xs, "max"))
     for r in (0, 1):
         assert isinstance(errors[r], CollectiveTimeoutError)
-        assert "[2] did not arrive within 0.5 s" in str(errors[r]) and "native barrier #1" in str(errors[r])
+        assert "[2] did not arrive within 0.5 s" in str(errors[r]) and "native all-reduce #1" in str(
+            errors[r]
+        )
     # The late rank finds the communicator failed instead of waiting for nobody.
     assert isinstance(errors[2], CollectiveTimeoutError)
+
+
+def test_a_late_rank_finds_its_chunks_reduced(monkeypatch):
+    # Chunks go to whoever claims them: ranks 0 and 1 reduce everything while rank 2 sleeps, and
+    # all three get the whole result.
+    n = 3
+    comm = ThreadCommunicator(n, timeout=30)
+    _wrap_native_call(monkeypatch, lambda rank: time.sleep(0.3) if rank == 2 else None)
+    xs = [np.arange(3 * PARALLEL_REDUCE_ELEMENTS, dtype=np.float32) * (r + 1) for r in range(n)]
+    outs, errors = _on_threads(n, lambda r: comm.all_reduce(r, xs[r], "sum"))
+    assert errors == [None] * n
+    for out in outs:
+        _same_bits(out, _serial(xs, "sum"))
+
+
+def test_a_participant_missing_from_the_meeting_times_out():
+    comm = ThreadCommunicator(3, timeout=0.5)
+    x = np.ones(PARALLEL_REDUCE_ELEMENTS, np.float32)
+    _, errors = _on_threads(3, lambda r: None if r == 2 else comm.all_reduce(r, x, "sum"))
+    for r in (0, 1):
+        assert isinstance(errors[r], CollectiveError)
+        assert "[2] did not arrive within 0.5 s" in str(errors[r])
 
 
 def test_mismatches_still_name_both_sides():
@@ -252,10 +277,11 @@ def test_mismatches_still_name_both_sides():
 
 def test_the_native_wait_returns_its_codes():
     lib = native_collectives.library()
-    arrivals = native_collectives.new_arrivals(2)
+    counters = native_collectives.Counters(2)
     flag = native_collectives.new_abort_flag()
-    assert lib.mx_wait_all(arrivals, 2, 0, 1, flag, 0.05) == native_collectives.TIMED_OUT
-    assert native_collectives.arrived(arrivals, 0) == 1 and native_collectives.arrived(arrivals, 1) == 0
-    assert lib.mx_wait_all(arrivals, 2, 1, 1, flag, 0.05) == native_collectives.DONE
+    completed = native_collectives.COMPLETED
+    assert lib.mx_wait_completed(counters.words, 1, flag, 0.05) == native_collectives.TIMED_OUT
+    counters.words[completed] = 1
+    assert lib.mx_wait_completed(counters.words, 1, flag, 0.05) == native_collectives.DONE
     flag.value = 1
-    assert lib.mx_wait_all(arrivals, 2, 0, 2, flag, 30.0) == native_collectives.ABORTED
+    assert lib.mx_wait_completed(counters.words, 2, flag, 30.0) == native_collectives.ABORTED

@@ -9,6 +9,10 @@ hanging it fails loudly: a participant that fails (`abort`) makes the others rai
 participant that never arrives makes the others raise after `timeout` seconds (default: the
 `morphax_collective_timeout` config flag, 60 s unless MORPHAX_COLLECTIVE_TIMEOUT says), and participants that disagree on a call's shapes, dtypes or operation all
 raise an error naming both sides.
+
+Large float32/float64 all-reduces are reduced by native code with the GIL released
+(native_collectives.py): after the Python meeting the ranks claim chunks of the elements and
+wait natively for the last one, polling the same failure (as a flag) and deadline.
 """
 
 from __future__ import annotations
@@ -160,10 +164,8 @@ class ThreadCommunicator(Communicator):
         self._calls = [0] * self.size
         self._rounds: dict[int, _Round] = {}
         self._subgroups: dict = {}
-        # The native barrier (large all-reduces): its shared counters, made on first use, and
-        # how many of its barriers each rank has passed.
-        self._arrivals = None
-        self._native_barriers = [0] * self.size
+        # The native all-reduce's shared counters (made on first use).
+        self._counters = None
 
     def __repr__(self):
         return f"ThreadCommunicator(size={self.size}, timeout={self.timeout})"
@@ -269,12 +271,13 @@ class ThreadCommunicator(Communicator):
     # ----------------------------------------------------------------------------- operations
 
     def _reduce_in_parallel(self, rank, what, signature, xs, op) -> list:
-        """all_reduce of the arrays `xs` where every rank reduces its share of the elements (of
-        each array) and writes it into every rank's result, after one meeting to see everyone's
-        values and before a barrier that waits for every share. Elementwise, in rank order: the
-        same bits as one rank reducing all. float32/float64 operands are reduced by the native
-        library (with the GIL released) and the barrier is native; without the library, NumPy
-        reduces and a second meeting is the barrier."""
+        """all_reduce of the arrays `xs` where the ranks share the reducing and write every
+        element into every rank's result, after one meeting to see everyone's values and before
+        a wait for every element. Elementwise, in rank order: the same bits as one rank reducing
+        all. float32/float64 operands go to the native library (GIL released; the ranks claim
+        chunks, so a late rank is helped, and wait there for the last chunk); other operands,
+        and all of them without the library, are cut into one share per rank, reduced with NumPy,
+        and a second meeting waits for every share."""
         lib = native_collectives.library()
         if lib is not None:
             xs = [_native_operand(x) for x in xs]
@@ -284,10 +287,10 @@ class ThreadCommunicator(Communicator):
         def share(entries):
             plan = None
             if lib is not None:
-                plan = native_collectives.Plan(op, entries)
+                if self._counters is None:  # combines run one at a time, so this is safe
+                    self._counters = native_collectives.Counters(self.size)
+                plan = native_collectives.Plan(op, entries, self._counters)
                 native_collectives.stats["native_all_reduces"] += 1
-                if self._arrivals is None:  # combines run one at a time, so this is safe
-                    self._arrivals = native_collectives.new_arrivals(self.size)
             return [(entries, plan)] * self.size
 
         entries, plan = self._exchange(rank, what, signature, mine, share)
@@ -302,24 +305,19 @@ class ThreadCommunicator(Communicator):
                 e[1][j].reshape(-1)[lo:hi] = total
         if plan is None:
             self._exchange(rank, f"{what}, shares reduced", signature, None, lambda _: [None] * self.size)
-        else:
-            self._native_barriers[rank] += 1
-            ticket = self._native_barriers[rank]
-            code = native_collectives.reduce_share_and_wait(
-                lib, plan, rank, self._arrivals, ticket, self._shared.native_abort, self.timeout
-            )
-            if code != native_collectives.DONE:
-                self._native_wait_failed(rank, f"{what}, shares reduced", code, ticket)
+            return outs
+        code = native_collectives.reduce_and_wait(lib, plan, rank, self._shared.native_abort, self.timeout)
+        if code != native_collectives.DONE:
+            self._native_wait_failed(rank, f"{what}, shares reduced", code, plan)
         return outs
 
-    def _native_wait_failed(self, rank, what, code, ticket):
-        """Raise what a native barrier's failure `code` means: another participant's failure
+    def _native_wait_failed(self, rank, what, code, plan):
+        """Raise what a native wait's failure `code` means: another participant's failure
         (aborted), or a timeout naming the ranks that never arrived."""
         with self._shared.cond:
             if code == native_collectives.TIMED_OUT and self._shared.failure is None:
-                arrived = native_collectives.arrived
-                missing = [r for r in range(self.size) if arrived(self._arrivals, r) < ticket]
-                raise self._timed_out(rank, what, missing, f"native barrier #{ticket}")
+                missing = [r for r in range(self.size) if plan.counters.arrived(r) < plan.call]
+                raise self._timed_out(rank, what, missing, f"native all-reduce #{plan.call}")
             self._raise_failure(rank, what)
 
     def all_reduce(self, rank, x, op):

@@ -1,15 +1,17 @@
-"""The native half of the in-process all-reduce: a small C library that reduces one rank's share
-of a large float32/float64 all-reduce and then waits for the other ranks at a barrier, all with
-the GIL released (ctypes releases it around every call).
+"""The native half of the in-process all-reduce: a small C library that reduces the float32 and
+float64 operands of a large all-reduce, with the GIL released (ctypes releases it around every
+call), and waits until every element is reduced.
 
 `ThreadCommunicator` (communicators.py) still meets in Python first, where the signatures are
-checked and the result arrays are allocated; then each rank calls `reduce_share_and_wait`: it
-reduces elements [n*rank/size, n*(rank+1)/size) of every operand, in rank order (the same bits
-as one rank reducing everything with NumPy: sum adds pairwise left to right, max/min propagate
-NaN as np.maximum/np.minimum do), writes them straight into every rank's result, and publishes
-its arrival in a shared array of counters (`Arrivals`). The wait spins briefly, then yields,
-then sleeps in short steps; it polls the communicator's abort flag and a deadline, and returns
-a code (`DONE`, `ABORTED`, `TIMED_OUT`) for the caller to raise.
+checked and every rank shows its operands and its (freshly allocated) results; then every rank
+calls `reduce_and_wait`. The elements are cut into chunks (`CHUNK_ELEMENTS` of one operand),
+which the ranks claim from a shared counter, so a rank that starts late (descheduled, or waiting
+for the GIL) finds its work done by the others instead of holding them up. A chunk is reduced in
+rank order (the same bits as one rank reducing everything with NumPy: sum adds left to right,
+max/min propagate NaN as np.maximum/np.minimum do) and written straight into every rank's
+result. A rank returns once every chunk is complete; its wait spins briefly, then yields, then
+sleeps in short steps, polling the communicator's abort flag and a deadline, and it returns a
+code (`DONE`, `ABORTED`, `TIMED_OUT`) for the caller to raise.
 
 The library is built once per machine with the C backend's compiler and disk cache (build.py);
 without a working compiler `library()` is None and the communicator keeps its NumPy path.
@@ -30,8 +32,12 @@ OPS = {"sum": 0, "max": 1, "min": 2}
 KINDS = {np.dtype(np.float32): 1, np.dtype(np.float64): 2}
 SKIP = 0
 DONE, ABORTED, TIMED_OUT = 0, 1, 2
-# Each rank's arrival counter sits in its own 64-byte cache line (8 int64s).
-SLOT_STRIDE = 8
+# Elements of one operand reduced per claim: large enough that claiming (one atomic
+# compare-and-swap) costs nothing, small enough that two ranks share a 2.7 MB reduce evenly.
+CHUNK_ELEMENTS = 1 << 14
+# The shared counters (int64 words, each in its own 64-byte cache line): chunks claimed and
+# chunks completed over all calls, then the last call each rank arrived at.
+CLAIMED, COMPLETED, FIRST_ARRIVAL, STRIDE = 0, 8, 16, 8
 
 # native_all_reduces: collective calls whose floating operands the library reduced (one per
 # call, counted by the rank that combines the meeting).
@@ -47,7 +53,6 @@ enum { OP_SUM = 0, OP_MAX = 1, OP_MIN = 2 };
 enum { KIND_SKIP = 0, KIND_F32 = 1, KIND_F64 = 2 };
 enum { WAIT_DONE = 0, WAIT_ABORTED = 1, WAIT_TIMED_OUT = 2 };
 
-#define SLOT_STRIDE 8
 /* Elements reduced at a time (8 KiB of float32): the block of the first result stays in L1/L2
  * while the later ranks are added into it and it is copied into the other results. */
 #define BLOCK 2048
@@ -116,55 +121,90 @@ static double monotonic_seconds(void) {
 DEFINE_REDUCE(float, f32)
 DEFINE_REDUCE(double, f64)
 
-/* Publish this rank's arrival at barrier number `ticket` (1, 2, ...) and wait until every rank
- * has arrived at it: spin, then yield, then sleep in short steps. Returns WAIT_ABORTED when
- * *abort_flag is set (on arrival or while waiting), WAIT_TIMED_OUT after timeout_s seconds, else WAIT_DONE. The release
- * store and acquire loads order each rank's writes into the results before the others return. */
-int mx_wait_all(int64_t *arrivals, int nranks, int rank, int64_t ticket, const int32_t *abort_flag,
-                double timeout_s) {
-  __atomic_store_n(&arrivals[(int64_t)rank * SLOT_STRIDE], ticket, __ATOMIC_RELEASE);
-  /* A communicator that failed fails every later wait, as its Python meetings do. */
+/* The shared counters of one communicator (see the Python constants of the same names). */
+#define CLAIMED 0
+#define COMPLETED 8
+#define ARRIVED(rank) (16 + (int64_t)(rank)*8)
+
+/* Chunks of `chunk` elements that cover n elements. */
+static int64_t chunks_of(int64_t n, int64_t chunk) { return (n + chunk - 1) / chunk; }
+
+/* Reduce chunk `index` of a call (chunks numbered operand by operand, skipping the operands of
+ * kind KIND_SKIP) into every rank's result. */
+static void reduce_chunk(int op, int nranks, int nops, const int64_t *sizes, const int32_t *kinds,
+                         void *const *inputs, void *const *outputs, int64_t chunk, int64_t index) {
+  for (int j = 0; j < nops; j++) {
+    if (kinds[j] == KIND_SKIP) continue;
+    int64_t count = chunks_of(sizes[j], chunk);
+    if (index < count) {
+      int64_t lo = index * chunk;
+      int64_t hi = sizes[j] - lo < chunk ? sizes[j] : lo + chunk;
+      void *const *in = inputs + (int64_t)j * nranks;
+      void *const *out = outputs + (int64_t)j * nranks;
+      if (kinds[j] == KIND_F32)
+        reduce_f32(op, nranks, lo, hi, in, out);
+      else
+        reduce_f64(op, nranks, lo, hi, in, out);
+      return;
+    }
+    index -= count;
+  }
+}
+
+/* Wait until the shared count of completed chunks reaches `target`: spin, then yield, then sleep
+ * in short steps. Returns WAIT_ABORTED when *abort_flag is set (on entry or while waiting),
+ * WAIT_TIMED_OUT after timeout_s seconds, else WAIT_DONE. Every completion is a release and
+ * this load an acquire, so the results written by the other ranks are visible on return. */
+int mx_wait_completed(int64_t *shared, int64_t target, const int32_t *abort_flag, double timeout_s) {
   if (__atomic_load_n(abort_flag, __ATOMIC_RELAXED)) return WAIT_ABORTED;
-  double deadline = monotonic_seconds() + timeout_s;
+  double deadline = -1.0;
   long polls = 0;
-  for (int r = 0; r < nranks; r++) {
-    while (__atomic_load_n(&arrivals[(int64_t)r * SLOT_STRIDE], __ATOMIC_ACQUIRE) < ticket) {
-      if (__atomic_load_n(abort_flag, __ATOMIC_RELAXED)) return WAIT_ABORTED;
-      polls++;
-      if (polls < SPIN_POLLS) {
-        cpu_relax();
-        continue;
-      }
-      if (monotonic_seconds() > deadline) return WAIT_TIMED_OUT;
-      if (polls < SPIN_POLLS + YIELD_POLLS) {
-        sched_yield();
-      } else {
-        struct timespec pause = {0, SLEEP_NS};
-        nanosleep(&pause, NULL);
-      }
+  while (__atomic_load_n(&shared[COMPLETED], __ATOMIC_ACQUIRE) < target) {
+    if (__atomic_load_n(abort_flag, __ATOMIC_RELAXED)) return WAIT_ABORTED;
+    polls++;
+    if (polls < SPIN_POLLS) {
+      cpu_relax();
+      continue;
+    }
+    double now = monotonic_seconds();
+    if (deadline < 0.0) deadline = now + timeout_s;
+    if (now > deadline) return WAIT_TIMED_OUT;
+    if (polls < SPIN_POLLS + YIELD_POLLS) {
+      sched_yield();
+    } else {
+      struct timespec pause = {0, SLEEP_NS};
+      nanosleep(&pause, NULL);
     }
   }
   return WAIT_DONE;
 }
 
-/* This rank's share of an all-reduce of `nops` operands over `nranks` ranks, then the barrier.
- * Operand j has sizes[j] elements of kinds[j] (KIND_SKIP: reduced elsewhere); rank r's input and
- * result are inputs[j * nranks + r] and outputs[j * nranks + r]. Returns mx_wait_all's code. */
-int mx_reduce_share_and_wait(int op, int nranks, int rank, int nops, const int64_t *sizes,
-                             const int32_t *kinds, void *const *inputs, void *const *outputs,
-                             int64_t *arrivals, int64_t ticket, const int32_t *abort_flag,
-                             double timeout_s) {
-  for (int j = 0; j < nops; j++) {
-    int64_t n = sizes[j];
-    int64_t lo = n * rank / nranks, hi = n * (rank + 1) / nranks;
-    void *const *in = inputs + (int64_t)j * nranks;
-    void *const *out = outputs + (int64_t)j * nranks;
-    if (kinds[j] == KIND_F32)
-      reduce_f32(op, nranks, lo, hi, in, out);
-    else if (kinds[j] == KIND_F64)
-      reduce_f64(op, nranks, lo, hi, in, out);
+/* One rank's part of an all-reduce of `nops` operands over `nranks` ranks. Operand j has
+ * sizes[j] elements of kinds[j] (KIND_SKIP: reduced by the caller, with NumPy); rank r's input
+ * and result are inputs[j * nranks + r] and outputs[j * nranks + r]. The rank records its
+ * arrival at call number `call`, counts its NumPy share as one completed chunk if
+ * `numpy_share_done`, claims and reduces chunks first_chunk .. first_chunk + n_chunks - 1
+ * until none is left, then waits until `completed_target` chunks are complete. Returns
+ * mx_wait_completed's code. */
+int mx_all_reduce(int op, int nranks, int rank, int nops, const int64_t *sizes,
+                  const int32_t *kinds, void *const *inputs, void *const *outputs, int64_t chunk,
+                  int64_t *shared, int64_t call, int64_t first_chunk, int64_t n_chunks,
+                  int64_t completed_target, int numpy_share_done, const int32_t *abort_flag,
+                  double timeout_s) {
+  __atomic_store_n(&shared[ARRIVED(rank)], call, __ATOMIC_RELEASE);
+  if (numpy_share_done) __atomic_fetch_add(&shared[COMPLETED], 1, __ATOMIC_RELEASE);
+  int64_t end = first_chunk + n_chunks;
+  int64_t next = __atomic_load_n(&shared[CLAIMED], __ATOMIC_RELAXED);
+  while (next < end && !__atomic_load_n(abort_flag, __ATOMIC_RELAXED)) {
+    /* On failure `next` becomes the counter's current value: try again with it. */
+    if (__atomic_compare_exchange_n(&shared[CLAIMED], &next, next + 1, 0, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED)) {
+      reduce_chunk(op, nranks, nops, sizes, kinds, inputs, outputs, chunk, next - first_chunk);
+      __atomic_fetch_add(&shared[COMPLETED], 1, __ATOMIC_RELEASE);
+      next = __atomic_load_n(&shared[CLAIMED], __ATOMIC_RELAXED);
+    }
   }
-  return mx_wait_all(arrivals, nranks, rank, ticket, abort_flag, timeout_s);
+  return mx_wait_completed(shared, completed_target, abort_flag, timeout_s);
 }
 """
 
@@ -197,24 +237,32 @@ def _build():
         logger.info("morphax: the native all-reduce did not build (%s); reducing with NumPy.", e)
         return None
     i64p, i32p, vpp = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int32), ctypes.c_void_p
-    wait = lib.mx_wait_all
-    wait.argtypes = [i64p, ctypes.c_int, ctypes.c_int, ctypes.c_int64, i32p, ctypes.c_double]
+    wait = lib.mx_wait_completed
+    wait.argtypes = [i64p, ctypes.c_int64, i32p, ctypes.c_double]
     wait.restype = ctypes.c_int
-    share = lib.mx_reduce_share_and_wait
-    share.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, i64p, i32p, vpp, vpp]
-    share.argtypes += [i64p, ctypes.c_int64, i32p, ctypes.c_double]
-    share.restype = ctypes.c_int
+    reduce = lib.mx_all_reduce
+    reduce.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, i64p, i32p, vpp, vpp]
+    reduce.argtypes += [ctypes.c_int64, i64p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+    reduce.argtypes += [ctypes.c_int64, ctypes.c_int, i32p, ctypes.c_double]
+    reduce.restype = ctypes.c_int
     return lib
 
 
-def new_arrivals(size: int):
-    """The barrier's shared counters for `size` ranks (zeros: nobody has arrived anywhere)."""
-    return (ctypes.c_int64 * (size * SLOT_STRIDE))()
+class Counters:
+    """The counters one communicator's ranks share (made by the rank that combines its first
+    native all-reduce), and the totals every call adds to them: a call's chunks are numbered
+    after all earlier calls' chunks, so a rank still looking for work in an earlier call never
+    claims a later call's chunk."""
 
+    def __init__(self, size: int):
+        self.words = (ctypes.c_int64 * (FIRST_ARRIVAL + size * STRIDE))()
+        self.calls = 0
+        self.claimed = 0  # chunks of all calls so far
+        self.completed = 0  # completions of all calls so far (chunks, and ranks' NumPy shares)
 
-def arrived(arrivals, rank: int) -> int:
-    """The last barrier number `rank` arrived at."""
-    return arrivals[rank * SLOT_STRIDE]
+    def arrived(self, rank: int) -> int:
+        """The last call number `rank` arrived at."""
+        return self.words[FIRST_ARRIVAL + rank * STRIDE]
 
 
 def new_abort_flag():
@@ -229,14 +277,29 @@ def addresses(inputs, outputs) -> tuple:
 
 
 class Plan:
-    """One all-reduce call's operands as the library takes them (built once per call by the rank
-    that combines the meeting, shared by all): element counts, kinds, and every rank's input and
-    result addresses. `entries[r]` is rank r's (inputs, results, addresses(inputs, results));
-    the inputs must be C-contiguous and aligned."""
+    """One all-reduce call as the library takes it, built by the rank that combines the meeting
+    and shared by all: element counts, kinds, every rank's input and result addresses, and the
+    call's place in the counters. `entries[r]` is rank r's (inputs, results,
+    addresses(inputs, results)); the inputs must be C-contiguous and aligned."""
 
-    __slots__ = ("op", "size", "n_ops", "sizes", "kinds", "inputs", "outputs", "numpy_operands", "entries")
+    __slots__ = (
+        "op",
+        "size",
+        "n_ops",
+        "sizes",
+        "kinds",
+        "inputs",
+        "outputs",
+        "numpy_operands",
+        "entries",
+        "counters",
+        "call",
+        "first_chunk",
+        "n_chunks",
+        "completed_target",
+    )
 
-    def __init__(self, op: str, entries):
+    def __init__(self, op: str, entries, counters: Counters):
         size, first = len(entries), entries[0][0]
         n_ops = len(first)
         self.op, self.size, self.n_ops = OPS[op], size, n_ops
@@ -248,12 +311,21 @@ class Plan:
         self.inputs = pointers(*[e[2][0][j] for j in range(n_ops) for e in entries])
         self.outputs = pointers(*[e[2][1][j] for j in range(n_ops) for e in entries])
         self.entries = entries  # the addresses stay valid while the plan lives
+        self.counters = counters
+        counters.calls += 1
+        self.call = counters.calls
+        self.first_chunk = counters.claimed
+        self.n_chunks = sum(-(-x.size // CHUNK_ELEMENTS) for x, k in zip(first, kinds) if k != SKIP)
+        counters.claimed += self.n_chunks
+        counters.completed += self.n_chunks + (size if self.numpy_operands else 0)
+        self.completed_target = counters.completed
 
 
-def reduce_share_and_wait(lib, plan: Plan, rank: int, arrivals, ticket: int, abort_flag, timeout: float):
-    """Rank `rank`'s share of every floating operand of `plan`, written into every rank's result,
-    then the barrier number `ticket`: DONE, ABORTED or TIMED_OUT. The GIL is released throughout."""
-    return lib.mx_reduce_share_and_wait(
+def reduce_and_wait(lib, plan: Plan, rank: int, abort_flag, timeout: float) -> int:
+    """Rank `rank`'s part of `plan` (its NumPy share, if any, already written): claim and reduce
+    chunks while any is left, then wait until all are complete. DONE, ABORTED or TIMED_OUT; the
+    GIL is released throughout."""
+    return lib.mx_all_reduce(
         plan.op,
         plan.size,
         rank,
@@ -262,8 +334,13 @@ def reduce_share_and_wait(lib, plan: Plan, rank: int, arrivals, ticket: int, abo
         plan.kinds,
         plan.inputs,
         plan.outputs,
-        arrivals,
-        ticket,
+        CHUNK_ELEMENTS,
+        plan.counters.words,
+        plan.call,
+        plan.first_chunk,
+        plan.n_chunks,
+        plan.completed_target,
+        1 if plan.numpy_operands else 0,
         ctypes.byref(abort_flag),
         timeout,
     )
