@@ -117,10 +117,12 @@ class ProcessDevicesCommunicator(Communicator):
         self._reducer(op)  # a bad op fails here, on every device, before any exchange
 
         def combine(values):
-            totals = self._mpi.reduce_in_order(self._me, values, self._order, op)
-            return [totals if i == 0 else [t.copy() for t in totals] for i in range(len(values))]
+            return [self._mpi.reduce_in_order(self._me, values, self._order, op)] * len(values)
 
-        return self._meet(rank, f"all_reduce({op})", signature, xs, combine)
+        totals = self._meet(rank, f"all_reduce({op})", signature, xs, combine)
+        # The first local device keeps the results; the others copy them on their own threads, in
+        # parallel (as ThreadCommunicator), not serially on the one that made the MPI call.
+        return totals if self._position[rank] == 0 else [t.copy() for t in totals]
 
     def all_gather(self, rank, x):
         x = np.asarray(x)

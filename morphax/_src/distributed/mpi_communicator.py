@@ -336,8 +336,8 @@ class MPICommunicator(Communicator):
                         )
                         folded_peers.append(p)
             for p in peers_of:
-                for operands in flats:
-                    for j, x in enumerate(operands):
+                for contribution in flats:
+                    for j, x in enumerate(contribution):
                         lo, hi = shares[j][p]
                         if hi > lo:
                             requests.append(self._comm.Isend(x[lo:hi].view(np.uint8), dest=p, tag=_SHARE_TAG))
