@@ -236,6 +236,8 @@ def _build():
     except (build.CompileError, OSError) as e:
         logger.info("morphax: the native all-reduce did not build (%s); reducing with NumPy.", e)
         return None
+    global _address
+    _address = _address_checked()
     i64p, i32p, vpp = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int32), ctypes.c_void_p
     wait = lib.mx_wait_completed
     wait.argtypes = [i64p, ctypes.c_int64, i32p, ctypes.c_double]
@@ -273,7 +275,33 @@ def new_abort_flag():
 def addresses(inputs, outputs) -> tuple:
     """The data addresses of one rank's operands and results (each rank takes its own before
     the meeting, so the rank that combines it only gathers them)."""
-    return [x.ctypes.data for x in inputs], [o.ctypes.data for o in outputs]
+    return [_address(x) for x in inputs], [_address(o) for o in outputs]
+
+
+def _address_by_header(x) -> int:
+    """The data address of NumPy array `x`, read where NumPy's C API reads it (PyArray_DATA:
+    the first field after the object header): 0.2 us instead of 2 us for `x.ctypes.data`, which
+    the 14 addresses of a 7-operand call on each rank, under the GIL, turn into 30 us."""
+    return _from_address(id(x) + _HEADER).value
+
+
+def _address_checked():
+    """`_address_by_header` where it agrees with `ndarray.ctypes` on a few arrays (views at an
+    offset, read-only, 0-d, empty) on this interpreter and NumPy, else `x.ctypes.data`."""
+    base = np.arange(64, dtype=np.float64)
+    probes = [base, base[5:], base[::3], np.zeros((), np.float32), np.empty(0)]
+    probes.append(np.frombuffer(b"\0" * 16, np.uint8))  # read-only
+    try:
+        if all(_address_by_header(x) == x.ctypes.data for x in probes):
+            return _address_by_header
+    except (ValueError, OverflowError):  # pragma: no cover - an unexpected object layout
+        pass
+    return lambda x: x.ctypes.data
+
+
+_HEADER = object.__basicsize__
+_from_address = ctypes.c_void_p.from_address
+_address = None  # chosen with the library (`_build`)
 
 
 class Plan:
