@@ -211,6 +211,39 @@ print(morphax.distributed.is_initialized())
     ]
 
 
+@needs_mpi
+def test_wait_for_spins_then_sleeps_and_times_out_naming_the_peer():
+    """wait_for tests without sleeping while requests complete (a transfer needs both sides to
+    call MPI), sleeps at most a millisecond between tests once it has waited SPIN_SECONDS, and
+    still raises at its timeout naming the process it waits for. In a subprocess: MPI starts
+    there as a singleton, not in the test process."""
+    code = """
+import time
+import numpy as np
+from mpi4py import MPI
+from morphax._src.distributed import mpi_communicator as m
+
+sleeps = []
+real_sleep = time.sleep
+m.time.sleep = lambda s: (sleeps.append(s), real_sleep(s))
+comm, got = MPI.COMM_SELF, np.zeros(3)
+m.wait_for([comm.Irecv(got, source=0, tag=1), comm.Isend(np.arange(3.0), dest=0, tag=1)], "x", 5)
+print(len(sleeps), got.tolist())
+pending = comm.Irecv(got, source=0, tag=2)
+try:
+    m.wait_for([pending], "a receive no one sends", 0.3, [7])
+except m.CollectiveTimeoutError as e:
+    print("process(es) [7] did not arrive" in str(e), "a receive no one sends timed out after 0.3 s" in str(e))
+print(len(sleeps) > 10, max(sleeps) <= 1e-3)
+pending.Cancel()
+pending.Wait()
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI_", "PMIX_"))}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["0 [0.0, 1.0, 2.0]", "True True", "True True"]
+
+
 def test_initialize_without_mpi4py_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "mpi4py", None)  # as if the extra were not installed
     monkeypatch.setenv("PMI_RANK", "0")
