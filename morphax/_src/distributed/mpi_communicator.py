@@ -9,6 +9,10 @@ data, the processes exchange a small header (the collective, its arguments, dtyp
 processes that disagree raise `CollectiveMismatchError` (a ValueError) naming both sides instead
 of exchanging garbage. The errors are those of runtime/communicators.py.
 
+Beyond the interface, `reduce_in_order` is the all-reduce of pmaps across processes
+(distributed/device_collectives.py): several operands and several devices per process in one
+reduce-scatter and all-gather, folded in the devices' global order.
+
 mpi4py is imported only when a communicator is made (morphax.distributed.initialize)."""
 
 from __future__ import annotations
