@@ -146,25 +146,36 @@ def test_repeated_calls_and_subgroups_reuse_the_barrier():
             np.testing.assert_array_equal(outs[r][2 * k + 1], np.full(size, max(group) + 10 * k, np.float32))
 
 
-def test_other_dtypes_keep_numpy_beside_native_operands():
+def test_other_dtypes_take_the_numpy_path_and_odd_layouts_are_copied():
     n = 2
-    xs = [
+    mixed = [
         [
             np.arange(PARALLEL_REDUCE_ELEMENTS, dtype=np.int32) * (r + 1),
             np.full(9, r + 0.5, np.float16),
-            np.linspace(0, 1, 11, dtype=np.float32)[::2] + r,  # strided: copied for the library
-            np.arange(4, dtype=">f4") + r,  # not native byte order: NumPy reduces it
+            np.arange(4, dtype=">f4") + r,  # not native byte order
+        ]
+        for r in range(n)
+    ]
+    floats = [
+        [
+            np.linspace(0, 1, 2 * PARALLEL_REDUCE_ELEMENTS, dtype=np.float32)[::2] + r,  # strided
+            np.ones((3, 5), np.float64, order="F") * r,  # Fortran order
         ]
         for r in range(n)
     ]
     comm = ThreadCommunicator(n, timeout=30)
     before = native_collectives.stats["native_all_reduces"]
-    outs, errors = _on_threads(n, lambda r: comm.all_reduce_many(r, xs[r], "sum"))
+    outs, errors = _on_threads(
+        n, lambda r: (comm.all_reduce_many(r, mixed[r], "sum"), comm.all_reduce_many(r, floats[r], "sum"))
+    )
     assert errors == [None] * n
-    assert native_collectives.stats["native_all_reduces"] - before == 1
-    for out in outs:
-        for j, got in enumerate(out):
-            _same_bits(got, np.add(xs[0][j], xs[1][j]))
+    assert native_collectives.stats["native_all_reduces"] - before == 1  # the float32/float64 call
+    for got_mixed, got_floats in outs:
+        for j, got in enumerate(got_mixed):
+            _same_bits(got, np.add(mixed[0][j], mixed[1][j]))
+        for j, got in enumerate(got_floats):
+            np.testing.assert_array_equal(got, np.add(floats[0][j], floats[1][j]))
+            assert got.dtype == floats[0][j].dtype and got.shape == floats[0][j].shape
 
 
 def test_without_the_library_the_numpy_path_runs(monkeypatch):
@@ -185,18 +196,18 @@ def test_without_the_library_the_numpy_path_runs(monkeypatch):
 
 def _wrap_native_call(monkeypatch, before_call):
     """Make every rank run `before_call(rank)` first; a rank for which it returns False never
-    reaches the native part."""
-    real = native_collectives.reduce_and_wait
+    reaches the native meeting."""
+    real = native_collectives.meet_and_reduce
 
-    def wrapped(lib, plan, rank, *args):
+    def wrapped(lib, call, size, rank, *args):
         if before_call(rank) is False:
             return native_collectives.DONE
-        return real(lib, plan, rank, *args)
+        return real(lib, call, size, rank, *args)
 
-    monkeypatch.setattr(native_collectives, "reduce_and_wait", wrapped)
+    monkeypatch.setattr(native_collectives, "meet_and_reduce", wrapped)
 
 
-def test_a_failed_participant_releases_the_native_wait(monkeypatch):
+def test_a_failed_participant_releases_the_native_meeting(monkeypatch):
     comm = ThreadCommunicator(3, timeout=60)
 
     def before_call(rank):
@@ -206,34 +217,38 @@ def test_a_failed_participant_releases_the_native_wait(monkeypatch):
         return True
 
     _wrap_native_call(monkeypatch, before_call)
-    # The int32 operand is NumPy's: every rank's share of it must be complete, rank 1's never is.
-    xs = [np.ones(PARALLEL_REDUCE_ELEMENTS, np.float32), np.ones(3, np.int32)]
-    _, errors = _on_threads(3, lambda r: comm.all_reduce_many(r, xs, "sum"))
+    x = np.ones(PARALLEL_REDUCE_ELEMENTS, np.float32)
+    _, errors = _on_threads(3, lambda r: comm.all_reduce(r, x, "sum"))
     for r in (0, 2):
         assert isinstance(errors[r], CollectiveError) and not isinstance(errors[r], CollectiveTimeoutError)
         assert "participant 1 failed" in str(errors[r]) and "out of memory on 1" in str(errors[r])
     # The communicator stays failed: the next collective raises at once.
-    _, errors = _on_threads(3, lambda r: comm.all_reduce(r, xs[0], "sum"))
+    _, errors = _on_threads(3, lambda r: comm.all_reduce(r, x, "sum"))
     assert all(isinstance(e, CollectiveError) for e in errors)
 
 
-def test_a_participant_missing_from_the_native_wait_times_out(monkeypatch):
+def test_a_participant_missing_from_the_native_meeting_times_out(monkeypatch):
     comm = ThreadCommunicator(3, timeout=0.5)
     _wrap_native_call(monkeypatch, lambda rank: time.sleep(1.5) if rank == 2 else None)
-    xs = [np.ones(PARALLEL_REDUCE_ELEMENTS, np.float64), np.ones(5, np.int64)]
-    _, errors = _on_threads(3, lambda r: comm.all_reduce_many(r, xs, "max"))
+    x = np.ones(PARALLEL_REDUCE_ELEMENTS, np.float64)
+    _, errors = _on_threads(3, lambda r: comm.all_reduce_many(r, [x, x[:5]], "max"))
     for r in (0, 1):
         assert isinstance(errors[r], CollectiveTimeoutError)
-        assert "[2] did not arrive within 0.5 s" in str(errors[r]) and "native all-reduce #1" in str(
-            errors[r]
-        )
-    # The late rank finds the communicator failed instead of waiting for nobody.
+        assert "[2] did not arrive within 0.5 s" in str(errors[r]) and "native all-reduce" in str(errors[r])
+    # The late rank finds the communicator failed instead of reducing with nobody.
     assert isinstance(errors[2], CollectiveTimeoutError)
 
 
-def test_a_late_rank_finds_its_chunks_reduced(monkeypatch):
-    # Chunks go to whoever claims them: ranks 0 and 1 reduce everything while rank 2 sleeps, and
-    # all three get the whole result.
+def test_a_participant_that_never_calls_times_out():
+    comm = ThreadCommunicator(3, timeout=0.5)
+    x = np.ones(PARALLEL_REDUCE_ELEMENTS, np.float32)
+    _, errors = _on_threads(3, lambda r: None if r == 2 else comm.all_reduce(r, x, "sum"))
+    for r in (0, 1):
+        assert isinstance(errors[r], CollectiveTimeoutError)
+        assert "[2] did not arrive within 0.5 s" in str(errors[r])
+
+
+def test_a_slow_rank_is_waited_for(monkeypatch):
     n = 3
     comm = ThreadCommunicator(n, timeout=30)
     _wrap_native_call(monkeypatch, lambda rank: time.sleep(0.3) if rank == 2 else None)
@@ -244,44 +259,56 @@ def test_a_late_rank_finds_its_chunks_reduced(monkeypatch):
         _same_bits(out, _serial(xs, "sum"))
 
 
-def test_a_participant_missing_from_the_meeting_times_out():
-    comm = ThreadCommunicator(3, timeout=0.5)
-    x = np.ones(PARALLEL_REDUCE_ELEMENTS, np.float32)
-    _, errors = _on_threads(3, lambda r: None if r == 2 else comm.all_reduce(r, x, "sum"))
-    for r in (0, 1):
-        assert isinstance(errors[r], CollectiveError)
-        assert "[2] did not arrive within 0.5 s" in str(errors[r])
-
-
 def test_mismatches_still_name_both_sides():
-    comm = ThreadCommunicator(2, timeout=30)
     size = PARALLEL_REDUCE_ELEMENTS
-
-    def prog(r):
-        return comm.all_reduce(r, np.zeros(size + r, np.float32), "sum")
-
-    _, errors = _on_threads(2, prog)
-    for e in errors:
-        assert isinstance(e, CollectiveMismatchError)
-        assert f"float32[{size}]" in str(e) and f"float32[{size + 1}]" in str(e)
-
+    x = np.zeros(size, np.float32)
+    cases = {
+        # both native, different shapes
+        "sizes": lambda comm, r: comm.all_reduce(r, np.zeros(size + r, np.float32), "sum"),
+        # native against the one-combiner path below the threshold
+        "paths": lambda comm, r: comm.all_reduce(r, np.zeros(size - r, np.float32), "sum"),
+        # native against another collective, either one arriving first
+        "gather": lambda comm, r: comm.all_reduce(r, x, "sum") if r == 0 else comm.all_gather(r, x),
+        "gather late": lambda comm, r: comm.all_gather(r, x) if r == 0 else comm.all_reduce(r, x, "sum"),
+        # native against NumPy's shared path (another dtype)
+        "dtypes": lambda comm, r: comm.all_reduce(r, np.zeros(size, [np.float32, np.int32][r]), "sum"),
+    }
+    for name, prog in cases.items():
+        comm = ThreadCommunicator(2, timeout=30)
+        _, errors = _on_threads(2, lambda r, prog=prog, comm=comm: prog(comm, r))
+        for e in errors:
+            assert isinstance(e, CollectiveMismatchError), (name, e)
+            assert "rank 1 called" in str(e), (name, e)
+        # A mismatch fails that call only: the next one meets as usual.
+        outs, errors = _on_threads(2, lambda r, comm=comm: comm.all_reduce(r, np.full(size, r + 1.0), "sum"))
+        assert errors == [None, None], (name, errors)
+        for out in outs:
+            np.testing.assert_array_equal(out, np.full(size, 3.0))
     comm = ThreadCommunicator(2, timeout=30)
-
-    def prog2(r):
-        x = np.zeros(size, np.float32)
-        return comm.all_reduce(r, x, "sum") if r == 0 else comm.all_gather(r, x)
-
-    _, errors = _on_threads(2, prog2)
-    assert all(isinstance(e, CollectiveMismatchError) and "all_gather" in str(e) for e in errors)
+    _, errors = _on_threads(2, lambda r: cases["sizes"](comm, r))
+    for e in errors:
+        assert f"float32[{size}]" in str(e) and f"float32[{size + 1}]" in str(e)
 
 
 def test_the_native_wait_returns_its_codes():
     lib = native_collectives.library()
-    counters = native_collectives.Counters(2)
+    words = native_collectives.Words(2)
     flag = native_collectives.new_abort_flag()
     completed = native_collectives.COMPLETED
-    assert lib.mx_wait_completed(counters.words, 1, flag, 0.05) == native_collectives.TIMED_OUT
-    counters.words[completed] = 1
-    assert lib.mx_wait_completed(counters.words, 1, flag, 0.05) == native_collectives.DONE
+    assert lib.mx_wait_completed(words.words, 1, flag, 0.05) == native_collectives.TIMED_OUT
+    words.words[completed] = 1
+    assert lib.mx_wait_completed(words.words, 1, flag, 0.05) == native_collectives.DONE
     flag.value = 1
-    assert lib.mx_wait_completed(counters.words, 2, flag, 30.0) == native_collectives.ABORTED
+    assert lib.mx_wait_completed(words.words, 2, flag, 30.0) == native_collectives.ABORTED
+
+
+def test_array_addresses_match_numpys(monkeypatch):
+    arrays = [np.arange(10.0)[3:], np.zeros((3, 4), np.float32).T.copy(), np.zeros((), np.float64)]
+    table = native_collectives.Call("sum", arrays[:1], arrays[1:2]).table
+    assert list(table) == [arrays[0].ctypes.data, arrays[1].ctypes.data]
+    assert [native_collectives._address(x) for x in arrays] == [x.ctypes.data for x in arrays]
+    # A header that does not hold the data address where expected: NumPy's own answer is used.
+    monkeypatch.setattr(native_collectives, "_HEADER", native_collectives._HEADER + 8)
+    address = native_collectives._address_checked()
+    assert address is not native_collectives._address_by_header
+    assert [address(x) for x in arrays] == [x.ctypes.data for x in arrays]

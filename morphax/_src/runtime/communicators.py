@@ -10,9 +10,9 @@ participant that never arrives makes the others raise after `timeout` seconds (d
 `morphax_collective_timeout` config flag, 60 s unless MORPHAX_COLLECTIVE_TIMEOUT says), and participants that disagree on a call's shapes, dtypes or operation all
 raise an error naming both sides.
 
-Large float32/float64 all-reduces are reduced by native code with the GIL released
-(native_collectives.py): after the Python meeting the ranks claim chunks of the elements and
-wait natively for the last one, polling the same failure (as a flag) and deadline.
+Large float32/float64 all-reduces meet, reduce and wait in native code with the GIL released
+(native_collectives.py): each rank only records the call in Python, where the last to record
+checks the signatures; the native waits poll the same failure (as a flag) and deadline.
 """
 
 from __future__ import annotations
@@ -164,8 +164,12 @@ class ThreadCommunicator(Communicator):
         self._calls = [0] * self.size
         self._rounds: dict[int, _Round] = {}
         self._subgroups: dict = {}
-        # The native all-reduce's shared counters (made on first use).
-        self._counters = None
+        # The native all-reduce: the words shared with the library, the chunks of all calls
+        # so far as each rank counts them, and the calls of ranks that failed while others
+        # may still use their arrays.
+        self._words = native_collectives.Words(self.size)
+        self._native_chunks = [0] * self.size
+        self._kept_after_failure: list = []
 
     def __repr__(self):
         return f"ThreadCommunicator(size={self.size}, timeout={self.timeout})"
@@ -216,6 +220,8 @@ class ThreadCommunicator(Communicator):
                 error = e
             with shared.cond:
                 rnd.error, rnd.results = error, results
+                if isinstance(error, CollectiveMismatchError):  # ranks meeting natively stop too
+                    self._words.mark_mismatch(k + 1)
                 shared.cond.notify_all()
         with shared.cond:
             while rnd.results is None and rnd.error is None:
@@ -272,53 +278,94 @@ class ThreadCommunicator(Communicator):
 
     def _reduce_in_parallel(self, rank, what, signature, xs, op) -> list:
         """all_reduce of the arrays `xs` where the ranks share the reducing and write every
-        element into every rank's result, after one meeting to see everyone's values and before
-        a wait for every element. Elementwise, in rank order: the same bits as one rank reducing
-        all. float32/float64 operands go to the native library (GIL released; the ranks claim
-        chunks, so a late rank is helped, and wait there for the last chunk); other operands,
-        and all of them without the library, are cut into one share per rank, reduced with NumPy,
-        and a second meeting waits for every share."""
+        element into every rank's result. Elementwise, in rank order: the same bits as one rank
+        reducing all. float32/float64 calls go to the native library (`_reduce_natively`);
+        others, and all of them without it, meet once to see everyone's values, reduce one share
+        per rank with NumPy, and meet again to wait for every share."""
         lib = native_collectives.library()
-        if lib is not None:
-            xs = [_native_operand(x) for x in xs]
-        outs = [np.empty(x.shape, x.dtype) for x in xs]
-        mine = (xs, outs, None if lib is None else native_collectives.addresses(xs, outs))
-
-        def share(entries):
-            plan = None
-            if lib is not None:
-                if self._counters is None:  # combines run one at a time, so this is safe
-                    self._counters = native_collectives.Counters(self.size)
-                plan = native_collectives.Plan(op, entries, self._counters)
-                native_collectives.stats["native_all_reduces"] += 1
-            return [(entries, plan)] * self.size
-
-        entries, plan = self._exchange(rank, what, signature, mine, share)
+        if (
+            lib is not None
+            and self.size <= native_collectives.MAX_RANKS
+            and native_collectives.native_dtypes(xs)
+        ):
+            return self._reduce_natively(lib, rank, what, signature, xs, op)
         fn = self._reducer(op)
-        for j in range(len(xs)) if plan is None else plan.numpy_operands:
-            n = xs[j].size
-            lo, hi = n * rank // self.size, n * (rank + 1) // self.size
+        outs = [np.empty(x.shape, x.dtype) for x in xs]
+        entries = self._exchange(rank, what, signature, (xs, outs), lambda entries: [entries] * self.size)
+        for j, x in enumerate(xs):
+            lo, hi = x.size * rank // self.size, x.size * (rank + 1) // self.size
             total = entries[0][0][j].reshape(-1)[lo:hi]
             for e in entries[1:]:
                 total = fn(total, e[0][j].reshape(-1)[lo:hi])
             for e in entries:  # every rank's own result array, so nobody copies afterwards
                 e[1][j].reshape(-1)[lo:hi] = total
-        if plan is None:
-            self._exchange(rank, f"{what}, shares reduced", signature, None, lambda _: [None] * self.size)
-            return outs
-        code = native_collectives.reduce_and_wait(lib, plan, rank, self._shared.native_abort, self.timeout)
-        if code != native_collectives.DONE:
-            self._native_wait_failed(rank, f"{what}, shares reduced", code, plan)
+        self._exchange(rank, f"{what}, shares reduced", signature, None, lambda _: [None] * self.size)
         return outs
 
-    def _native_wait_failed(self, rank, what, code, plan):
-        """Raise what a native wait's failure `code` means: another participant's failure
-        (aborted), or a timeout naming the ranks that never arrived."""
+    def _reduce_natively(self, lib, rank, what, signature, xs, op) -> list:
+        """The native all-reduce: record the call in Python (the last rank to record checks the
+        signatures, nobody waits there), then meet, reduce chunks and wait in C with the GIL
+        released; any failure is raised as the Python meetings raise it."""
+        xs = [_native_operand(x) for x in xs]
+        outs = [np.empty(x.shape, x.dtype) for x in xs]
+        call = native_collectives.Call(op, xs, outs)
+        k = self._record(rank, what, signature)
+        first_chunk = self._native_chunks[rank]
+        code = native_collectives.meet_and_reduce(
+            lib,
+            call,
+            self.size,
+            rank,
+            self._words,
+            k + 1,
+            first_chunk,
+            self._shared.native_abort,
+            self.timeout,
+        )
+        if code == native_collectives.DONE:
+            self._native_chunks[rank] = first_chunk + call.n_chunks
+            if rank == 0:
+                native_collectives.stats["native_all_reduces"] += 1
+            return outs
         with self._shared.cond:
+            if code == native_collectives.MISMATCH:  # nobody touched an array
+                rnd = self._rounds[k]
+                rnd.taken += 1
+                if rnd.taken == self.size:
+                    del self._rounds[k]
+                raise type(rnd.error)(*rnd.error.args)
+            # Ranks still reducing may read this rank's operands and write its results.
+            self._kept_after_failure.append(call)
             if code == native_collectives.TIMED_OUT and self._shared.failure is None:
-                missing = [r for r in range(self.size) if plan.counters.arrived(r) < plan.call]
-                raise self._timed_out(rank, what, missing, f"native all-reduce #{plan.call}")
+                missing = [r for r in range(self.size) if self._words.published(r) <= k]
+                raise self._timed_out(rank, what, missing, f"native all-reduce, collective call #{k}")
             self._raise_failure(rank, what)
+
+    def _record(self, rank, what, signature) -> int:
+        """Record this rank's next call in its round without waiting; the last rank to record
+        checks that everyone's signature agrees, and marks a mismatch for the native meeting
+        and the ranks waiting in Python. Returns the call's number."""
+        if not 0 <= rank < self.size:
+            raise ValueError(f"{what}: rank {rank} is outside the communicator of size {self.size}")
+        shared = self._shared
+        with shared.cond:
+            if shared.failure is not None:
+                self._raise_failure(rank, what)
+            k = self._calls[rank]
+            self._calls[rank] = k + 1
+            rnd = self._rounds.get(k)
+            if rnd is None:
+                rnd = self._rounds[k] = _Round(self.size)
+            rnd.entries[rank] = (what, signature, None)
+            if all(e is not None for e in rnd.entries):
+                error = self._mismatch(rnd.entries)
+                if error is None:  # everyone meets natively: nobody looks at the round again
+                    del self._rounds[k]
+                else:
+                    rnd.error = error
+                    self._words.mark_mismatch(k + 1)
+                    shared.cond.notify_all()
+        return k
 
     def all_reduce(self, rank, x, op):
         fn = self._reducer(op)

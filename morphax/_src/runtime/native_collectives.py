@@ -1,17 +1,19 @@
-"""The native half of the in-process all-reduce: a small C library that reduces the float32 and
-float64 operands of a large all-reduce, with the GIL released (ctypes releases it around every
-call), and waits until every element is reduced.
+"""The native half of the in-process all-reduce: a small C library that meets the other ranks,
+reduces the float32/float64 operands of a large all-reduce and waits until every element is
+reduced, all with the GIL released (ctypes releases it around every call).
 
-`ThreadCommunicator` (communicators.py) still meets in Python first, where the signatures are
-checked and every rank shows its operands and its (freshly allocated) results; then every rank
-calls `reduce_and_wait`. The elements are cut into chunks (`CHUNK_ELEMENTS` of one operand),
-which the ranks claim from a shared counter, so a rank that starts late (descheduled, or waiting
-for the GIL) finds its work done by the others instead of holding them up. A chunk is reduced in
-rank order (the same bits as one rank reducing everything with NumPy: sum adds left to right,
-max/min propagate NaN as np.maximum/np.minimum do) and written straight into every rank's
-result. A rank returns once every chunk is complete; its wait spins briefly, then yields, then
-sleeps in short steps, polling the communicator's abort flag and a deadline, and it returns a
-code (`DONE`, `ABORTED`, `TIMED_OUT`) for the caller to raise.
+Each rank first records its call in the communicator's Python round (communicators.py): no
+waiting there, but the last to record checks that every rank called the same collective on the
+same shapes and dtypes, and marks a mismatch for the native side. Then each rank calls
+`meet_and_reduce`: it publishes its call number and a table of its operand and result addresses
+in the communicator's shared words (`Words`), waits until every rank has published (or the
+mismatch mark, the abort flag or the deadline says to stop), and claims chunks of the elements
+(`CHUNK_ELEMENTS` of one operand) from a shared counter until none is left, so a rank that
+starts late (descheduled) finds its work done by the others. A chunk is reduced in rank order
+(the same bits as one rank reducing everything with NumPy: sum adds left to right, max/min
+propagate NaN as np.maximum/np.minimum do) and written straight into every rank's result. The
+rank returns once every chunk is complete. Waits spin briefly, then yield, then sleep in short
+steps; the codes (`DONE`, `ABORTED`, `TIMED_OUT`, `MISMATCH`) tell the caller what to raise.
 
 The library is built once per machine with the C backend's compiler and disk cache (build.py);
 without a working compiler `library()` is None and the communicator keeps its NumPy path.
@@ -28,19 +30,20 @@ import numpy as np
 logger = logging.getLogger("morphax")
 
 OPS = {"sum": 0, "max": 1, "min": 2}
-# Element kinds the library reduces; an operand of any other dtype is reduced with NumPy.
+# Element kinds the library reduces; a call with an operand of any other dtype is NumPy's.
 KINDS = {np.dtype(np.float32): 1, np.dtype(np.float64): 2}
-SKIP = 0
-DONE, ABORTED, TIMED_OUT = 0, 1, 2
+DONE, ABORTED, TIMED_OUT, MISMATCH = 0, 1, 2, 3
+# The most ranks the library meets (its per-chunk pointer arrays live on the stack).
+MAX_RANKS = 256
 # Elements of one operand reduced per claim: large enough that claiming (one atomic
 # compare-and-swap) costs nothing, small enough that two ranks share a 2.7 MB reduce evenly.
 CHUNK_ELEMENTS = 1 << 14
-# The shared counters (int64 words, each in its own 64-byte cache line): chunks claimed and
-# chunks completed over all calls, then the last call each rank arrived at.
-CLAIMED, COMPLETED, FIRST_ARRIVAL, STRIDE = 0, 8, 16, 8
+# The shared words (int64, each group in its own 64-byte cache line): chunks claimed and chunks
+# completed over all calls, the call whose signatures disagree, then per rank the last call it
+# published and the address of its address table.
+CLAIMED, COMPLETED, MISMATCHED, FIRST_RECORD, STRIDE = 0, 8, 16, 24, 8
 
-# native_all_reduces: collective calls whose floating operands the library reduced (one per
-# call, counted by the rank that combines the meeting).
+# native_all_reduces: collective calls the library reduced (counted by rank 0).
 stats = {"native_all_reduces": 0}
 
 SOURCE = r"""
@@ -50,8 +53,10 @@ SOURCE = r"""
 #include <time.h>
 
 enum { OP_SUM = 0, OP_MAX = 1, OP_MIN = 2 };
-enum { KIND_SKIP = 0, KIND_F32 = 1, KIND_F64 = 2 };
-enum { WAIT_DONE = 0, WAIT_ABORTED = 1, WAIT_TIMED_OUT = 2 };
+enum { KIND_F32 = 1, KIND_F64 = 2 };
+enum { WAIT_DONE = 0, WAIT_ABORTED = 1, WAIT_TIMED_OUT = 2, WAIT_MISMATCH = 3 };
+
+#define MAX_RANKS 256
 
 /* Elements reduced at a time (8 KiB of float32): the block of the first result stays in L1/L2
  * while the later ranks are added into it and it is copied into the other results. */
@@ -121,90 +126,125 @@ static double monotonic_seconds(void) {
 DEFINE_REDUCE(float, f32)
 DEFINE_REDUCE(double, f64)
 
-/* The shared counters of one communicator (see the Python constants of the same names). */
+/* The shared words of one communicator (see the Python constants of the same names). */
 #define CLAIMED 0
 #define COMPLETED 8
-#define ARRIVED(rank) (16 + (int64_t)(rank)*8)
+#define MISMATCHED 16
+#define RECORD_CALL(rank) (24 + (int64_t)(rank)*8)
+#define RECORD_TABLE(rank) (24 + (int64_t)(rank)*8 + 1)
+
+/* Rank r's address table: its nops input addresses, then its nops result addresses. */
+static void *const *table_of(int64_t *shared, int rank) {
+  return (void *const *)(uintptr_t)__atomic_load_n(&shared[RECORD_TABLE(rank)], __ATOMIC_RELAXED);
+}
 
 /* Chunks of `chunk` elements that cover n elements. */
 static int64_t chunks_of(int64_t n, int64_t chunk) { return (n + chunk - 1) / chunk; }
 
-/* Reduce chunk `index` of a call (chunks numbered operand by operand, skipping the operands of
- * kind KIND_SKIP) into every rank's result. */
+/* Reduce chunk `index` of a call (chunks numbered operand by operand) into every rank's result,
+ * reading the ranks' addresses from their published tables. */
 static void reduce_chunk(int op, int nranks, int nops, const int64_t *sizes, const int32_t *kinds,
-                         void *const *inputs, void *const *outputs, int64_t chunk, int64_t index) {
+                         int64_t *shared, int64_t chunk, int64_t index) {
   for (int j = 0; j < nops; j++) {
-    if (kinds[j] == KIND_SKIP) continue;
     int64_t count = chunks_of(sizes[j], chunk);
-    if (index < count) {
-      int64_t lo = index * chunk;
-      int64_t hi = sizes[j] - lo < chunk ? sizes[j] : lo + chunk;
-      void *const *in = inputs + (int64_t)j * nranks;
-      void *const *out = outputs + (int64_t)j * nranks;
-      if (kinds[j] == KIND_F32)
-        reduce_f32(op, nranks, lo, hi, in, out);
-      else
-        reduce_f64(op, nranks, lo, hi, in, out);
-      return;
+    if (index >= count) {
+      index -= count;
+      continue;
     }
-    index -= count;
+    void *in[MAX_RANKS], *out[MAX_RANKS];
+    for (int r = 0; r < nranks; r++) {
+      void *const *table = table_of(shared, r);
+      in[r] = table[j];
+      out[r] = table[nops + j];
+    }
+    int64_t lo = index * chunk;
+    int64_t hi = sizes[j] - lo < chunk ? sizes[j] : lo + chunk;
+    if (kinds[j] == KIND_F32)
+      reduce_f32(op, nranks, lo, hi, in, out);
+    else
+      reduce_f64(op, nranks, lo, hi, in, out);
+    return;
   }
 }
 
-/* Wait until the shared count of completed chunks reaches `target`: spin, then yield, then sleep
- * in short steps. Returns WAIT_ABORTED when *abort_flag is set (on entry or while waiting),
- * WAIT_TIMED_OUT after timeout_s seconds, else WAIT_DONE. Every completion is a release and
- * this load an acquire, so the results written by the other ranks are visible on return. */
-int mx_wait_completed(int64_t *shared, int64_t target, const int32_t *abort_flag, double timeout_s) {
+/* The state of one wait: spin SPIN_POLLS times, then yield YIELD_POLLS times, then sleep
+ * SLEEP_NS at a time, until the deadline. */
+typedef struct {
+  long polls;
+  double deadline;
+} backoff;
+
+/* Wait a little; nonzero once the deadline has passed. */
+static int backoff_wait(backoff *b) {
+  b->polls++;
+  if (b->polls < SPIN_POLLS) {
+    cpu_relax();
+    return 0;
+  }
+  if (monotonic_seconds() > b->deadline) return 1;
+  if (b->polls < SPIN_POLLS + YIELD_POLLS) {
+    sched_yield();
+  } else {
+    struct timespec pause = {0, SLEEP_NS};
+    nanosleep(&pause, NULL);
+  }
+  return 0;
+}
+
+/* Wait until the shared count of completed chunks reaches `target`. Returns WAIT_ABORTED when
+ * *abort_flag is set (on entry or while waiting), WAIT_TIMED_OUT after the deadline, else
+ * WAIT_DONE. Every completion is a release and this load an acquire, so the results written by
+ * the other ranks are visible on return. */
+static int wait_completed(int64_t *shared, int64_t target, const int32_t *abort_flag, backoff *b) {
   if (__atomic_load_n(abort_flag, __ATOMIC_RELAXED)) return WAIT_ABORTED;
-  double deadline = -1.0;
-  long polls = 0;
   while (__atomic_load_n(&shared[COMPLETED], __ATOMIC_ACQUIRE) < target) {
     if (__atomic_load_n(abort_flag, __ATOMIC_RELAXED)) return WAIT_ABORTED;
-    polls++;
-    if (polls < SPIN_POLLS) {
-      cpu_relax();
-      continue;
-    }
-    double now = monotonic_seconds();
-    if (deadline < 0.0) deadline = now + timeout_s;
-    if (now > deadline) return WAIT_TIMED_OUT;
-    if (polls < SPIN_POLLS + YIELD_POLLS) {
-      sched_yield();
-    } else {
-      struct timespec pause = {0, SLEEP_NS};
-      nanosleep(&pause, NULL);
-    }
+    if (backoff_wait(b)) return WAIT_TIMED_OUT;
   }
   return WAIT_DONE;
 }
 
-/* One rank's part of an all-reduce of `nops` operands over `nranks` ranks. Operand j has
- * sizes[j] elements of kinds[j] (KIND_SKIP: reduced by the caller, with NumPy); rank r's input
- * and result are inputs[j * nranks + r] and outputs[j * nranks + r]. The rank records its
- * arrival at call number `call`, counts its NumPy share as one completed chunk if
- * `numpy_share_done`, claims and reduces chunks first_chunk .. first_chunk + n_chunks - 1
- * until none is left, then waits until `completed_target` chunks are complete. Returns
- * mx_wait_completed's code. */
-int mx_all_reduce(int op, int nranks, int rank, int nops, const int64_t *sizes,
-                  const int32_t *kinds, void *const *inputs, void *const *outputs, int64_t chunk,
-                  int64_t *shared, int64_t call, int64_t first_chunk, int64_t n_chunks,
-                  int64_t completed_target, int numpy_share_done, const int32_t *abort_flag,
-                  double timeout_s) {
-  __atomic_store_n(&shared[ARRIVED(rank)], call, __ATOMIC_RELEASE);
-  if (numpy_share_done) __atomic_fetch_add(&shared[COMPLETED], 1, __ATOMIC_RELEASE);
+/* mx_wait_completed: wait_completed with a deadline timeout_s seconds away (for tests). */
+int mx_wait_completed(int64_t *shared, int64_t target, const int32_t *abort_flag, double timeout_s) {
+  backoff b = {0, monotonic_seconds() + timeout_s};
+  return wait_completed(shared, target, abort_flag, &b);
+}
+
+/* One rank's all-reduce call number `call` (1, 2, ...) of `nops` operands over `nranks` ranks:
+ * operand j has sizes[j] elements of kinds[j]; `table` holds this rank's input addresses, then
+ * its result addresses. Publishes the table and the call number, waits until every rank has
+ * published this call, claims and reduces chunks first_chunk .. first_chunk + n_chunks - 1 until
+ * none is left, then waits until all of them are complete. Returns WAIT_MISMATCH (before
+ * touching any array) when shared[MISMATCHED] names this call, WAIT_ABORTED when *abort_flag is
+ * set, WAIT_TIMED_OUT timeout_s seconds after the call began, else WAIT_DONE. */
+int mx_meet_and_reduce(int op, int nranks, int rank, int nops, const int64_t *sizes,
+                       const int32_t *kinds, int64_t chunk, int64_t *shared, int64_t call,
+                       void *const *table, int64_t first_chunk, int64_t n_chunks,
+                       const int32_t *abort_flag, double timeout_s) {
+  backoff b = {0, monotonic_seconds() + timeout_s};
+  __atomic_store_n(&shared[RECORD_TABLE(rank)], (int64_t)(uintptr_t)table, __ATOMIC_RELAXED);
+  __atomic_store_n(&shared[RECORD_CALL(rank)], call, __ATOMIC_RELEASE);
+  for (int r = 0; r < nranks; r++) {
+    while (__atomic_load_n(&shared[RECORD_CALL(r)], __ATOMIC_ACQUIRE) < call) {
+      if (__atomic_load_n(&shared[MISMATCHED], __ATOMIC_RELAXED) == call) return WAIT_MISMATCH;
+      if (__atomic_load_n(abort_flag, __ATOMIC_RELAXED)) return WAIT_ABORTED;
+      if (backoff_wait(&b)) return WAIT_TIMED_OUT;
+    }
+  }
+  /* The last rank to record the call in Python marked any mismatch before it published here. */
+  if (__atomic_load_n(&shared[MISMATCHED], __ATOMIC_RELAXED) == call) return WAIT_MISMATCH;
   int64_t end = first_chunk + n_chunks;
   int64_t next = __atomic_load_n(&shared[CLAIMED], __ATOMIC_RELAXED);
   while (next < end && !__atomic_load_n(abort_flag, __ATOMIC_RELAXED)) {
     /* On failure `next` becomes the counter's current value: try again with it. */
     if (__atomic_compare_exchange_n(&shared[CLAIMED], &next, next + 1, 0, __ATOMIC_RELAXED,
                                     __ATOMIC_RELAXED)) {
-      reduce_chunk(op, nranks, nops, sizes, kinds, inputs, outputs, chunk, next - first_chunk);
+      reduce_chunk(op, nranks, nops, sizes, kinds, shared, chunk, next - first_chunk);
       __atomic_fetch_add(&shared[COMPLETED], 1, __ATOMIC_RELEASE);
       next = __atomic_load_n(&shared[CLAIMED], __ATOMIC_RELAXED);
     }
   }
-  return mx_wait_completed(shared, completed_target, abort_flag, timeout_s);
+  return wait_completed(shared, end, abort_flag, &b);
 }
 """
 
@@ -242,29 +282,26 @@ def _build():
     wait = lib.mx_wait_completed
     wait.argtypes = [i64p, ctypes.c_int64, i32p, ctypes.c_double]
     wait.restype = ctypes.c_int
-    reduce = lib.mx_all_reduce
-    reduce.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, i64p, i32p, vpp, vpp]
-    reduce.argtypes += [ctypes.c_int64, i64p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
-    reduce.argtypes += [ctypes.c_int64, ctypes.c_int, i32p, ctypes.c_double]
-    reduce.restype = ctypes.c_int
+    meet = lib.mx_meet_and_reduce
+    meet.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, i64p, i32p, ctypes.c_int64]
+    meet.argtypes += [i64p, ctypes.c_int64, vpp, ctypes.c_int64, ctypes.c_int64, i32p, ctypes.c_double]
+    meet.restype = ctypes.c_int
     return lib
 
 
-class Counters:
-    """The counters one communicator's ranks share (made by the rank that combines its first
-    native all-reduce), and the totals every call adds to them: a call's chunks are numbered
-    after all earlier calls' chunks, so a rank still looking for work in an earlier call never
-    claims a later call's chunk."""
+class Words:
+    """The words one communicator's ranks share with the library (see CLAIMED ... STRIDE)."""
 
     def __init__(self, size: int):
-        self.words = (ctypes.c_int64 * (FIRST_ARRIVAL + size * STRIDE))()
-        self.calls = 0
-        self.claimed = 0  # chunks of all calls so far
-        self.completed = 0  # completions of all calls so far (chunks, and ranks' NumPy shares)
+        self.words = (ctypes.c_int64 * (FIRST_RECORD + size * STRIDE))()
 
-    def arrived(self, rank: int) -> int:
-        """The last call number `rank` arrived at."""
-        return self.words[FIRST_ARRIVAL + rank * STRIDE]
+    def published(self, rank: int) -> int:
+        """The last call number `rank` published."""
+        return self.words[FIRST_RECORD + rank * STRIDE]
+
+    def mark_mismatch(self, number: int) -> None:
+        """Tell the ranks meeting natively at call `number` that their signatures disagree."""
+        self.words[MISMATCHED] = number
 
 
 def new_abort_flag():
@@ -272,10 +309,59 @@ def new_abort_flag():
     return ctypes.c_int32(0)
 
 
-def addresses(inputs, outputs) -> tuple:
-    """The data addresses of one rank's operands and results (each rank takes its own before
-    the meeting, so the rank that combines it only gathers them)."""
-    return [_address(x) for x in inputs], [_address(o) for o in outputs]
+def native_dtypes(xs) -> bool:
+    """Whether the library reduces every one of `xs` (float32 and float64, native byte order)."""
+    return all(np.dtype(x.dtype) in KINDS for x in xs)
+
+
+class Call:
+    """One rank's all-reduce call as the library takes it: element counts and kinds, the rank's
+    address table (its inputs' addresses, then its results'), and how many chunks it has. The
+    inputs must be C-contiguous and aligned; the call keeps them and the results alive."""
+
+    __slots__ = ("op", "n_ops", "sizes", "kinds", "table", "n_chunks", "arrays")
+
+    def __init__(self, op: str, inputs, outputs):
+        n_ops = len(inputs)
+        self.op, self.n_ops = OPS[op], n_ops
+        self.sizes = (ctypes.c_int64 * n_ops)(*[x.size for x in inputs])
+        self.kinds = (ctypes.c_int32 * n_ops)(*[KINDS[np.dtype(x.dtype)] for x in inputs])
+        addresses = [_address(x) for x in inputs] + [_address(o) for o in outputs]
+        self.table = (ctypes.c_void_p * (2 * n_ops))(*addresses)
+        self.n_chunks = sum(-(-x.size // CHUNK_ELEMENTS) for x in inputs)
+        self.arrays = (inputs, outputs)
+
+
+def meet_and_reduce(
+    lib,
+    call: Call,
+    size: int,
+    rank: int,
+    words: Words,
+    number: int,
+    first_chunk: int,
+    abort_flag,
+    timeout: float,
+) -> int:
+    """Rank `rank`'s part of all-reduce call `number` (1, 2, ...), whose chunks come after the
+    `first_chunk` chunks of the earlier calls: DONE, ABORTED, TIMED_OUT or MISMATCH. The GIL is
+    released throughout."""
+    return lib.mx_meet_and_reduce(
+        call.op,
+        size,
+        rank,
+        call.n_ops,
+        call.sizes,
+        call.kinds,
+        CHUNK_ELEMENTS,
+        words.words,
+        number,
+        call.table,
+        first_chunk,
+        call.n_chunks,
+        ctypes.byref(abort_flag),
+        timeout,
+    )
 
 
 def _address_by_header(x) -> int:
@@ -302,73 +388,3 @@ def _address_checked():
 _HEADER = object.__basicsize__
 _from_address = ctypes.c_void_p.from_address
 _address = None  # chosen with the library (`_build`)
-
-
-class Plan:
-    """One all-reduce call as the library takes it, built by the rank that combines the meeting
-    and shared by all: element counts, kinds, every rank's input and result addresses, and the
-    call's place in the counters. `entries[r]` is rank r's (inputs, results,
-    addresses(inputs, results)); the inputs must be C-contiguous and aligned."""
-
-    __slots__ = (
-        "op",
-        "size",
-        "n_ops",
-        "sizes",
-        "kinds",
-        "inputs",
-        "outputs",
-        "numpy_operands",
-        "entries",
-        "counters",
-        "call",
-        "first_chunk",
-        "n_chunks",
-        "completed_target",
-    )
-
-    def __init__(self, op: str, entries, counters: Counters):
-        size, first = len(entries), entries[0][0]
-        n_ops = len(first)
-        self.op, self.size, self.n_ops = OPS[op], size, n_ops
-        kinds = [KINDS.get(np.dtype(x.dtype), SKIP) for x in first]
-        self.numpy_operands = [j for j, k in enumerate(kinds) if k == SKIP]
-        self.sizes = (ctypes.c_int64 * n_ops)(*[x.size for x in first])
-        self.kinds = (ctypes.c_int32 * n_ops)(*kinds)
-        pointers = ctypes.c_void_p * (n_ops * size)
-        self.inputs = pointers(*[e[2][0][j] for j in range(n_ops) for e in entries])
-        self.outputs = pointers(*[e[2][1][j] for j in range(n_ops) for e in entries])
-        self.entries = entries  # the addresses stay valid while the plan lives
-        self.counters = counters
-        counters.calls += 1
-        self.call = counters.calls
-        self.first_chunk = counters.claimed
-        self.n_chunks = sum(-(-x.size // CHUNK_ELEMENTS) for x, k in zip(first, kinds) if k != SKIP)
-        counters.claimed += self.n_chunks
-        counters.completed += self.n_chunks + (size if self.numpy_operands else 0)
-        self.completed_target = counters.completed
-
-
-def reduce_and_wait(lib, plan: Plan, rank: int, abort_flag, timeout: float) -> int:
-    """Rank `rank`'s part of `plan` (its NumPy share, if any, already written): claim and reduce
-    chunks while any is left, then wait until all are complete. DONE, ABORTED or TIMED_OUT; the
-    GIL is released throughout."""
-    return lib.mx_all_reduce(
-        plan.op,
-        plan.size,
-        rank,
-        plan.n_ops,
-        plan.sizes,
-        plan.kinds,
-        plan.inputs,
-        plan.outputs,
-        CHUNK_ELEMENTS,
-        plan.counters.words,
-        plan.call,
-        plan.first_chunk,
-        plan.n_chunks,
-        plan.completed_target,
-        1 if plan.numpy_operands else 0,
-        ctypes.byref(abort_flag),
-        timeout,
-    )
