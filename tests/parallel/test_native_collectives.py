@@ -312,3 +312,8 @@ def test_array_addresses_match_numpys(monkeypatch):
     address = native_collectives._address_checked()
     assert address is not native_collectives._address_by_header
     assert [address(x) for x in arrays] == [x.ctypes.data for x in arrays]
+
+
+@pytest.mark.parametrize("devices", [2, 3])
+def test_pmap_reductions_take_the_native_path(run_cases, devices):
+    run_cases("native_collective_cases", ["case_pmap_reductions_take_the_native_path"], devices=devices)
