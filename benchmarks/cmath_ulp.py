@@ -86,7 +86,7 @@ def vector_report():
         p = pathlib.Path(d) / "v.c"
         p.write_text("\n".join(src) + "\n")
         r = subprocess.run(
-            [T.find_cc(), "-O3", "-march=native", "-fno-math-errno", "-fopenmp-simd",
+            [T.find_cc(), "-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd",
              "-fopt-info-vec-optimized", f"-I{T.HEADER_DIR}", "-c", str(p), "-o", str(p) + ".o"],
             capture_output=True, text=True, check=True,
         )  # fmt: skip

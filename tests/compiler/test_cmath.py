@@ -22,7 +22,16 @@ import pytest
 import scipy.special as sp
 
 HEADER_DIR = pathlib.Path(__file__).resolve().parents[2] / "morphax/_src/compiler/backends/c"
-FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fPIC", "-shared", "-fopenmp-simd", "-std=gnu99"]
+FLAGS = [
+    "-O3",
+    "-march=native",
+    "-fno-math-errno",
+    "-fno-trapping-math",
+    "-fPIC",
+    "-shared",
+    "-fopenmp-simd",
+    "-std=gnu99",
+]
 
 UNARY = (
     "exp exp2 expm1 log log1p log2 sqrt rsqrt cbrt sin cos tan asin acos atan sinh cosh tanh "
@@ -631,7 +640,7 @@ def test_main_functions_vectorize(tmp_path):
             )
     (tmp_path / "v.c").write_text("\n".join(src) + "\n")
     r = subprocess.run(
-        [cc, "-O3", "-march=native", "-fno-math-errno", "-fopenmp-simd", "-fopt-info-vec-optimized",
+        [cc, "-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd", "-fopt-info-vec-optimized",
          f"-I{HEADER_DIR}", "-c", str(tmp_path / "v.c"), "-o", str(tmp_path / "v.o")],
         capture_output=True, text=True, check=True,
     )  # fmt: skip

@@ -7,7 +7,8 @@
  * Doubles become integers through the 1.5*2^52 "shifter" rather than (int64_t) casts, so only
  * integer add/sub/and/shift appear (all available to AVX2 on 64-bit lanes).
  *
- * Build with -fno-math-errno; NEVER -ffast-math (loading such a library flips the whole process
+ * Build with -fno-math-errno and -fno-trapping-math (without AVX-512 masks gcc will not compute a
+ * path's floating-point operations unconditionally unless told they cannot trap); NEVER -ffast-math (loading such a library flips the whole process
  * to flush-to-zero, and these functions rely on IEEE semantics: subnormals, nan, -0.0, inf).
  * -ffp-contract=fast (gcc's default) is fine for every function here, including the bit-exact
  * mx_xla_* forms (see there).  The large-argument reduction of sin/cos/tan uses a fused
