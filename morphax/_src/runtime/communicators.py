@@ -193,6 +193,19 @@ class ThreadCommunicator(Communicator):
 
     # ----------------------------------------------------------------------------- rendezvous
 
+    def _deposit(self, rank, what, signature, x):
+        """Under the shared condition's lock: raise a recorded failure, else enter (`what`,
+        `signature`, `x`) as this rank's next call in its round. Returns (call number, round)."""
+        if self._shared.failure is not None:
+            self._raise_failure(rank, what)
+        k = self._calls[rank]
+        self._calls[rank] = k + 1
+        rnd = self._rounds.get(k)
+        if rnd is None:
+            rnd = self._rounds[k] = _Round(self.size)
+        rnd.entries[rank] = (what, signature, x)
+        return k, rnd
+
     def _exchange(self, rank: int, what: str, signature, x, combine):
         """Deposit (`signature`, `x`) for this rank's next call; the last rank to arrive checks
         that all signatures agree and runs `combine(values) -> per-rank results`."""
@@ -201,14 +214,7 @@ class ThreadCommunicator(Communicator):
         shared = self._shared
         deadline = time.monotonic() + self.timeout
         with shared.cond:
-            if shared.failure is not None:
-                self._raise_failure(rank, what)
-            k = self._calls[rank]
-            self._calls[rank] = k + 1
-            rnd = self._rounds.get(k)
-            if rnd is None:
-                rnd = self._rounds[k] = _Round(self.size)
-            rnd.entries[rank] = (what, signature, x)
+            k, rnd = self._deposit(rank, what, signature, x)
             last = all(e is not None for e in rnd.entries)
         if last:
             error, results = None, None
@@ -349,14 +355,7 @@ class ThreadCommunicator(Communicator):
             raise ValueError(f"{what}: rank {rank} is outside the communicator of size {self.size}")
         shared = self._shared
         with shared.cond:
-            if shared.failure is not None:
-                self._raise_failure(rank, what)
-            k = self._calls[rank]
-            self._calls[rank] = k + 1
-            rnd = self._rounds.get(k)
-            if rnd is None:
-                rnd = self._rounds[k] = _Round(self.size)
-            rnd.entries[rank] = (what, signature, None)
+            k, rnd = self._deposit(rank, what, signature, None)
             if all(e is not None for e in rnd.entries):
                 error = self._mismatch(rnd.entries)
                 if error is None:  # everyone meets natively: nobody looks at the round again
