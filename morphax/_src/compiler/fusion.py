@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.compiler.kernel_ir import Kernel, Load, Node, Offset, Opaque, Program, Store
+from morphax._src.compiler.row_fusion import cluster
 from morphax._src.compiler.sibling_merge import merge_siblings
 from morphax._src.core.index_expr import IndexExpr
 from morphax._src.core.jaxpr import Literal
@@ -548,7 +549,7 @@ def lower(closed, caps, name: str = "kernel") -> Program:
         ]
         b.kernel.stores[:0] = extra
     steps = [s for s in steps if not isinstance(s, Kernel) or s.stores]
-    return Program(closed, merge_siblings(steps))
+    return Program(closed, cluster(merge_siblings(steps)))
 
 
 def _permutation(eqn) -> tuple | None:

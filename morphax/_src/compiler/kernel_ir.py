@@ -168,6 +168,9 @@ class Segment:
     outputs: list  # values defined here and read after it (or returned by the program)
     offsets: dict  # id(var) -> byte offset in the scratch arena, for every other value defined
     scratch_bytes: int
+    # (first, last) step ranges whose kernels a backend may run interleaved row by row
+    # (compiler/row_fusion.py); the scratch plan keeps their values apart for the whole range.
+    row_groups: list = dataclasses.field(default_factory=list)
 
     @property
     def kernels(self) -> list:

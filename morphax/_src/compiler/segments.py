@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.compiler.kernel_ir import Body, Kernel, Loop, Opaque, Program, Segment
+from morphax._src.compiler.row_fusion import row_groups
 from morphax._src.core.jaxpr import Literal
 
 ALIGNMENT = 64  # bytes: a cache line, and enough for every vector width the C compiler uses
@@ -45,6 +46,8 @@ def group(
             if type(v) is not Literal:
                 last_read[id(v)] = i
     returned = {id(v) for v in jaxpr.outvars if type(v) is not Literal}
+    # Outputs written into donated input buffers: their kernels never join a row group.
+    donated_into = {id(steps[j].stores[k].var) for j, k in reuse_plan.values()}
 
     new_steps: list = []
     new_index: dict[int, tuple] = {}  # old step -> (new step, {old store: new output})
@@ -58,7 +61,7 @@ def group(
         j = i
         while j < len(steps) and native[j] is not None:
             j += 1
-        segment = _segment(native[i:j], i, last_read, returned, f"{name}_seg{count}")
+        segment = _segment(native[i:j], i, last_read, returned, f"{name}_seg{count}", donated_into)
         count += 1
         position = len(new_steps)
         outputs = {id(v): k for k, v in enumerate(segment.outputs)}
@@ -164,7 +167,9 @@ def _loop_temp(eqn, form, bodies) -> tuple[dict, int]:
     return temp, size
 
 
-def _segment(run: list, start: int, last_read: dict, returned: set, name: str) -> Segment:
+def _segment(
+    run: list, start: int, last_read: dict, returned: set, name: str, donated_into: set = frozenset()
+) -> Segment:
     end = start + len(run) - 1
     defined: dict[int, object] = {}
     inputs, seen = [], set()
@@ -178,18 +183,23 @@ def _segment(run: list, start: int, last_read: dict, returned: set, name: str) -
             defined[id(v)] = v
     outputs = [v for key, v in defined.items() if key in returned or last_read.get(key, -1) > end]
     crossing = {id(v) for v in outputs}
+    groups = row_groups(run, donated_into)
+    # A row group runs its kernels interleaved, row by row: the values it defines are alive from
+    # its first step, and everything it reads or defines until its last (compiler/row_fusion.py).
+    span = {k: (first, last) for first, last in groups for k in range(first, last + 1)}
     # Lifetimes of the values that stay inside, in step numbers local to the run, and of the
     # loops' working memory (their step only).
     lifetimes = []
     for k, step in enumerate(run):
+        born, ends = span.get(k, (k, k))
         for v in step.outputs:
             if id(v) not in crossing:
-                dies = max(last_read.get(id(v), start + k) - start, k)
-                lifetimes.append((id(v), v.aval.nbytes, k, dies))
+                dies = max(last_read.get(id(v), start + k) - start, ends)
+                lifetimes.append((id(v), v.aval.nbytes, born, dies))
         if isinstance(step, (Loop, Opaque)) and step.temp_bytes:
             lifetimes.append((id(step), step.temp_bytes, k, k))
     offsets, total = plan_scratch(lifetimes)
-    return Segment(name, list(run), inputs, outputs, offsets, total)
+    return Segment(name, list(run), inputs, outputs, offsets, total, groups)
 
 
 def plan_scratch(lifetimes) -> tuple[dict, int]:

@@ -121,13 +121,23 @@ class CBackend:
         jaxpr = program.closed.jaxpr
 
         render_lock = threading.Lock()  # as_text() and a background build may both render
+        front: list = []  # how many functions (kernels, row groups) precede the segments'
 
         def render_all() -> list:
             with render_lock:
                 if not rendered:
                     names = _NameContext()
                     _print_jaxpr(jaxpr, names, 0)  # names as the printed jaxpr shows them
-                    rendered.extend(render.render_kernel(k, names) for k in kernels)
+                    # Kernels of a row group (compiler/row_fusion.py) render into one function.
+                    groups = [
+                        (native_program.row_group_name(s, first), s.steps[first : last + 1])
+                        for s in segments
+                        for first, last in s.row_groups
+                    ]
+                    grouped = {id(k) for _, members in groups for k in members}
+                    rendered.extend(render.render_kernel(k, names) for k in kernels if id(k) not in grouped)
+                    rendered.extend(render.render_row_group(m, names, n) for n, m in groups)
+                    front.append(len(rendered))  # the segments' functions follow
                     launched = {id(s) for s in top}
                     rendered.extend(
                         native_program.render_segment(s, names, id(s) in launched) for s in segments
@@ -152,7 +162,7 @@ class CBackend:
         aliases = repr([sorted(k.aliases.items()) for k in kernels])
         # Which steps share a segment follows from the program and the code generator, except
         # for BLAS's availability (without SciPy, matmuls stay Python steps).
-        layout = repr([(s.name, len(s.steps), s.scratch_bytes) for s in segments])
+        layout = repr([(s.name, len(s.steps), s.scratch_bytes, s.row_groups) for s in segments])
         printed = str(program.closed)
         key_text = "\n".join(
             [
@@ -203,7 +213,8 @@ class CBackend:
             elif config.morphax_shape_generic and (new_structure or not generic.REGISTRY.knows(tmpl)):
                 positions = generic.per_call_positions(tmpl) or None
             if positions is not None:
-                position = {id(s): len(kernels) + k for k, s in enumerate(segments)}
+                render_all()
+                position = {id(s): front[0] + k for k, s in enumerate(segments)}
                 entries = {position[id(s)]: len(s.inputs) + len(s.outputs) + 1 for s in top}
                 text = generic.generic_source(tmpl, positions, entries)
                 generic_text = prelude + generic.PRELUDE + "\n" + text + "\n"
@@ -263,14 +274,16 @@ def _codegen_hash() -> str:
     cache is keyed by a description of the program, so a change to any of them must change the
     key."""
     if not _CODEGEN_HASH:
-        from morphax._src.compiler import fusion, kernel_ir, segments
+        from morphax._src.compiler import fusion, kernel_ir, row_fusion, segments, sibling_merge
         from morphax._src.compiler.backends.c import convolution
 
         h = hashlib.sha256(render.RENDERER_HASH.encode())
         modules = (
             fusion,
             kernel_ir,
+            row_fusion,
             segments,
+            sibling_merge,
             blas,
             convolution,
             generic,

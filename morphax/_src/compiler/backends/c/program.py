@@ -81,8 +81,19 @@ def render_segment(segment, names_ctx, exported: bool = True) -> str:
         for v in step.outputs:
             if id(v) not in where:
                 declare(v, f"scratch + {segment.offsets[id(v)]}")
-    for step in segment.steps:
-        if isinstance(step, Kernel):
+    group_of = {k: (first, last) for first, last in segment.row_groups for k in range(first, last + 1)}
+    for k, step in enumerate(segment.steps):
+        if k in group_of:
+            first, last = group_of[k]
+            if k == first:  # the group's kernels, row by row: their buffers in turn
+                args = [
+                    where[id(v)]
+                    for member in segment.steps[first : last + 1]
+                    for v in member.inputs + [s.var for s in member.stores]
+                ]
+                fn = row_group_name(segment, first)
+                lines.append(f"  {{ void *const args[] = {{{', '.join(args)}}}; {fn}(args); }}")
+        elif isinstance(step, Kernel):
             args = [where[id(v)] for v in step.inputs] + [where[id(s.var)] for s in step.stores]
             lines.append(f"  {{ void *const args[] = {{{', '.join(args)}}}; {step.name}(args); }}")
         elif isinstance(step, Loop):
@@ -100,6 +111,11 @@ def render_segment(segment, names_ctx, exported: bool = True) -> str:
                 lines.extend(convolution.render_call(form, a, b, c, temp, _comment(eqn, names_ctx)))
     lines.append("}")
     return "\n".join(lines)
+
+
+def row_group_name(segment, first: int) -> str:
+    """The C function of the row group starting at step `first` of `segment`."""
+    return f"{segment.name}_rows{first}"
 
 
 def _count(n: int, what: str) -> str:

@@ -192,62 +192,38 @@ def _tiled_loops(kernel, domain, par, body, store_lines, loop_names) -> list:
     return lines
 
 
-def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEMENTS) -> str:
-    """The C function for `kernel`. `names_ctx` (a jaxpr name context) names the variables as the
-    printed program does: `in_a` points at input `a`, `v_c` holds `c`."""
-    names = names_ctx.name
-    domain = kernel.domain
-    rank = len(domain)
-    size = int(np.prod(domain, dtype=np.int64)) if domain else 1
-    red_axes = tuple(sorted(a % rank for a in kernel.reduce_axes)) if rank else ()
-    has_iota = any(n.op == "iota" for n in kernel.nodes)
-    loads = [n.params["load"] for n in kernel.nodes if n.op == "load"]
-    in_shapes = [tuple(v.aval.shape) for v in kernel.inputs]
-    identity = tuple(IndexExpr.var(f"i{d}", n) for d, n in enumerate(domain))
-    linear = _offset_expr(identity, domain)
-    guarded = any(n.op == "guarded" or (n.op == "load" and n.params["load"].guard) for n in kernel.nodes)
-    flat = (
-        not any(st.reduce for st in kernel.stores)
-        and not has_iota
-        and not guarded
-        and all(
-            _offset_expr(ld.index, in_shapes[ld.slot]) == linear
-            or all(IndexExpr.lift(i).is_const for i in ld.index)
-            for ld in loads
-        )
-    )
-    lines = []
-    comment = kernel.describe(names_ctx).replace("*/", "* /")
-    lines.append(
-        f"/* {kernel.name}: fuses\n" + "\n".join(f" *   {ln}" for ln in comment.splitlines()) + "\n */"
-    )
-    # Static: only the segments in the same file call a kernel, so the C compiler may inline it
-    # there (a loop body's kernel then costs no call per iteration).
-    lines.append(f"static void {kernel.name}(void *const *restrict buf) {{")
-    pointers = {}
-    # A donated input overwritten in place (kernel.aliases) shares memory with its store: neither
-    # pointer is `restrict` (each element is read before it is written, in one iteration).
-    aliased = set(kernel.aliases.values())
-    for slot, v in enumerate(kernel.inputs):
-        p = f"in_{names(v)}"
-        pointers[slot] = p
-        t = ctype(v.aval.dtype)
-        qual = "" if slot in aliased else "restrict "
-        lines.append(f"  const {t} *{qual}{p} = (const {t} *)buf[{slot}];")
-    outs = []
-    for k, store in enumerate(kernel.stores):
-        p = f"out_{names(store.var)}"
-        t = ctype(store.var.aval.dtype)
-        outs.append(p)
-        qual = "" if k in kernel.aliases else "restrict "
-        lines.append(f"  {t} *{qual}{p} = (({t} *)buf[{len(kernel.inputs) + k}]);")
-    loop_names = {f"i{d}": f"i{d}" for d in range(rank)}
-    flat_names = {f"i{d}": "i" for d in range(rank)}
-    for off in kernel.offsets:  # run-time window offsets (dynamic_slice), clamped as XLA does
-        lines.append(f"  const int64_t {off.name} = {_clamped_scalar(off, pointers, in_shapes, kernel)};")
-        loop_names[off.name] = flat_names[off.name] = off.name
+class _Emitter:
+    """The C of one kernel's element computations: its pointer declarations (`in_a` for input
+    `a`, `out_b` for output `b`, read from `buf[base + slot]`) and, per phase, the statements
+    computing its nodes at one point of the domain and storing its outputs there."""
 
-    def body(indent: str, index_names: dict, flat_index: bool, phase: int = 0) -> list:
+    def __init__(self, kernel, names_ctx, base: int = 0):
+        self.kernel = kernel
+        self.names = names_ctx.name
+        self.in_shapes = [tuple(v.aval.shape) for v in kernel.inputs]
+        self.identity = tuple(IndexExpr.var(f"i{d}", n) for d, n in enumerate(kernel.domain))
+        self.pointers, self.outs = {}, []
+        self.declarations = []
+        # A donated input overwritten in place (kernel.aliases) shares memory with its store:
+        # neither pointer is `restrict` (each element is read before it is written, in one
+        # iteration).
+        aliased = set(kernel.aliases.values())
+        for slot, v in enumerate(kernel.inputs):
+            ptr = f"in_{self.names(v)}"
+            self.pointers[slot] = ptr
+            t = ctype(v.aval.dtype)
+            qual = "" if slot in aliased else "restrict "
+            self.declarations.append(f"const {t} *{qual}{ptr} = (const {t} *)buf[{base + slot}];")
+        for k, store in enumerate(kernel.stores):
+            ptr = f"out_{self.names(store.var)}"
+            t = ctype(store.var.aval.dtype)
+            self.outs.append(ptr)
+            qual = "" if k in kernel.aliases else "restrict "
+            self.declarations.append(f"{t} *{qual}{ptr} = (({t} *)buf[{base + len(kernel.inputs) + k}]);")
+
+    def body(self, indent: str, index_names: dict, flat_index: bool, phase: int = 0) -> tuple:
+        """(statements, {node id: C local}) computing the nodes of `phase` at one point."""
+        kernel, names, in_shapes = self.kernel, self.names, self.in_shapes
         out = []
         local = {}
         used = set()
@@ -272,7 +248,7 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
                 else:
                     off = _offset(ld.index, shape, index_names)
                 ct = local_ctype(node.dtype)
-                value = widen(f"{pointers[ld.slot]}[{off}]", node.dtype)
+                value = widen(f"{self.pointers[ld.slot]}[{off}]", node.dtype)
                 if ld.guard:  # the buffer is read only inside the guard (C evaluates one branch)
                     value = f"{_guard_c(ld.guard, index_names)} ? {value} : {local[node.args[0]]}"
                 out.append(f"{indent}const {ct} {name} = {value};")
@@ -281,11 +257,11 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
                 cond = _guard_c(node.params["guard"], index_names)
                 out.append(f"{indent}const {local_ctype(node.dtype)} {name} = {cond} ? {inside} : {outside};")
             elif node.op == "reduced":  # the epilogue reads a finished reduction
-                p = f"out_{names(node.params['var'])}"
+                ptr = f"out_{names(node.params['var'])}"
                 epi = kernel.epilogue_domain
                 off = _offset(tuple(IndexExpr.var(f"i{d}", n) for d, n in enumerate(epi)), epi, index_names)
                 ct = local_ctype(node.dtype)
-                out.append(f"{indent}const {ct} {name} = {widen(f'{p}[{off}]', node.dtype)};")
+                out.append(f"{indent}const {ct} {name} = {widen(f'{ptr}[{off}]', node.dtype)};")
             elif node.op == "const":
                 value = literal(
                     np.asarray(node.params["value"], node.dtype).astype(compute_dtype(node.dtype)),
@@ -304,16 +280,62 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
                 out.append(f"{indent}const {local_ctype(node.dtype)} {name} = {code};")
         return out, local
 
-    def store_lines(indent, local, index_names, flat_index, phase: int = 0) -> list:
+    def store_lines(self, indent, local, index_names, flat_index, phase: int = 0) -> list:
+        """The stores of `phase`'s outputs (not the reductions) at one point."""
+        kernel = self.kernel
         out = []
-        dom = domain if phase == 0 else kernel.epilogue_domain
-        ident = identity if phase == 0 else tuple(IndexExpr.var(f"i{d}", n) for d, n in enumerate(dom))
-        for p, store in zip(outs, kernel.stores):
+        dom = kernel.domain if phase == 0 else kernel.epilogue_domain
+        ident = self.identity if phase == 0 else tuple(IndexExpr.var(f"i{d}", n) for d, n in enumerate(dom))
+        for ptr, store in zip(self.outs, kernel.stores):
             if store.reduce is not None or kernel.nodes[store.node].phase != phase:
                 continue
             off = "i" if flat_index else _offset(ident, dom, index_names)
-            out.append(f"{indent}{p}[{off}] = {narrow_store(local[store.node], store.var.aval.dtype)};")
+            out.append(f"{indent}{ptr}[{off}] = {narrow_store(local[store.node], store.var.aval.dtype)};")
         return out
+
+
+def _comment(kernel, names_ctx, what: str = "fuses") -> list:
+    text = kernel.describe(names_ctx).replace("*/", "* /")
+    return [f"{kernel.name}: {what}"] + [f"  {ln}" for ln in text.splitlines()]
+
+
+def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEMENTS) -> str:
+    """The C function for `kernel`. `names_ctx` (a jaxpr name context) names the variables as the
+    printed program does: `in_a` points at input `a`, `v_c` holds `c`."""
+    domain = kernel.domain
+    rank = len(domain)
+    size = int(np.prod(domain, dtype=np.int64)) if domain else 1
+    red_axes = tuple(sorted(a % rank for a in kernel.reduce_axes)) if rank else ()
+    has_iota = any(n.op == "iota" for n in kernel.nodes)
+    loads = [n.params["load"] for n in kernel.nodes if n.op == "load"]
+    emit = _Emitter(kernel, names_ctx)
+    in_shapes = emit.in_shapes
+    linear = _offset_expr(emit.identity, domain)
+    guarded = any(n.op == "guarded" or (n.op == "load" and n.params["load"].guard) for n in kernel.nodes)
+    flat = (
+        not any(st.reduce for st in kernel.stores)
+        and not has_iota
+        and not guarded
+        and all(
+            _offset_expr(ld.index, in_shapes[ld.slot]) == linear
+            or all(IndexExpr.lift(i).is_const for i in ld.index)
+            for ld in loads
+        )
+    )
+    comment = _comment(kernel, names_ctx)
+    lines = ["/* " + "\n".join(ln if k == 0 else f" *   {ln[2:]}" for k, ln in enumerate(comment)) + "\n */"]
+    # Static: only the segments in the same file call a kernel, so the C compiler may inline it
+    # there (a loop body's kernel then costs no call per iteration).
+    lines.append(f"static void {kernel.name}(void *const *restrict buf) {{")
+    lines += [f"  {d}" for d in emit.declarations]
+    outs = emit.outs
+    pointers = emit.pointers
+    loop_names = {f"i{d}": f"i{d}" for d in range(rank)}
+    flat_names = {f"i{d}": "i" for d in range(rank)}
+    for off in kernel.offsets:  # run-time window offsets (dynamic_slice), clamped as XLA does
+        lines.append(f"  const int64_t {off.name} = {_clamped_scalar(off, pointers, in_shapes, kernel)};")
+        loop_names[off.name] = flat_names[off.name] = off.name
+    body, store_lines = emit.body, emit.store_lines
 
     par = _worth_threads(kernel, size, threads_threshold)
     if flat:
@@ -399,6 +421,78 @@ def _epilogue(kernel, body, store_lines) -> list:
     for _ in range(max(len(epi), 1)):
         indent = indent[:-2]
         lines.append(f"{indent}}}")
+    return lines
+
+
+def render_row_group(kernels, names_ctx, name: str, threads_threshold: int = PARALLEL_MIN_ELEMENTS) -> str:
+    """One C function running `kernels` (a row group, compiler/row_fusion.py) row by row: for each
+    row i0, every kernel's loops over the rest of its domain, its reductions finished into their
+    outputs and its epilogue, in program order. `buf` holds each kernel's inputs and outputs in
+    turn. Each kernel's pointers are declared in its own block, so a buffer one kernel writes and
+    a later one reads is `restrict` in each block (no block both writes and reads it)."""
+    rows = kernels[0].domain[0]
+    head = [
+        f"{name}: {len(kernels)} kernels run row by row over {rows} rows (each row of their buffers read from memory once)"
+    ]
+    for k in kernels:
+        head += [f"  {ln}" for ln in _comment(k, names_ctx)]
+    lines = ["/* " + "\n".join(ln if k == 0 else f" *   {ln[2:]}" for k, ln in enumerate(head)) + "\n */"]
+    lines.append(f"static void {name}(void *const *restrict buf) {{")
+    work = 0
+    for k in kernels:
+        weight = sum(20 if n.op in _MATH else 1 for n in k.nodes)
+        work += int(np.prod(k.domain, dtype=np.int64)) * weight
+    largest = max(int(np.prod(k.domain, dtype=np.int64)) for k in kernels)
+    if largest >= threads_threshold and work >= PARALLEL_WORK:
+        lines.append("  #pragma omp parallel for")
+    lines.append(f"  for (int64_t i0 = 0; i0 < {rows}; i0++) {{")
+    base = 0
+    for k in kernels:
+        lines += _row_block(k, names_ctx, base, "    ")
+        base += len(k.inputs) + len(k.stores)
+    lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _row_block(kernel, names_ctx, base: int, indent: str) -> list:
+    """The C of `kernel` for row i0: loops over the other axes of its domain (reducing all of
+    them, or none), then its reductions' values stored and its epilogue."""
+    emit = _Emitter(kernel, names_ctx, base)
+    domain = kernel.domain
+    rank = len(domain)
+    inner = indent + "  "
+    lines = [f"{indent}{{  /* {kernel.name} */"] + [f"{inner}{d}" for d in emit.declarations]
+    accs = [
+        _Accumulator(ptr, s, domain[0], tuple(range(1, rank)))
+        for ptr, s in zip(emit.outs, kernel.stores)
+        if s.reduce is not None
+    ]
+    for acc in accs:
+        lines += acc.locals(inner)
+    loop_names = {f"i{d}": f"i{d}" for d in range(rank)}
+    ind = inner
+    for d in range(1, rank):
+        if d == rank - 1:
+            clause = _simd_reduction(accs) if accs else ""
+            if clause is not None:
+                lines.append(f"{ind}#pragma omp simd{clause}")
+        lines.append(f"{ind}for (int64_t i{d} = 0; i{d} < {domain[d]}; i{d}++) {{")
+        ind += "  "
+    stmts, local = emit.body(ind, loop_names, False)
+    lines += stmts + emit.store_lines(ind, local, loop_names, False)
+    for acc in accs:
+        lines += acc.into_local(ind, local[acc.store.node])
+    for _ in range(1, rank):
+        ind = ind[:-2]
+        lines.append(f"{ind}}}")
+    for acc in accs:
+        lines += acc.row_result(inner, "i0")
+    if any(n.phase == 1 for n in kernel.nodes):
+        epilogue_names = {"i0": "i0"}
+        stmts, local = emit.body(inner, epilogue_names, False, phase=1)
+        lines += stmts + emit.store_lines(inner, local, epilogue_names, False, phase=1)
+    lines.append(f"{indent}}}")
     return lines
 
 
@@ -496,6 +590,22 @@ class _Accumulator:
             value = f'(nan_{p} ? ({t})__builtin_nan("") : mxk_unkey{self.bits}(acc_{p}))'
             return [f"{indent}m_{p}[{off}] = {_combine(self.op, f'm_{p}[{off}]', value, self.out_dt)};"]
         return [f"{indent}m_{p}[{off}] = {_combine(self.op, f'm_{p}[{off}]', f'acc_{p}', self.acc_dt)};"]
+
+    def row_result(self, indent, off) -> list:
+        """The finished reduction at `off` from this row's locals: the same operations as
+        `setup`, `local_into_memory` and `finish` on that element (the initial value combined
+        with the local, rounded to the output type), so row-fused kernels give the same bits."""
+        p, t = self.p, ctype(self.out_dt)
+        if self.arg:
+            return [f"{indent}{p}[{off}] = ({t})li_{p};"]
+        if self.keyed:
+            value = f'(nan_{p} ? ({t})__builtin_nan("") : mxk_unkey{self.bits}(acc_{p}))'
+            init = _REDUCE_INIT[self.op](self.out_dt)
+            return [f"{indent}{p}[{off}] = {_combine(self.op, init, value, self.out_dt)};"]
+        value = _combine(self.op, _REDUCE_INIT[self.op](self.acc_dt), f"acc_{p}", self.acc_dt)
+        if self.acc_dt != self.out_dt:
+            value = f"({t})({value})"
+        return [f"{indent}{p}[{off}] = {value};"]
 
     def finish(self) -> list:
         p, t = self.p, ctype(self.out_dt)
