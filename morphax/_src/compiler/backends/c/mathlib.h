@@ -1318,35 +1318,44 @@ MX_INLINE float mx_digammaf(float x) { return (float)mx_digamma((double)x); }
 
 /* ------------------------------------------------------------------------------------------- */
 /* XLA's float32 forms, bit-identical to morphax/_src/prims/xla_float32_log.py (which matches JAX's CPU
- * results). Every fused multiply-add of XLA is a float32 x float32 product (exact in double)
- * plus a sum rounded to double and then to float, exactly like the NumPy code; so FMA
- * contraction of these double expressions (-ffp-contract=fast) cannot change any result and
- * -ffp-contract=off is not required. Denormal inputs count as zero, as in XLA. */
+ * results). XLA's CPU code fuses each multiply-add of these polynomials (one rounding): with FMA
+ * hardware (__FMA__, AVX2 hosts) mx__xfma is fmaf, eight float lanes per AVX2 register; without
+ * it, the float32 product is formed exactly in double and the sum rounds to double and then to
+ * float (as the NumPy reference does). The two forms differ only on exact float64 ties: over all
+ * 2^32 float32 inputs log, log1p and erf_inv give the same bits either way (checked when the
+ * fmaf form was introduced; tests/compiler/test_cmath.py compares with the reference). Every
+ * other step is a single float operation (a sum, product or quotient of two floats rounds the
+ * same through double, p >= 2q + 2, so the float form is exact); no plain product feeds a
+ * plain sum whose fusion (-ffp-contract=fast) could change a result. Denormal inputs count as
+ * zero, as in XLA. */
 
+#if defined(__FMA__)
+MX_INLINE float mx__xfma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+#else
 MX_INLINE float mx__xfma(float a, float b, float c) {
   return (float)((double)a * (double)b + (double)c);
 }
+#endif
 
 /* log of a positive normal float (Cephes polynomial in three interleaved Horner chains). */
 MX_INLINE float mx__xla_log_kernel(float x) {
   uint32_t u = mx__u32(x);
-  double e = (double)((int32_t)(u >> 23) - 126); /* frexp: x = m 2^e, m in [1/2, 1) */
-  double m = (double)mx__f32((u & 0x007fffffu) | 0x3f000000u);
-  int low = m < 0x1.6a09e667f3bcdp-1;
-  double fd = m - 1.0;
-  fd += mx__sel(low, m, 0.0);
-  e -= mx__sel(low, 1.0, 0.0);
-  float f = (float)fd; /* exact */
+  float e = (float)((int32_t)(u >> 23) - 126); /* frexp: x = m 2^e, m in [1/2, 1) */
+  float m = mx__f32((u & 0x007fffffu) | 0x3f000000u);
+  int low = m <= 0x1.6a09e6p-1f; /* m < sqrt(1/2): this is the largest float below it */
+  float f = m - 1.0f;              /* exact (Sterbenz) */
+  f += mx__self(low, m, 0.0f);     /* 2m - 1: exact */
+  e -= mx__self(low, 1.0f, 0.0f);
   float f2 = f * f;
   float f3 = f2 * f;
   float c0 = mx__xfma(mx__xfma(0x1.2043760000000p-4f, f, -0x1.d7a3700000000p-4f), f, 0x1.de4a340000000p-4f);
   float c1 = mx__xfma(mx__xfma(-0x1.fcba9e0000000p-4f, f, 0x1.23d37e0000000p-3f), f, -0x1.555ca00000000p-3f);
   float c2 = mx__xfma(mx__xfma(0x1.999d580000000p-3f, f, -0x1.fffff80000000p-3f), f, 0x1.5555540000000p-2f);
   float y = mx__xfma(mx__xfma(c0, f3, c1), f3, c2);
-  y = mx__xfma(y, f3, (float)(e * (double)-0x1.bd01060000000p-13f));
+  y = mx__xfma(y, f3, e * -0x1.bd01060000000p-13f);
   float out = mx__xfma(f2, -0.5f, f);
-  out = (float)((double)out + (double)y);
-  return (float)(e * 0x1.63p-1 + (double)out);
+  out = out + y;
+  return e * 0x1.63p-1f + out; /* e * 0x1.63p-1 is exact in float */
 }
 
 /* XLA float32 log: bit-identical to xla_float32_log.log_f32 (including nan/inf/0/subnormal/negative). */
@@ -1372,10 +1381,12 @@ MX_INLINE float mx__xla_log1p_small(float x) {
   den = mx__xfma(den, x, 0x1.b0db140000000p+7f);
   num = mx__xfma(num, x, 0x1.40a2020000000p+4f);
   den = mx__xfma(den, x, 0x1.e0f3040000000p+5f);
-  float ratio = (float)((double)num / (double)den);
+  float ratio = num / den;
   float x2 = x * x;
   float cubic = (x * x2) * ratio;
-  return (float)((double)x + (double)(float)((double)x2 * -0.5 + (double)cubic));
+  /* x2 * -0.5 is exact, so this fma is the float sum; as an fma, cubic's product cannot be
+   * contracted into it by a compiler that fuses float expressions (-ffp-contract=fast). */
+  return x + mx__xfma(x2, -0.5f, cubic);
 }
 
 /* XLA float32 log1p: bit-identical to xla_float32_log.log1p_f32. */
@@ -1393,7 +1404,7 @@ MX_INLINE float mx_xla_erf_invf(float x) {
   int small = w < 5.0f;
   float ws = mx__self(small, w - 2.5f, __builtin_sqrtf(w) - 3.0f);
   float p = mx__self(small, 0x1.e2cb10p-26f, -0x1.a3e136p-13f);
-#define MX__GILES(S, L) p = (float)((double)mx__self(small, (S), (L)) + (double)p * (double)ws)
+#define MX__GILES(S, L) p = mx__xfma(p, ws, mx__self(small, (S), (L)))
   MX__GILES(0x1.70966cp-22f, 0x1.a76ad6p-14f);
   MX__GILES(-0x1.d8e6aep-19f, 0x1.61b8e4p-10f);
   MX__GILES(-0x1.26b582p-18f, -0x1.e17bcep-9f);
