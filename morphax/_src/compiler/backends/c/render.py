@@ -299,6 +299,11 @@ def _comment(kernel, names_ctx, what: str = "fuses") -> list:
     return [f"{kernel.name}: {what}"] + [f"  {ln}" for ln in text.splitlines()]
 
 
+def _block_comment(text: list) -> str:
+    """A C block comment: its first line after the opening, the others (indented by two) below."""
+    return "/* " + "\n".join(ln if k == 0 else f" *   {ln[2:]}" for k, ln in enumerate(text)) + "\n */"
+
+
 def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEMENTS) -> str:
     """The C function for `kernel`. `names_ctx` (a jaxpr name context) names the variables as the
     printed program does: `in_a` points at input `a`, `v_c` holds `c`."""
@@ -322,8 +327,7 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
             for ld in loads
         )
     )
-    comment = _comment(kernel, names_ctx)
-    lines = ["/* " + "\n".join(ln if k == 0 else f" *   {ln[2:]}" for k, ln in enumerate(comment)) + "\n */"]
+    lines = [_block_comment(_comment(kernel, names_ctx))]
     # Static: only the segments in the same file call a kernel, so the C compiler may inline it
     # there (a loop body's kernel then costs no call per iteration).
     lines.append(f"static void {kernel.name}(void *const *restrict buf) {{")
@@ -436,7 +440,7 @@ def render_row_group(kernels, names_ctx, name: str, threads_threshold: int = PAR
     ]
     for k in kernels:
         head += [f"  {ln}" for ln in _comment(k, names_ctx)]
-    lines = ["/* " + "\n".join(ln if k == 0 else f" *   {ln[2:]}" for k, ln in enumerate(head)) + "\n */"]
+    lines = [_block_comment(head)]
     lines.append(f"static void {name}(void *const *restrict buf) {{")
     work = 0
     for k in kernels:
