@@ -176,3 +176,18 @@ def test_short_rows_and_single_rows_are_not_grouped():
     y = RNG.standard_normal((1, 5000)).astype(np.float32)
     assert not _groups(_compiled(jax_log_softmax, y))
     assert row_fusion.MIN_ROW_ELEMENTS > 8
+
+
+def test_kernels_sharing_no_buffer_are_not_grouped(monkeypatch):
+    """Two row-wise kernels over the same 300 rows that read different inputs: interleaving their
+    rows would save no memory traffic, so each keeps its own loops."""
+    x = RNG.standard_normal((300, 400)).astype(np.float32)
+    y = RNG.standard_normal((300, 500)).astype(np.float32)
+
+    def f(x, y):
+        return jnp.sum(jnp.sin(x), axis=1), jnp.exp(y) * 2.0
+
+    fused, got, want = _with_and_without_rows(monkeypatch, f, x, y)
+    assert fused.num_kernels == 2 and not _groups(fused), fused.as_text()
+    _assert_same_bits(got, want)
+    np.testing.assert_allclose(np.asarray(got[1]), np.exp(y) * 2.0, rtol=1e-6)

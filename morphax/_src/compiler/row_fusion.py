@@ -10,8 +10,9 @@ A kernel is *row-wise* (`row_extent`) when its domain has a leading axis of R > 
 does not reduce, and it reduces either nothing or every other axis (so its reduced outputs and
 epilogue hold one element per row); it binds no run-time offsets and aliases no donated input.
 A group (`row_groups`, decided per native segment) is a run of consecutive row-wise kernels with
-the same R in which every kernel reads the values produced by earlier members of the group only
-*row-locally*: for row i, only elements of row i (the linear offset is ``i * row_size`` plus a
+the same R in which every kernel reads a buffer an earlier member reads or writes (kernels that
+share nothing gain nothing from running interleaved), and reads the values produced by earlier
+members only *row-locally*: for row i, only elements of row i (the linear offset is ``i * row_size`` plus a
 part in ``[0, row_size)`` that does not depend on i). Then running the members' loops for row 0,
 then all of them for row 1, and so on computes the same values as running each kernel whole,
 bit for bit: every element and every per-row reduction is computed by the same operations in the
@@ -94,9 +95,15 @@ def _linear(index, shape) -> IndexExpr:
 
 
 def _can_join(group: list, kernel, rows: int) -> bool:
+    """Whether `kernel` may run row by row with `group`: same rows, row-local reads of what the
+    group produces, and some buffer in common with the group (without one, interleaving the
+    rows saves no memory traffic)."""
     if row_extent(kernel) != rows:
         return False
     produced = {id(s.var) for member in group for s in member.stores}
+    touched = produced | {id(v) for member in group for v in member.inputs}
+    if not any(id(v) in touched for v in kernel.inputs):
+        return False
     return _reads_row_locally(kernel, produced)
 
 
