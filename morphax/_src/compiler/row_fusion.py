@@ -29,7 +29,7 @@ and the gradient), as compiler/sibling_merge.py moves merged kernels.
 from __future__ import annotations
 
 from morphax._src.compiler.kernel_ir import Kernel
-from morphax._src.core.index_expr import IndexExpr
+from morphax._src.core.index_expr import IndexExpr, row_major_offset
 
 # A group pays when its rows are long enough to amortize running each member's per-row code
 # (its epilogue is scalar per row) and short enough that a row of every buffer stays in cache
@@ -76,7 +76,7 @@ def _reads_row_locally(kernel, produced: set) -> bool:
         if id(var) not in produced:
             continue
         row_size = var.aval.size // rows
-        offset = _linear(node.params["load"].index, var.aval.shape)
+        offset = row_major_offset(node.params["load"].index, var.aval.shape)
         rest = offset - i0 * row_size
         if "i0" in rest.variables():
             return False
@@ -84,14 +84,6 @@ def _reads_row_locally(kernel, produced: set) -> bool:
         if lo < 0 or hi >= row_size:
             return False
     return True
-
-
-def _linear(index, shape) -> IndexExpr:
-    total, stride = IndexExpr.lift(0), 1
-    for i, n in reversed(list(zip(index, shape))):
-        total = total + IndexExpr.lift(i) * stride
-        stride *= int(n)
-    return total
 
 
 def _can_join(group: list, kernel, rows: int) -> bool:
@@ -136,6 +128,11 @@ def row_groups(steps: list, excluded: set = frozenset()) -> list:
         start, group = k, ([step] if rows is not None else [])
     close()
     return out
+
+
+def spans(groups: list) -> dict:
+    """{step index: (first, last)} for every step of the row groups `groups` ((first, last) pairs)."""
+    return {k: (first, last) for first, last in groups for k in range(first, last + 1)}
 
 
 def cluster(steps: list) -> list:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from morphax._src.compiler.kernel_ir import Body, Kernel, Loop, Opaque, Program, Segment
-from morphax._src.compiler.row_fusion import row_groups
+from morphax._src.compiler.row_fusion import row_groups, spans
 from morphax._src.core.jaxpr import Literal
 
 ALIGNMENT = 64  # bytes: a cache line, and enough for every vector width the C compiler uses
@@ -186,7 +186,7 @@ def _segment(
     groups = row_groups(run, donated_into)
     # A row group runs its kernels interleaved, row by row: the values it defines are alive from
     # its first step, and everything it reads or defines until its last (compiler/row_fusion.py).
-    span = {k: (first, last) for first, last in groups for k in range(first, last + 1)}
+    span = spans(groups)
     # Lifetimes of the values that stay inside, in step numbers local to the run, and of the
     # loops' working memory (their step only).
     lifetimes = []

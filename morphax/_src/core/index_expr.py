@@ -418,3 +418,15 @@ def var(name: str, extent: int | None = None) -> IndexExpr:
 def const(value: int) -> IndexExpr:
     """The integer constant `value`."""
     return IndexExpr(_as_int(value))
+
+
+def row_major_offset(index, shape) -> IndexExpr:
+    """The offset of `index` (IndexExprs or ints, one per axis) into a row-major array of `shape`."""
+    total, stride = IndexExpr(0), 1
+    strides = []
+    for n in reversed(shape):
+        strides.append(stride)
+        stride *= _as_int(n)
+    for i, st in zip(index, reversed(strides)):
+        total = total + IndexExpr.lift(i) * st
+    return total

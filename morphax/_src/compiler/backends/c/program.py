@@ -16,6 +16,7 @@ import numpy as np
 from morphax._src.compiler.backends.c import blas, convolution, launch_ext
 from morphax._src.compiler.backends.c.scalar import ctype
 from morphax._src.compiler.kernel_ir import Kernel, Loop, Opaque
+from morphax._src.compiler.row_fusion import spans
 from morphax._src.compiler.segments import ALIGNMENT
 from morphax._src.core.jaxpr import DropVar, Literal, _print_eqn
 
@@ -81,7 +82,7 @@ def render_segment(segment, names_ctx, exported: bool = True) -> str:
         for v in step.outputs:
             if id(v) not in where:
                 declare(v, f"scratch + {segment.offsets[id(v)]}")
-    group_of = {k: (first, last) for first, last in segment.row_groups for k in range(first, last + 1)}
+    group_of = spans(segment.row_groups)
     for k, step in enumerate(segment.steps):
         if k in group_of:
             first, last = group_of[k]

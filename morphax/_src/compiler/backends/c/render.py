@@ -34,7 +34,7 @@ from morphax._src.compiler.backends.c.scalar import (  # noqa: F401  (re-exporte
     widen,
 )
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.index_expr import IndexExpr
+from morphax._src.core.index_expr import IndexExpr, row_major_offset
 
 with open(__file__, "rb") as _fh, open(scalar.__file__, "rb") as _fs:
     # The renderer's own text: the disk cache is keyed by a description of the program, not the
@@ -53,19 +53,11 @@ def _strides(shape) -> list:
     return out[::-1]
 
 
-def _offset_expr(index, shape):
-    """The row-major offset of `index` (IndexExprs) into an array of `shape`, as an IndexExpr."""
-    total = IndexExpr.lift(0)
-    for i, st in zip(index, _strides(shape)):
-        total = total + IndexExpr.lift(i) * st
-    return total
-
-
 def _offset(index, shape, loop_names) -> str:
     """C expression of the row-major offset of `index` (IndexExprs) into an array of `shape`."""
     if not shape:
         return "0"
-    return _offset_expr(index, shape).to_c(loop_names)
+    return row_major_offset(index, shape).to_c(loop_names)
 
 
 _REDUCE_INIT = {
@@ -115,11 +107,13 @@ PARALLEL_MIN_ELEMENTS = 1 << 16
 TILE = 32
 
 
+def _work(kernel, size: int) -> int:
+    """The kernel's work over `size` points: elements times ops, a transcendental counting 20."""
+    return size * sum(20 if n.op in _MATH else 1 for n in kernel.nodes)
+
+
 def _worth_threads(kernel, size: int, min_elements: int) -> bool:
-    if size < min_elements:
-        return False
-    weight = sum(20 if n.op in _MATH else 1 for n in kernel.nodes)
-    return size * weight >= PARALLEL_WORK
+    return size >= min_elements and _work(kernel, size) >= PARALLEL_WORK
 
 
 def _strided_inner_load(loads, in_shapes, domain) -> bool:
@@ -130,10 +124,7 @@ def _strided_inner_load(loads, in_shapes, domain) -> bool:
         shape = in_shapes[ld.slot]
         if not shape:
             continue
-        total = IndexExpr.lift(0)
-        for i, st in zip(ld.index, _strides(shape)):
-            total = total + IndexExpr.lift(i) * st
-        for atom, coeff in total.terms:
+        for atom, coeff in row_major_offset(ld.index, shape).terms:
             if getattr(atom, "name", None) == inner and abs(coeff) > 1:
                 return True
     return False
@@ -294,9 +285,9 @@ class _Emitter:
         return out
 
 
-def _comment(kernel, names_ctx, what: str = "fuses") -> list:
+def _comment(kernel, names_ctx) -> list:
     text = kernel.describe(names_ctx).replace("*/", "* /")
-    return [f"{kernel.name}: {what}"] + [f"  {ln}" for ln in text.splitlines()]
+    return [f"{kernel.name}: fuses"] + [f"  {ln}" for ln in text.splitlines()]
 
 
 def _block_comment(text: list) -> str:
@@ -315,14 +306,14 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
     loads = [n.params["load"] for n in kernel.nodes if n.op == "load"]
     emit = _Emitter(kernel, names_ctx)
     in_shapes = emit.in_shapes
-    linear = _offset_expr(emit.identity, domain)
+    linear = row_major_offset(emit.identity, domain)
     guarded = any(n.op == "guarded" or (n.op == "load" and n.params["load"].guard) for n in kernel.nodes)
     flat = (
         not any(st.reduce for st in kernel.stores)
         and not has_iota
         and not guarded
         and all(
-            _offset_expr(ld.index, in_shapes[ld.slot]) == linear
+            row_major_offset(ld.index, in_shapes[ld.slot]) == linear
             or all(IndexExpr.lift(i).is_const for i in ld.index)
             for ld in loads
         )
@@ -442,12 +433,8 @@ def render_row_group(kernels, names_ctx, name: str, threads_threshold: int = PAR
         head += [f"  {ln}" for ln in _comment(k, names_ctx)]
     lines = [_block_comment(head)]
     lines.append(f"static void {name}(void *const *restrict buf) {{")
-    work = 0
-    for k in kernels:
-        weight = sum(20 if n.op in _MATH else 1 for n in k.nodes)
-        work += int(np.prod(k.domain, dtype=np.int64)) * weight
-    largest = max(int(np.prod(k.domain, dtype=np.int64)) for k in kernels)
-    if largest >= threads_threshold and work >= PARALLEL_WORK:
+    sizes = [int(np.prod(k.domain, dtype=np.int64)) for k in kernels]
+    if max(sizes) >= threads_threshold and sum(map(_work, kernels, sizes)) >= PARALLEL_WORK:
         lines.append("  #pragma omp parallel for")
     lines.append(f"  for (int64_t i0 = 0; i0 < {rows}; i0++) {{")
     base = 0
