@@ -68,10 +68,10 @@ def _with_specials(x):
 
 
 def _xent(logits, labels):
-    return -jnp.mean(jnp.sum(jax_log_softmax(logits) * labels, axis=-1))
+    return -jnp.mean(jnp.sum(_log_softmax(logits) * labels, axis=-1))
 
 
-def jax_log_softmax(x):
+def _log_softmax(x):
     return x - morphax.nn.logsumexp(x, axis=1, keepdims=True)
 
 
@@ -172,9 +172,9 @@ def test_cluster_moves_a_kernel_past_an_independent_step():
 
 def test_short_rows_and_single_rows_are_not_grouped():
     x = RNG.standard_normal((4000, 8)).astype(np.float32)
-    assert not _groups(_compiled(jax_log_softmax, x))  # rows too short to pay
+    assert not _groups(_compiled(_log_softmax, x))  # rows too short to pay
     y = RNG.standard_normal((1, 5000)).astype(np.float32)
-    assert not _groups(_compiled(jax_log_softmax, y))
+    assert not _groups(_compiled(_log_softmax, y))
     assert row_fusion.MIN_ROW_ELEMENTS > 8
 
 
