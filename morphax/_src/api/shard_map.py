@@ -30,12 +30,12 @@ from morphax._src.config import config
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray
-from morphax._src.core.jaxpr import sub_jaxprs
 from morphax._src.higher_order.pmap import axis_frame, pmap_p
 from morphax._src.numpy.creation import asarray
 from morphax._src.prims.shape import broadcast_in_dim, reshape, transpose
 from morphax._src.prims.slicing import slice as _slice
 from morphax._src.runtime import pmap_runner
+from morphax._src.sharding import variance
 from morphax._src.sharding.mesh import resolving_mesh
 from morphax._src.sharding.partition_spec import PartitionSpec
 from morphax._src.sharding.shardings import NamedSharding
@@ -319,68 +319,9 @@ def _trace_body(f, in_tree, per_device, mesh_axes, manual, out_specs, name, in_e
     return closed, out_tree, out_entries, out_blocks, tuple(lifted)
 
 
-# ------------------------------------------------------------------------------------------------
-# check_vma: which mesh axes each value of the per-device program may vary along. Inputs vary
-# along the axes their spec splits them over; a psum/pmax/pmin or all_gather over an axis makes
-# its result invariant along it; axis_index, ppermute, psum_scatter and all_to_all over an axis
-# make it vary along it; calls are followed into their bodies; every other equation varies along
-# the union of its inputs' axes (and, for control flow, of the axes its bodies' collectives name:
-# conservative, so a loop that reduces a varying carry needs check_vma=False).
-
-_REDUCING = {"psum", "pmax", "pmin", "all_gather"}
-_INTRODUCING = {"axis_index", "ppermute", "psum_scatter", "all_to_all"}
-
-
-def _names_of(eqn):
-    key = eqn.primitive.named_axes_param
-    names = eqn.params.get(key) if key else None
-    if names is None:
-        return ()
-    return names if isinstance(names, tuple) else (names,)
-
-
-def _mentioned(jaxpr, axes) -> set:
-    found = set()
-    for eqn in jaxpr.eqns:
-        found |= set(_names_of(eqn)) & axes
-        for sub in sub_jaxprs(eqn.params):
-            found |= _mentioned(getattr(sub, "jaxpr", sub), axes)
-    return found
-
-
-def _vary(jaxpr, in_vary, axes):
-    env = {id(v): s for v, s in zip(jaxpr.invars, in_vary)}
-
-    def read(v):
-        return env.get(id(v), frozenset())
-
-    for eqn in jaxpr.eqns:
-        union = frozenset().union(*[read(v) for v in eqn.invars]) if eqn.invars else frozenset()
-        pname = eqn.primitive.name
-        names = set(_names_of(eqn)) & axes
-        call_param = eqn.primitive.call_jaxpr_param
-        if pname in _REDUCING:
-            out = union - names
-        elif pname in _INTRODUCING:
-            out = union | names
-        elif call_param is not None and len(eqn.params[call_param].jaxpr.invars) == len(eqn.invars):
-            # A call (jit, checkpoint, custom rules): its body, input for input.
-            inner = _vary(eqn.params[call_param].jaxpr, [read(v) for v in eqn.invars], axes)
-            for v, o in zip(eqn.outvars, inner):
-                env[id(v)] = o
-            continue
-        else:
-            out = union
-            for sub in sub_jaxprs(eqn.params):
-                out = out | _mentioned(getattr(sub, "jaxpr", sub), axes)
-        for v in eqn.outvars:
-            env[id(v)] = frozenset(out)
-    return [read(v) for v in jaxpr.outvars]
-
-
 def _check_vma(closed, in_entries, out_entries, out_specs, axes, name):
     in_vary = [frozenset(n for names in e for n in names) for e in in_entries]
-    out_vary = _vary(closed.jaxpr, in_vary, axes)
+    out_vary = variance.vary(closed.jaxpr, in_vary, axes)
     for i, (vary, entries, spec) in enumerate(zip(out_vary, out_entries, out_specs)):
         named = {n for names in entries for n in names}
         extra = vary - named

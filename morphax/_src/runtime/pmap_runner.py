@@ -25,7 +25,7 @@ from morphax._src.distributed.device_collectives import ProcessDevicesCommunicat
 from morphax._src.higher_order import pmap as _pmap
 from morphax._src.prims import collective_axes
 from morphax._src.runtime import devices as _devices
-from morphax._src.runtime import dispatch, placement
+from morphax._src.runtime import dispatch, placement, replicated_outputs
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.buffers import PendingBuffer
 from morphax._src.runtime.communicators import CollectiveError, ThreadCommunicator
@@ -149,13 +149,15 @@ def _primary(errors):
 
 
 def launch(executable, ids, args_for, bindings, on_done) -> None:
-    """Start `executable` once per device without waiting: device `ids[r]` runs it on
+    """Start `executable` (one callable, or a list of one per device) once per device without
+    waiting: device `ids[r]` runs it (or `executable[r]`) on
     `args_for(r)` (NumPy values; called on the device's thread, so it may wait for inputs) with
     `bindings(r)` (axis name -> (communicator, rank)) bound. The last device to finish calls
     `on_done(results, errors)` (per device). A failing device aborts the communicators of its
     bindings, so the others stop at their next collective. A device whose stream is the calling
     thread runs its share here, after the others are queued."""
     n = len(ids)
+    programs = executable if isinstance(executable, (list, tuple)) else [executable] * n
     results: list = [None] * n
     errors: list = [None] * n
     remaining = [n]
@@ -167,7 +169,7 @@ def launch(executable, ids, args_for, bindings, on_done) -> None:
             try:
                 values = args_for(r)
                 with np.errstate(all="ignore"), collective_axes.bind_device_axes({**outer, **bindings(r)}):
-                    results[r] = executable(*values)
+                    results[r] = programs[r](*values)
             except BaseException as e:  # noqa: BLE001 - handed to on_done
                 errors[r] = e
                 for comm, rank in bindings(r).values():
@@ -238,26 +240,40 @@ def mesh_bindings(mesh_axes, comm):
     return bindings
 
 
-def _stack(outs, out_axes):
+def _stack(outs, out_axes, owner):
+    """The pmap's outputs from the devices' (`outs[r]`): output j stacked along out_axes[j], or
+    (out_axes None) device owner[j]'s."""
     result = []
     for j, ax in enumerate(out_axes):
         if ax is None:
-            result.append(np.asarray(outs[0][j]))
+            result.append(np.asarray(outs[owner[j]][j]))
         else:
             result.append(np.stack([np.asarray(o[j]) for o in outs], axis=ax))
     return result
 
 
-def _prepare(jaxpr, mesh_axes, axis_size, devices, backend, name):
+def _prepare(jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, name):
+    """(this process's device ids, the program of each, the owner of each output (_stack),
+    whether a program calls back into Python, the bindings of the devices' axis names)."""
     global_size = int(np.prod([s for _, s in mesh_axes]))
     if global_size == axis_size:
         check_device_count(name, axis_size, devices)
     ids, ranks, layout = participants(axis_size, global_size, devices)
+    # Across processes every process needs every output: no device's share is enough.
+    split = replicated_outputs.plan(jaxpr, mesh_axes, in_axes, out_axes, len(ids) if layout is None else 1)
     # Compiled with the axis names bound: loop forms retrace bodies that hold collectives.
     with _pmap.axis_frame(mesh_axes):
-        executable = compile_jaxpr(jaxpr, f"pmap_{name}", backend)
+        compiled = [
+            compile_jaxpr(p, f"pmap_{name}", backend)
+            for p in split.programs[: len(ids) if split.split else 1]
+        ]
+    calls_host = any(c.calls_host for c in compiled)
+    if split.split:
+        programs = [_widened(c, pos, len(out_axes)) for c, pos in zip(compiled, split.positions)]
+    else:
+        programs = compiled[0]
     if layout is None:
-        return ids, executable, mesh_bindings(mesh_axes, ThreadCommunicator(axis_size))
+        return ids, programs, split.owner, calls_host, mesh_bindings(mesh_axes, ThreadCommunicator(axis_size))
     # The devices of several processes (morphax.distributed): collectives meet among this
     # process's devices, then between processes.
     if len(mesh_axes) != 1:
@@ -267,17 +283,33 @@ def _prepare(jaxpr, mesh_axes, axis_size, devices, backend, name):
         )
     comm = ProcessDevicesCommunicator(_state.devices_communicator(), layout)
     axis = mesh_axes[0][0]
-    return ids, executable, lambda r: {axis: (comm, ranks[r])}
+    return ids, programs, split.owner, calls_host, lambda r: {axis: (comm, ranks[r])}
+
+
+def _widened(executable, positions, n_out):
+    """`executable`, whose first outputs are the pmap's outputs at `positions`, as a program
+    returning all `n_out` (None where another device computes it)."""
+
+    def run(*args):
+        outs = executable(*args)
+        full = [None] * n_out
+        for j, o in zip(positions, outs):
+            full[j] = o
+        return full
+
+    return run
 
 
 def _run_pmap(np_args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, name):
     """The host rule (inside compiled programs): runs and waits."""
-    ids, executable, bindings = _prepare(jaxpr, mesh_axes, axis_size, devices, backend, name)
+    ids, programs, owner, _, bindings = _prepare(
+        jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, name
+    )
     args = [_host(x, a.dtype) for x, a in zip(np_args, jaxpr.in_avals)]
     per_device = [
         [x if ax is None else _slice(x, ax, r) for x, ax in zip(args, in_axes)] for r in range(axis_size)
     ]
-    return _stack(run_on_devices(executable, ids, per_device, bindings), out_axes)
+    return _stack(run_on_devices(programs, ids, per_device, bindings), out_axes, owner)
 
 
 def _run_pmap_eager(args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, name):
@@ -285,7 +317,9 @@ def _run_pmap_eager(args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, dev
     its inputs when its stream reaches the work, and the last device to finish stacks the
     results (or fails them all with the first device's error). Programs that call back into
     Python run and raise at the call, as dispatch runs them."""
-    ids, executable, bindings = _prepare(jaxpr, mesh_axes, axis_size, devices, backend, name)
+    ids, programs, owner, calls_host, bindings = _prepare(
+        jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, name
+    )
     out_avals = _pmap.pmap_p.abstract_eval(
         *_global_avals(args),
         jaxpr=jaxpr,
@@ -297,7 +331,7 @@ def _run_pmap_eager(args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, dev
         backend=backend,
         name=name,
     )
-    if executable.calls_host:
+    if calls_host:
         outs = _run_pmap(
             args, jaxpr=jaxpr, mesh_axes=mesh_axes, axis_size=axis_size, in_axes=in_axes, out_axes=out_axes,
             devices=devices, backend=backend, name=name,
@@ -316,7 +350,7 @@ def _run_pmap_eager(args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, dev
         error = _primary(errors)
         if error is None:
             try:
-                stacked = _stack(results, out_axes)
+                stacked = _stack(results, out_axes, owner)
             except BaseException as e:  # noqa: BLE001
                 error = e
         for j, b in enumerate(buffers):
@@ -326,7 +360,7 @@ def _run_pmap_eager(args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, dev
                 v = stacked[j]
                 b.set_result(v if v.dtype == b.dtype else v.astype(b.dtype))
 
-    launch(executable, ids, args_for, bindings, on_done)
+    launch(programs, ids, args_for, bindings, on_done)
     return [Array(b, a.weak_type) for b, a in zip(buffers, out_avals)]
 
 
