@@ -6,17 +6,21 @@ update) on an MLP 784-512-512-10 with a global batch of 512 synthetic examples, 
 - under ``mpirun -n 2`` (one device per process, 256 rows each) against 1 process,
 
 reported as throughput ratios (examples per second on 2 devices / on 1; the issue's goal on this
-2-core machine is >= 1.5). Each configuration runs in a fresh process (the device count is fixed
-at the first computation) with its thread pools set through the environment: "shared" gives each
+2-core machine is >= 1.5). Each configuration is its own process (the device count is fixed at
+the first computation) with its thread pools set through the environment: "shared" gives each
 device thread cores / devices BLAS and OpenMP threads (what the example does), "full" gives every
 device all the cores (BLAS pools competing with the other devices' threads). The 1-device
-baseline runs with both settings. A configuration's time is the best of ``--repeat`` timings of
-``--steps`` steps after warm-up (C libraries built); "spread" is the slowest / best timing.
-A control measures how much two threads can run at once on the machine at that moment (NumPy
-matmuls on two threads vs one after the other): on a machine shared with other work, the ratios
-cannot exceed it.
+baseline runs with both settings.
 
-Run: ``python benchmarks/data_parallel.py [--steps 20] [--repeat 5] [--runs 3] [--no-mpi]``.
+The machine is shared with other work whose load changes from second to second, so the
+configurations are timed in interleaved rounds: every configuration's processes start once, warm
+up (C libraries built) and wait; each round then asks each configuration in turn for the best of
+``--repeat`` timings of ``--steps`` steps, so a round compares the configurations within a few
+seconds of one another. Ratios are per round (range and median over rounds). A control, also
+once per round, measures how much two threads can run at once at that moment (NumPy matmuls on
+two threads vs one after the other; 2.0 on two idle cores): the ratios cannot exceed it.
+
+Run: ``python benchmarks/data_parallel.py [--rounds 5] [--steps 20] [--repeat 3] [--no-mpi]``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import json
 import os
 import pathlib
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -34,9 +39,35 @@ SIZES = (784, 512, 512, 10)
 BATCH = 512
 
 
-def worker(steps, repeat):
-    """One configuration (this process's devices, or this MPI process): print a JSON line of the
-    per-step times."""
+def _commands(count):
+    """The commands this process receives (the number of steps to time; 0 to stop): the first
+    process reads them from stdin (mpirun forwards it there) and broadcasts them to the others,
+    which wait without spinning, so an idle configuration leaves the cores to the one timed."""
+    if count == 1:
+        for line in sys.stdin:
+            yield int(line)
+        return
+    import numpy as np
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    while True:
+        box = np.zeros(1, np.int64)
+        if world.Get_rank() == 0:
+            line = sys.stdin.readline()
+            box[0] = int(line) if line.strip() else 0
+        request = world.Ibcast(box, root=0)
+        while not request.Test():
+            time.sleep(0.01)
+        if box[0] == 0:
+            return
+        yield int(box[0])
+
+
+def worker(repeat):
+    """One configuration (this process's devices, or this MPI process): warm up, print a ready
+    line, then for each command N print the best of `repeat` timings of N steps (seconds per
+    step) as a JSON line."""
     import numpy as np
 
     from morphax.examples import data_parallel as dp
@@ -65,21 +96,25 @@ def worker(steps, repeat):
     run(2)
     background.wait()  # time the native kernels, not the NumPy fallback of the first calls
     run(3)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        run(steps)
-        times.append((time.perf_counter() - t0) / steps)
     if rank == 0:
-        print(json.dumps({"devices": total, "processes": count, "times": times}), flush=True)
+        print(json.dumps({"ready": True}), flush=True)
+    for steps in _commands(count):
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            run(steps)
+            times.append((time.perf_counter() - t0) / steps)
+        if rank == 0:
+            print(json.dumps({"best": min(times), "spread": max(times) / min(times)}), flush=True)
     if count > 1:
         morphax.distributed.shutdown()
 
 
 def control(repeat):
     """How much two threads can run at once on this machine now: NumPy's half-batch forward
-    matmuls of the MLP (one BLAS thread) twice in a row, then on two threads at once; prints the
-    speed-up (2.0 on two idle cores; lower when other work holds a core)."""
+    matmuls of the MLP (one BLAS thread) twice in a row, then on two threads at once; for each
+    command prints the best speed-up of `repeat` tries (2.0 on two idle cores; lower when other
+    work holds a core)."""
     import threading
 
     import numpy as np
@@ -94,20 +129,22 @@ def control(repeat):
             for w in ws:
                 h = np.tanh(h @ w)
 
-    ratios = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        work()
-        work()
-        one = time.perf_counter() - t0
-        threads = [threading.Thread(target=work) for _ in range(2)]
-        t0 = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        ratios.append(one / (time.perf_counter() - t0))
-    print(json.dumps({"times": ratios}), flush=True)
+    print(json.dumps({"ready": True}), flush=True)
+    for _ in _commands(1):
+        ratios = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            work()
+            work()
+            one = time.perf_counter() - t0
+            threads = [threading.Thread(target=work) for _ in range(2)]
+            t0 = time.perf_counter()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            ratios.append(one / (time.perf_counter() - t0))
+        print(json.dumps({"best": max(ratios), "spread": max(ratios) / min(ratios)}), flush=True)
 
 
 def _mpirun():
@@ -115,36 +152,68 @@ def _mpirun():
     return str(beside) if beside.exists() else shutil.which("mpirun")
 
 
-def _launch(devices, processes, threads, steps, repeat):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI_", "PMIX_"))}
-    env.update(
-        BENCH_DEVICES=str(devices),
-        OPENBLAS_NUM_THREADS=str(threads),
-        OMP_NUM_THREADS=str(threads),
-        PYTHONPATH=str(pathlib.Path(__file__).resolve().parents[1]),
-    )
-    mode = "--control" if devices == 0 else "--worker"
-    cmd = [sys.executable, __file__, mode, "--steps", str(steps), "--repeat", str(repeat)]
-    if processes > 1:
-        cmd = [_mpirun(), "-n", str(processes), *cmd]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-    lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
-    if out.returncode or not lines:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}")
-    return json.loads(lines[-1])["times"]
+class _Configuration:
+    """The processes of one configuration, started once and asked for timings round by round."""
+
+    def __init__(self, devices, processes, threads, repeat):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI_", "PMIX_"))}
+        env.update(
+            BENCH_DEVICES=str(devices),
+            OPENBLAS_NUM_THREADS=str(threads),
+            OMP_NUM_THREADS=str(threads),
+            PYTHONPATH=str(pathlib.Path(__file__).resolve().parents[1]),
+        )
+        mode = "--control" if devices == 0 else "--worker"
+        self.cmd = [sys.executable, __file__, mode, "--repeat", str(repeat)]
+        if processes > 1:
+            self.cmd = [_mpirun(), "-n", str(processes), *self.cmd]
+        self.proc = subprocess.Popen(
+            self.cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+
+    def _reply(self) -> dict:
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                self.proc.wait(timeout=60)
+                raise RuntimeError(f"{' '.join(self.cmd)} failed:\n{self.proc.stderr.read()}")
+            if line.startswith("{"):
+                return json.loads(line)
+
+    def ready(self) -> None:
+        self._reply()
+
+    def time(self, steps) -> dict:
+        self.proc.stdin.write(f"{steps}\n")
+        self.proc.stdin.flush()
+        return self._reply()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("0\n")
+                self.proc.stdin.close()
+                self.proc.wait(timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--runs", type=int, default=3, help="launches of each configuration")
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-mpi", action="store_true")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--control", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        return worker(args.steps, args.repeat)
+        return worker(args.repeat)
     if args.control:
         return control(args.repeat)
     cores = os.cpu_count() or 1
@@ -162,31 +231,45 @@ def main():
     if has_mpi:
         configs["2 processes, shared threads"] = (1, 2, max(1, cores // 2))
         configs["2 processes, full threads"] = (1, 2, cores)
-    print(f"MLP {'-'.join(map(str, SIZES))}, global batch {BATCH}, {cores} cores; {args.runs} launches each")
-    best = {name: [] for name in configs}
-    spread = {name: [] for name in configs}
-    controls = []
-    for _ in range(args.runs):  # interleaved, so a burst of load elsewhere hits every configuration
-        controls += _launch(0, 1, 1, args.steps, args.repeat)
+    print(
+        f"MLP {'-'.join(map(str, SIZES))}, global batch {BATCH}, {cores} cores; {args.rounds} interleaved "
+        f"rounds, each the best of {args.repeat} timings of {args.steps} steps"
+    )
+    running = {"control": _Configuration(0, 1, 1, args.repeat)}
+    try:
+        # One at a time, so the C builds of one do not slow the warm-up of another.
         for name, (devices, processes, threads) in configs.items():
-            times = _launch(devices, processes, threads, args.steps, args.repeat)
-            best[name].append(min(times))
-            spread[name].append(max(times) / min(times))
-    print(f"{'configuration':30s} {'ms/step (per launch)':>28s} {'examples/s':>11s} {'spread':>7s}")
+            running[name] = _Configuration(devices, processes, threads, args.repeat)
+            running[name].ready()
+        running["control"].ready()
+        best = {name: [] for name in running}
+        spread = {name: [] for name in running}
+        for _ in range(args.rounds):
+            for name, config in running.items():
+                reply = config.time(args.steps)
+                best[name].append(reply["best"])
+                spread[name].append(reply["spread"])
+                time.sleep(0.3)  # idle thread pools (OpenBLAS, OpenMP) stop spinning
+    finally:
+        for config in running.values():
+            config.stop()
+    print(f"{'configuration':30s} {'ms/step (per round)':>40s} {'examples/s':>11s} {'spread':>7s}")
     for name in configs:
         ms = ", ".join(f"{1e3 * t:.1f}" for t in best[name])
-        print(f"{name:30s} {ms:>28s} {BATCH / min(best[name]):11.0f} {max(spread[name]):7.2f}")
+        print(f"{name:30s} {ms:>40s} {BATCH / min(best[name]):11.0f} {max(spread[name]):7.2f}")
+    controls = best["control"]
     print(
-        f"control: NumPy matmuls on two threads at once vs in a row (one BLAS thread each): "
-        f"{min(controls):.2f}-{max(controls):.2f}x (2.0 on two idle cores)"
+        f"control: NumPy matmuls on two threads at once vs in a row (one BLAS thread each), per round: "
+        f"{', '.join(f'{c:.2f}' for c in controls)} (2.0 on two idle cores)"
     )
-    print("throughput ratios (goal >= 1.5), range over launches (launch i against launch i):")
+    print("throughput ratios (goal >= 1.5) per round: range, median:")
     for name in configs:
         if name.startswith("1 device"):
             continue
         for base in ("1 device, full threads", "1 device, 1 thread"):
-            ratios = [b / t for b, t in zip(best[base], best[name])]
-            print(f"  {name:30s} / {base:24s} {min(ratios):.2f}-{max(ratios):.2f}")
+            ratios = sorted(b / t for b, t in zip(best[base], best[name]))
+            median = statistics.median(ratios)
+            print(f"  {name:30s} / {base:24s} {ratios[0]:.2f}-{ratios[-1]:.2f}, {median:.2f}")
 
 
 if __name__ == "__main__":
