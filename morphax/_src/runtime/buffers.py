@@ -1,6 +1,8 @@
 """Device buffers as the runtime sees them: ready NumPy arrays, or pending results of queued work.
 
-A `PendingBuffer` is filled (or failed) by a stream worker; readers block in `result()`.
+A `PendingBuffer` is filled (or failed) by a stream worker; readers block in `result()`. The
+outputs of one piece of queued work share one event (`pending_outputs`) and are completed
+together (`fill_outputs`, `fail_outputs`): one event per call instead of one per output.
 Imports nothing from morphax above the runtime.
 """
 
@@ -16,10 +18,10 @@ class PendingBuffer:
 
     __slots__ = ("shape", "dtype", "_event", "_value", "_error", "_traceback")
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape, dtype, event=None):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
-        self._event = threading.Event()
+        self._event = threading.Event() if event is None else event
         self._value = None
         self._error = None
         self._traceback = None
@@ -52,6 +54,31 @@ class PendingBuffer:
             # happened: reset it first, or each raise would append the reader's frames to it.
             raise error.with_traceback(self._traceback)
         return self._value
+
+
+def pending_outputs(avals) -> list:
+    """PendingBuffers for the outputs (`avals`: shape and dtype) of one piece of queued work,
+    sharing one event: complete them with `fill_outputs` or `fail_outputs` only (a buffer's own
+    set_result would wake the readers of the others before their values are in)."""
+    event = threading.Event()
+    return [PendingBuffer(a.shape, a.dtype, event) for a in avals]
+
+
+def fill_outputs(buffers, values) -> None:
+    """Give each buffer of `pending_outputs` its value, then wake their readers."""
+    for b, v in zip(buffers, values):
+        b._value = v
+    if buffers:
+        buffers[0]._event.set()
+
+
+def fail_outputs(buffers, error: BaseException) -> None:
+    """Fail every buffer of `pending_outputs` with `error`, then wake their readers."""
+    for b in buffers:
+        b._error = error
+        b._traceback = error.__traceback__
+    if buffers:
+        buffers[0]._event.set()
 
 
 class DeletedBuffer(PendingBuffer):

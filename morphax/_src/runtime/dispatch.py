@@ -22,7 +22,7 @@ from morphax._src import events
 from morphax._src.compiler.executor import profiled
 from morphax._src.config import config
 from morphax._src.runtime.array import Array
-from morphax._src.runtime.buffers import PendingBuffer
+from morphax._src.runtime.buffers import PendingBuffer, fail_outputs, fill_outputs, pending_outputs
 
 # Calls whose inputs and outputs hold fewer elements than this may run inline, and so may calls
 # whose estimated work (flops plus bytes accessed, compiler/analysis.py) is below INLINE_WORK:
@@ -201,7 +201,7 @@ def execute(executable, args, out_weak_types, device_id: int = 0, donate: bool =
         # ready. Errors propagate to the caller.
         outs = executable(*[_host_value(a, v) for a, v in zip(args, executable.in_avals)])
         return [Array(o, w) for o, w in zip(outs, out_weak_types)]
-    buffers = [PendingBuffer(a.shape, a.dtype) for a in executable.out_avals]
+    buffers = pending_outputs(executable.out_avals)
     inputs = [_buffer_of(a, v) for a, v in zip(args, executable.in_avals)]
     if donated:
         _consume(args, donated)
@@ -216,17 +216,14 @@ def execute(executable, args, out_weak_types, device_id: int = 0, donate: bool =
             reuse = _claim(inputs, donated) if donated else ()
             values = [_read(b) for b in inputs]
         except BaseException as e:  # an input failed: so do all outputs
-            for b in buffers:
-                b.set_error(e)
+            fail_outputs(buffers, e)
             return
         try:
             outs = executable(*values, reuse=reuse) if reuse else executable(*values)
         except BaseException as e:  # noqa: BLE001
-            for b in buffers:
-                b.set_error(e)
+            fail_outputs(buffers, e)
             return
-        for b, o in zip(buffers, outs):
-            b.set_result(o)
+        fill_outputs(buffers, outs)
 
     stream.submit(job)
     return [Array(b, w) for b, w in zip(buffers, out_weak_types)]

@@ -27,7 +27,7 @@ from morphax._src.prims import collective_axes
 from morphax._src.runtime import devices as _devices
 from morphax._src.runtime import dispatch, placement, replicated_outputs
 from morphax._src.runtime.array import Array
-from morphax._src.runtime.buffers import PendingBuffer
+from morphax._src.runtime.buffers import fail_outputs, fill_outputs, pending_outputs
 from morphax._src.runtime.communicators import CollectiveError, ThreadCommunicator
 from morphax._src.sharding.mesh import Mesh
 from morphax._src.sharding.partition_spec import PartitionSpec
@@ -340,7 +340,7 @@ def _run_pmap_eager(args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, dev
     inputs = [
         x._buf if type(x) is Array else np.asarray(x, dtype=a.dtype) for x, a in zip(args, jaxpr.in_avals)
     ]
-    buffers = [PendingBuffer(a.shape, a.dtype) for a in out_avals]
+    buffers = pending_outputs(out_avals)
 
     def args_for(r):
         values = [b if type(b) is np.ndarray else b.result() for b in inputs]
@@ -351,14 +351,13 @@ def _run_pmap_eager(args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, dev
         if error is None:
             try:
                 stacked = _stack(results, out_axes, owner)
+                values = [v if v.dtype == b.dtype else v.astype(b.dtype) for v, b in zip(stacked, buffers)]
             except BaseException as e:  # noqa: BLE001
                 error = e
-        for j, b in enumerate(buffers):
-            if error is not None:
-                b.set_error(error)
-            else:
-                v = stacked[j]
-                b.set_result(v if v.dtype == b.dtype else v.astype(b.dtype))
+        if error is not None:
+            fail_outputs(buffers, error)
+        else:
+            fill_outputs(buffers, values)
 
     launch(programs, ids, args_for, bindings, on_done)
     return [Array(b, a.weak_type) for b, a in zip(buffers, out_avals)]
@@ -371,16 +370,34 @@ def _global_avals(args):
 def with_shardings(outs, out_axes, axis_name, ids):
     """pmap's results laid out as JAX's: NamedSharding over a 1-D mesh of the devices (axis
     `axis_name`), split along each output's out_axes (None: replicated), committed there."""
-    by_id = {d.id: d for d in _devices.devices()}
-    mesh = Mesh(np.array([by_id[i] for i in ids], dtype=object), (axis_name,))
-    placed = []
-    for o, ax in zip(outs, out_axes):
-        if type(o) is not Array:
-            placed.append(o)
-            continue
-        spec = PartitionSpec() if ax is None else PartitionSpec(*([None] * ax), axis_name)
-        placed.append(placement.placed(o._buf, o.weak_type, NamedSharding(mesh, spec)))
-    return placed
+    shardings = _pmap_shardings(tuple(out_axes), axis_name, tuple(ids))
+    return [
+        placement.placed(o._buf, o.weak_type, sharding) if type(o) is Array else o
+        for o, sharding in zip(outs, shardings)
+    ]
+
+
+# (out_axes, axis name, device ids) -> the shardings of a pmap's outputs: built once, not per
+# call (they are immutable, and building a mesh and a sharding per output was a third of an
+# eager pmap call's dispatch).
+_shardings_cache: dict = {}
+
+
+def _pmap_shardings(out_axes, axis_name, ids) -> list:
+    key = (out_axes, axis_name, ids, _devices.device_count())
+    hit = _shardings_cache.get(key)
+    if hit is None:
+        by_id = {d.id: d for d in _devices.devices()}
+        mesh = Mesh(np.array([by_id[i] for i in ids], dtype=object), (axis_name,))
+        by_axis: dict = {}
+        for ax in out_axes:
+            if ax not in by_axis:
+                spec = PartitionSpec() if ax is None else PartitionSpec(*([None] * ax), axis_name)
+                by_axis[ax] = NamedSharding(mesh, spec)
+        if len(_shardings_cache) >= 256:
+            _shardings_cache.clear()
+        hit = _shardings_cache[key] = [by_axis[ax] for ax in out_axes]
+    return hit
 
 
 _pmap.set_runner(_run_pmap, _run_pmap_eager)

@@ -19,7 +19,7 @@ from morphax._src.compiler.compile import compile_jaxpr
 from morphax._src.higher_order.pmap import axis_frame
 from morphax._src.runtime import pmap_runner
 from morphax._src.runtime.array import Array
-from morphax._src.runtime.buffers import PendingBuffer
+from morphax._src.runtime.buffers import fail_outputs, fill_outputs, pending_outputs
 from morphax._src.runtime.communicators import ThreadCommunicator
 from morphax._src.sharding.propagation import layout_of
 from morphax._src.sharding.shardings import NamedSharding
@@ -98,7 +98,7 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
         x._buf if type(x) is Array else np.asarray(x, dtype=a.dtype) for x, a in zip(args, closed.in_avals)
     ]
     in_index = [[_index(lay, a.shape, c, sizes) for lay, a in zip(in_lays, closed.in_avals)] for c in coords]
-    buffers = [PendingBuffer(a.shape, a.dtype) for a in closed.out_avals]
+    buffers = pending_outputs(closed.out_avals)
 
     def args_for(r):
         spmd_stats.record_device(ids[r])
@@ -116,11 +116,10 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
                 ]
             except BaseException as e:  # noqa: BLE001 - handed to the buffers
                 error = e
-        for j, b in enumerate(buffers):
-            if error is not None:
-                b.set_error(error)
-            else:
-                b.set_result(outs[j])
+        if error is not None:
+            fail_outputs(buffers, error)
+        else:
+            fill_outputs(buffers, outs)
 
     def run(*values):
         if not events.on:
