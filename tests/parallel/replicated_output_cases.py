@@ -136,3 +136,28 @@ def case_programs_with_effects_are_not_split():
     np.testing.assert_allclose(got[1], w * 2.0)
     assert len(seen) == N
     assert not _plan(f, x, w, in_axes=(0, None), out_axes=None).split
+
+
+def case_shard_map_on_a_2x2_mesh():
+    """shard_map's replicated outputs go through the same plan: a psum over both mesh axes is
+    alike on every device and goes to one; a psum over one axis varies along the other (allowed
+    with check_vma=False) and is the first device's, as JAX returns it."""
+    from morphax.sharding import PartitionSpec as P
+
+    mesh = morphax.make_mesh((2, 2), ("x", "y"))
+    x, w = _rand(4, 300), _rand(300, seed=1)
+
+    def f(v, w):
+        return lax.psum(v, ("x", "y"))[0] * w, lax.psum(v, "x")[0], w - 1.0
+
+    g = morphax.shard_map(f, mesh=mesh, in_specs=(P(("x", "y")), P()), out_specs=P(), check_vma=False)
+    got = g(x, w)
+    np.testing.assert_allclose(got[0], x.sum(0) * w, rtol=1e-5, atol=1e-5)
+    # Device 0 holds rows 0 of the blocks along x at y = 0: rows 0 and 2 of x.
+    np.testing.assert_allclose(got[1], x[0] + x[2], rtol=1e-5)
+    np.testing.assert_allclose(got[2], w - 1.0)
+    closed = morphax.make_jaxpr(g)(x, w)
+    (eqn,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "xla_pmap"]
+    p = eqn.params
+    plan = replicated_outputs.plan(p["jaxpr"], p["mesh_axes"], p["in_axes"], p["out_axes"], N)
+    assert plan.split and plan.owner[1] == 0 and plan.owner[0] != plan.owner[2], plan.owner

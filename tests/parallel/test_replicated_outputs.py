@@ -13,5 +13,6 @@ def test_alike_outputs_are_computed_once_on_4_devices(run_cases):
             "case_varying_output_comes_from_the_first_device",
             "case_collectives_stay_on_every_device",
             "case_programs_with_effects_are_not_split",
+            "case_shard_map_on_a_2x2_mesh",
         ],
     )
