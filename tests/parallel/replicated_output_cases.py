@@ -13,6 +13,10 @@ from morphax import lax
 from morphax._src.runtime import replicated_outputs
 
 N = 4
+# The cases' arrays are small: split whatever is alike (the default threshold is checked in
+# case_small_outputs_are_not_split).
+DEFAULT_MIN_SPLIT_BYTES = replicated_outputs.MIN_SPLIT_BYTES
+replicated_outputs.MIN_SPLIT_BYTES = 0
 
 
 def _rand(*shape, seed=0):
@@ -161,3 +165,21 @@ def case_shard_map_on_a_2x2_mesh():
     p = eqn.params
     plan = replicated_outputs.plan(p["jaxpr"], p["mesh_axes"], p["in_axes"], p["out_axes"], N)
     assert plan.split and plan.owner[1] == 0 and plan.owner[0] != plan.owner[2], plan.owner
+
+
+def case_small_outputs_are_not_split():
+    """Alike outputs under MIN_SPLIT_BYTES in all stay on every device (no extra compilations);
+    above it they are split."""
+    small, large = _rand(8, 8), _rand(300, 300)
+
+    def f(v, w):
+        return lax.psum(v, "i")[0] * w
+
+    replicated_outputs.MIN_SPLIT_BYTES = DEFAULT_MIN_SPLIT_BYTES
+    try:
+        x = _rand(N, 3)
+        assert not _plan(f, x, small, in_axes=(0, None), out_axes=None).split
+        plan = _plan(lambda v, w: (f(v, w), w + 1.0), x, large, in_axes=(0, None), out_axes=None)
+        assert plan.split and plan.owner[0] != plan.owner[1]
+    finally:
+        replicated_outputs.MIN_SPLIT_BYTES = 0

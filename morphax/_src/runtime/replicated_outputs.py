@@ -16,7 +16,8 @@ collective. Collectives stay in every program (their results become extra output
 that feeds them is dropped), so all devices make the same collective calls in the same order, as
 the communicators require. An output with out_axes None that may differ between devices (JAX
 returns the first device's) stays with the first device. Programs with side effects (callbacks,
-stateful random numbers) are not split.
+stateful random numbers) are not split, nor programs whose alike outputs are small
+(`MIN_SPLIT_BYTES`): each distinct program is one more compilation.
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ from morphax._src.passes._util import jaxpr_has_effects
 from morphax._src.passes.dce import dce_closed_jaxpr
 from morphax._src.sharding import variance
 
-__all__ = ["Plan", "plan"]
+__all__ = ["MIN_SPLIT_BYTES", "Plan", "plan"]
+
+# Below this many bytes of alike outputs the devices all compute them: each distinct per-device
+# program is one more compilation (a C build), and the work it saves is small.
+MIN_SPLIT_BYTES = 1 << 18
 
 
 class Plan:
@@ -66,7 +71,7 @@ def _plan(closed, mesh_axes, in_axes, out_axes, devices) -> Plan:
     in_vary = [frozenset() if ax is None else axes for ax in in_axes]
     out_vary = variance.vary(jaxpr, in_vary, axes)
     alike = [j for j, ax in enumerate(out_axes) if ax is None and not out_vary[j]]
-    if not alike:
+    if not alike or sum(_nbytes(jaxpr.outvars[j].aval) for j in alike) < MIN_SPLIT_BYTES:
         return _whole(closed, out_axes, devices)
     kept_alive = [
         v for eqn in jaxpr.eqns if variance.mentions_axes(eqn) for v in eqn.outvars if type(v) is not DropVar
