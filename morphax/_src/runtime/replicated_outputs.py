@@ -71,7 +71,7 @@ def _plan(closed, mesh_axes, in_axes, out_axes, devices) -> Plan:
     in_vary = [frozenset() if ax is None else axes for ax in in_axes]
     out_vary = variance.vary(jaxpr, in_vary, axes)
     alike = [j for j, ax in enumerate(out_axes) if ax is None and not out_vary[j]]
-    if not alike or sum(_nbytes(jaxpr.outvars[j].aval) for j in alike) < MIN_SPLIT_BYTES:
+    if not alike or sum(jaxpr.outvars[j].aval.nbytes for j in alike) < MIN_SPLIT_BYTES:
         return _whole(closed, out_axes, devices)
     kept_alive = [
         v for eqn in jaxpr.eqns if variance.mentions_axes(eqn) for v in eqn.outvars if type(v) is not DropVar
@@ -82,7 +82,7 @@ def _plan(closed, mesh_axes, in_axes, out_axes, devices) -> Plan:
         r = min(range(devices), key=lambda r: load[r])
         for j in group:
             owner[j] = r
-        load[r] += sum(_nbytes(jaxpr.outvars[j].aval) for j in group)
+        load[r] += sum(jaxpr.outvars[j].aval.nbytes for j in group)
     # Collectives' results as extra outputs: dead-code elimination keeps them and their inputs.
     widened = ClosedJaxpr(
         Jaxpr(jaxpr.constvars, jaxpr.invars, [*jaxpr.outvars, *kept_alive], jaxpr.eqns, jaxpr.debug_info),
@@ -131,11 +131,4 @@ def _groups(jaxpr, alike, kept_alive, out_axes) -> list:
     groups: dict = {}
     for j in alike:
         groups.setdefault(find(j), []).append(j)
-    return sorted(groups.values(), key=lambda g: -sum(_nbytes(jaxpr.outvars[j].aval) for j in g))
-
-
-def _nbytes(aval) -> int:
-    size = 1
-    for d in aval.shape:
-        size *= int(d)
-    return size * aval.dtype.itemsize
+    return sorted(groups.values(), key=lambda g: -sum(jaxpr.outvars[j].aval.nbytes for j in g))
