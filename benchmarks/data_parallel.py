@@ -7,10 +7,11 @@ update) on an MLP 784-512-512-10 with a global batch of 512 synthetic examples, 
 
 reported as throughput ratios (examples per second on 2 devices / on 1; the issue's goal on this
 2-core machine is >= 1.5). Each configuration is its own process (the device count is fixed at
-the first computation) with its thread pools set through the environment: "shared" gives each
-device thread cores / devices BLAS and OpenMP threads (what the example does), "full" gives every
-device all the cores (BLAS pools competing with the other devices' threads). The 1-device
-baseline runs with both settings.
+the first computation). "shared" is morphax's default: each device of the machine gets cores /
+devices BLAS and OpenMP threads (runtime/thread_pools.py); "full" sets OPENBLAS_NUM_THREADS and
+OMP_NUM_THREADS to the core count, as a user may, so every device's pools take all the cores and
+compete with the other devices' threads. The 1-device baseline runs with all cores (the default)
+and with one thread.
 
 The machine is shared with other work whose load changes from second to second, so the
 configurations are timed in interleaved rounds: every configuration's processes start once, warm
@@ -97,7 +98,9 @@ def worker(repeat):
     background.wait()  # time the native kernels, not the NumPy fallback of the first calls
     run(3)
     if rank == 0:
-        print(json.dumps({"ready": True}), flush=True)
+        from morphax._src.compiler.backends.c import blas
+
+        print(json.dumps({"ready": True, "blas_threads": blas.thread_count()}), flush=True)
     for steps in _commands(count):
         times = []
         for _ in range(repeat):
@@ -156,13 +159,11 @@ class _Configuration:
     """The processes of one configuration, started once and asked for timings round by round."""
 
     def __init__(self, devices, processes, threads, repeat):
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI_", "PMIX_"))}
-        env.update(
-            BENCH_DEVICES=str(devices),
-            OPENBLAS_NUM_THREADS=str(threads),
-            OMP_NUM_THREADS=str(threads),
-            PYTHONPATH=str(pathlib.Path(__file__).resolve().parents[1]),
-        )
+        chosen = ("OMPI_", "PMI_", "PMIX_", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MORPHAX_NUM_THREADS")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(chosen)}
+        env.update(BENCH_DEVICES=str(devices), PYTHONPATH=str(pathlib.Path(__file__).resolve().parents[1]))
+        if threads is not None:  # None: morphax's own sizing
+            env.update(OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
         mode = "--control" if devices == 0 else "--worker"
         self.cmd = [sys.executable, __file__, mode, "--repeat", str(repeat)]
         if processes > 1:
@@ -185,8 +186,8 @@ class _Configuration:
             if line.startswith("{"):
                 return json.loads(line)
 
-    def ready(self) -> None:
-        self._reply()
+    def ready(self) -> dict:
+        return self._reply()
 
     def time(self, steps) -> dict:
         self.proc.stdin.write(f"{steps}\n")
@@ -222,25 +223,26 @@ def main():
         import mpi4py  # noqa: F401
     except ImportError:
         has_mpi = False
-    configs = {  # name -> (devices per process, processes, threads per device)
-        "1 device, full threads": (1, 1, cores),
+    configs = {  # name -> (devices per process, processes, threads per device; None: morphax's default)
+        "1 device, full threads": (1, 1, None),
         "1 device, 1 thread": (1, 1, 1),
-        "2 devices, shared threads": (2, 1, max(1, cores // 2)),
+        "2 devices, shared threads": (2, 1, None),
         "2 devices, full threads": (2, 1, cores),
     }
     if has_mpi:
-        configs["2 processes, shared threads"] = (1, 2, max(1, cores // 2))
+        configs["2 processes, shared threads"] = (1, 2, None)
         configs["2 processes, full threads"] = (1, 2, cores)
     print(
         f"MLP {'-'.join(map(str, SIZES))}, global batch {BATCH}, {cores} cores; {args.rounds} interleaved "
         f"rounds, each the best of {args.repeat} timings of {args.steps} steps"
     )
     running = {"control": _Configuration(0, 1, 1, args.repeat)}
+    pools = {}  # configuration -> the BLAS threads of each device (of process 0)
     try:
         # One at a time, so the C builds of one do not slow the warm-up of another.
         for name, (devices, processes, threads) in configs.items():
             running[name] = _Configuration(devices, processes, threads, args.repeat)
-            running[name].ready()
+            pools[name] = running[name].ready().get("blas_threads")
         running["control"].ready()
         best = {name: [] for name in running}
         spread = {name: [] for name in running}
@@ -253,10 +255,13 @@ def main():
     finally:
         for config in running.values():
             config.stop()
-    print(f"{'configuration':30s} {'ms/step (per round)':>40s} {'examples/s':>11s} {'spread':>7s}")
+    print(
+        f"{'configuration':30s} {'BLAS threads':>12s} {'ms/step (per round)':>40s} {'examples/s':>11s} {'spread':>7s}"
+    )
     for name in configs:
         ms = ", ".join(f"{1e3 * t:.1f}" for t in best[name])
-        print(f"{name:30s} {ms:>40s} {BATCH / min(best[name]):11.0f} {max(spread[name]):7.2f}")
+        threads = "?" if pools[name] is None else str(pools[name])
+        print(f"{name:30s} {threads:>12s} {ms:>40s} {BATCH / min(best[name]):11.0f} {max(spread[name]):7.2f}")
     controls = best["control"]
     print(
         f"control: NumPy matmuls on two threads at once vs in a row (one BLAS thread each), per round: "

@@ -79,40 +79,15 @@ def launched_by_mpi() -> bool:
     return False
 
 
-def processes_on_this_machine() -> int:
-    """How many processes the MPI launcher started on this machine (1 without one)."""
-    for size in ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_SIZE"):
-        if size in os.environ:
-            return max(1, int(os.environ[size]))
-    return 1
-
-
-def share_cores(devices_here: int) -> int:
-    """Give each device thread of this machine an equal share of its cores for BLAS and OpenMP:
-    each device runs its own matrix products at the same time, and thread pools sized for the
-    whole machine make them compete (on two cores, two devices with two BLAS threads each ran
-    several times slower). Unless the user set OPENBLAS_NUM_THREADS or OMP_NUM_THREADS; before
-    the first computation. Returns the threads per device."""
-    threads = max(1, (os.cpu_count() or 1) // max(1, devices_here))
-    if "OPENBLAS_NUM_THREADS" in os.environ or "OMP_NUM_THREADS" in os.environ:
-        return int(os.environ.get("OPENBLAS_NUM_THREADS", os.environ.get("OMP_NUM_THREADS")))
-    os.environ["OMP_NUM_THREADS"] = str(threads)  # read when the OpenMP runtime starts
-    # The BLAS morphax's compiled programs call is loaded already: size its pool directly.
-    from morphax._src.compiler.backends.c import blas
-
-    blas.set_threads(threads)
-    return threads
-
-
 def setup(devices_per_process=None):
-    """Join the MPI run (under mpirun) or make `devices_per_process` CPU devices, and share the
-    cores between the devices (`share_cores`), before the first computation. Returns (process
-    index, process count, local device count)."""
+    """Make `devices_per_process` CPU devices and join the MPI run (under mpirun), before the first
+    computation. Returns (process index, process count, local device count). NB: morphax gives
+    each device of the machine an equal share of its cores for BLAS and OpenMP
+    (runtime/thread_pools.py), so two devices, or two processes, on two cores do not compete."""
     import morphax
 
     if devices_per_process is not None:
         morphax.config.update("jax_num_cpu_devices", devices_per_process)
-    share_cores((devices_per_process or 1) * processes_on_this_machine())
     if launched_by_mpi():
         morphax.distributed.initialize()
     return morphax.process_index(), morphax.process_count(), morphax.local_device_count()

@@ -82,6 +82,7 @@ def main(scenario: str) -> None:
         sys.exit(0)  # exits cleanly without ever joining
 
     import morphax
+    from morphax._src.compiler.backends.c import blas
     from morphax._src.distributed.state import global_communicator
     from morphax.experimental import multihost_utils
 
@@ -152,6 +153,8 @@ def main(scenario: str) -> None:
         ),
         "after_mismatch": comm.all_reduce(r, np.float32(1), "sum").tolist(),
         "jit_after": float(morphax.jit(lambda v: (v * 2).sum())(morphax.numpy.asarray(x))),
+        "cores": [len(os.sched_getaffinity(0)), os.cpu_count()],
+        "pools": [blas.thread_count(), os.environ.get("OMP_NUM_THREADS")],
     }
     result["allgather"] = {k: v.tolist() for k, v in result["allgather"].items()}
     # The last process fails and says so: the others' next collective raises at once.

@@ -40,7 +40,8 @@ def _launch(n: int, scenario: str, local_devices: int = 1):
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("OMPI_", "PMI_", "PMIX_", "MORPHAX_COLLECTIVE"))
+        if not k.startswith(("OMPI_", "PMI_", "PMIX_", "MORPHAX_COLLECTIVE", "MORPHAX_NUM_THREADS"))
+        and k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
     }
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={local_devices}"
     with tempfile.TemporaryDirectory() as out_dir:
@@ -100,6 +101,11 @@ def test_three_processes_collectives_devices_and_errors():
         assert got["after_mismatch"] == float(n)  # a mismatch leaves the communicator usable
         assert got["jit_after"] == float(2 * xs[r].sum())
         assert got["after_shutdown"] == [False, r]
+        # The 3 processes x 2 devices of this machine share its cores (unless the launcher bound
+        # each process to its own cores): each device's BLAS and OpenMP pools get their share.
+        usable, machine = got["cores"]
+        share = max(1, usable // (2 if usable < machine else 2 * n))
+        assert got["pools"] == [share, str(share)]
         kind, message, _ = got["after_abort"]
         assert kind == "CollectiveError"
         if r == n - 1:

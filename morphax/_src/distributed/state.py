@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from morphax._src.distributed.mpi_communicator import MPICommunicator, mpi, wait_for
-from morphax._src.runtime import devices
+from morphax._src.runtime import devices, thread_pools
 
 __all__ = [
     "devices_communicator",
@@ -161,8 +161,12 @@ def initialize(
     joining = MPICommunicator(comm, timeout=initialization_timeout)
     import json  # here, as subprocess below: `import morphax` does not load them
 
-    everyone = [json.loads(b) for b in joining.all_gather_bytes(json.dumps(local_ids).encode())]
-    devices.register_processes(rank, everyone)
+    mine = {"ids": local_ids, "host": MPI.Get_processor_name()}
+    everyone = [json.loads(b) for b in joining.all_gather_bytes(json.dumps(mine).encode())]
+    devices.register_processes(rank, [p["ids"] for p in everyone])
+    # The processes of one machine share its cores: size each device's thread pools for all of them.
+    beside = sum(len(p["ids"]) for p in everyone if p["host"] == mine["host"])
+    thread_pools.share_cores(len(local_ids), beside)
     # NB: heartbeat_timeout_seconds is not a heartbeat here; a missing peer is noticed by the
     # collective that waits for it (morphax_collective_timeout seconds).
     joining.timeout = None

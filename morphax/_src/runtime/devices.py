@@ -68,6 +68,13 @@ def _all() -> list[Device]:
         with _lock:
             if _devices is None:
                 _devices = [Device("cpu", i) for i in range(_requested_count())]
+                made = len(_devices)
+            else:
+                made = 0
+        if made > 1:
+            from morphax._src.runtime import thread_pools
+
+            thread_pools.share_cores(made)
     return _devices
 
 

@@ -117,6 +117,20 @@ def set_threads(count: int) -> bool:
     return done
 
 
+def thread_count() -> int | None:
+    """The size of the thread pool of the BLAS compiled programs call, or None when its library
+    has no getter (SciPy's OpenBLAS is not asked: it is not the one `set_threads` found first)."""
+    gemm_pointers()
+    getters = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads")
+    for lib in _libraries:
+        for name in getters:
+            getter = getattr(lib, name, None)
+            if getter is not None:
+                getter.restype = ctypes.c_int
+                return int(getter())
+    return None
+
+
 def available() -> bool:
     try:
         gemm_pointers()
