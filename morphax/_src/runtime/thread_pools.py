@@ -6,7 +6,7 @@ those programs call are sized for the whole machine by default. When the devices
 same time, pools of that size compete: OpenBLAS serializes the GEMMs of concurrent callers, and
 its spinning workers take the cores from the other devices' threads (the data-parallel MLP step
 on two cores: two devices with two BLAS threads each ran 1.4 to 2 times slower than with one;
-two MPI processes, 3 to 18 times slower). So when the devices are made, each gets an equal share
+two MPI processes, 2.7 to 18 times slower). So when the devices are made, each gets an equal share
 of the cores (at least one thread): JAX's CPU devices draw on one shared pool instead, and this
 is the nearest a pool per device comes to it.
 
