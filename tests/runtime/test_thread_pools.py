@@ -72,6 +72,49 @@ def test_one_device_keeps_every_core_and_the_users_setting_wins():
     assert capped["blas"][1] == capped["blas"][0]
 
 
+_STARTED_EARLY = textwrap.dedent(
+    """
+    import ctypes, ctypes.util, json, os
+    import morphax
+    from morphax._src.runtime import dispatch
+    name = ctypes.util.find_library("gomp")
+    if name is None:
+        print(json.dumps(None))
+        raise SystemExit(0)
+    gomp = ctypes.CDLL(name)  # OpenMP starts before the devices exist (as after a jitted call)
+    before = gomp.omp_get_max_threads()
+    devices = morphax.local_device_count()
+    seen = []
+    for d in range(devices):
+        stream = dispatch.stream_for(d)
+        stream.submit(lambda: seen.append(gomp.omp_get_max_threads()))
+        stream.synchronize()
+    print(json.dumps({"cores": len(os.sched_getaffinity(0)), "before": before,
+                      "main": gomp.omp_get_max_threads(), "streams": seen}))
+    """
+)
+
+
+def test_openmp_started_before_the_devices_still_gets_the_share_in_every_device_thread():
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    env.pop("MORPHAX_NUM_THREADS", None)
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    out = subprocess.run(
+        [sys.executable, "-W", "error", "-c", _STARTED_EARLY],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    if got is None:
+        pytest.skip("no GCC OpenMP runtime (libgomp) on this machine")
+    share = max(1, got["cores"] // 2)
+    assert got["before"] == got["cores"]  # sized for the whole machine when it started
+    assert got["main"] == share and got["streams"] == [share, share]
+
+
 @pytest.mark.parametrize(
     "cores, machine, here, beside, want",
     [

@@ -21,6 +21,7 @@ import numpy as np
 from morphax._src import events
 from morphax._src.compiler.executor import profiled
 from morphax._src.config import config
+from morphax._src.runtime import thread_pools
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.buffers import PendingBuffer, fail_outputs, fill_outputs, pending_outputs
 
@@ -56,8 +57,11 @@ class Stream:
 
     def _run(self):
         np.seterr(all="ignore")  # this thread only: float edge cases are not errors (JAX is silent)
+        pools_seen = -1
         while True:
             job = self._queue.get()
+            if pools_seen != thread_pools.generation:  # the devices' share of the cores changed
+                pools_seen = thread_pools.apply_to_this_thread()
             try:
                 job()
             finally:

@@ -11,8 +11,10 @@ of the cores (at least one thread): JAX's CPU devices draw on one shared pool in
 is the nearest a pool per device comes to it.
 
 The user's own choice wins: with OPENBLAS_NUM_THREADS, OMP_NUM_THREADS or MORPHAX_NUM_THREADS set
-nothing is changed. NB: OpenMP reads OMP_NUM_THREADS when its runtime starts (the first
-generated library that uses it); devices are made before the first computation, so in time.
+nothing is changed. OpenMP reads OMP_NUM_THREADS once, when its runtime starts (the first
+generated library that uses it), and a jitted call on NumPy inputs may run before the devices
+are made: once the runtime has started, each device's stream thread sets its own OpenMP thread
+count (`apply_to_this_thread`, before its next job), as the thread that made the devices does.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ import os
 USER_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MORPHAX_NUM_THREADS")
 
 _chosen: dict = {}  # "threads": the share set by share_cores, once it has set one
+# Bumped by each share_cores that sets a share: a stream thread that has seen an older value
+# applies the share to itself (apply_to_this_thread).
+generation = 0
+_OPENMP_RUNTIME = "libgomp.so.1"  # GCC's, which the generated code links (-fopenmp)
 
 
 def usable_cores() -> int:
@@ -61,6 +67,7 @@ def share_cores(devices_here: int, devices_on_machine: int | None = None) -> int
     on_machine = devices_here if devices_on_machine is None else devices_on_machine
     if (max(devices_here, on_machine) <= 1 and "threads" not in _chosen) or user_chose():
         return None
+    global generation
     threads = share(devices_here, on_machine)
     _chosen["threads"] = threads
     os.environ["OMP_NUM_THREADS"] = str(threads)
@@ -70,7 +77,32 @@ def share_cores(devices_here: int, devices_on_machine: int | None = None) -> int
         blas.set_threads(threads)
     except Exception:  # noqa: BLE001 -- no BLAS found (no NumPy OpenBLAS, no SciPy): nothing to size
         pass
+    generation += 1
+    apply_to_this_thread()
     return threads
+
+
+def _started_openmp():
+    """The OpenMP runtime if this process has loaded it already, else None (never loads it)."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(_OPENMP_RUNTIME, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except (OSError, AttributeError):
+        return None
+
+
+def apply_to_this_thread() -> int:
+    """Give the calling thread's OpenMP regions the chosen share, where the OpenMP runtime
+    started before it was chosen (OpenMP keeps the thread count per thread; a runtime that
+    starts later reads OMP_NUM_THREADS). Returns the `generation` applied."""
+    seen = generation
+    threads = _chosen.get("threads")
+    if threads is not None:
+        runtime = _started_openmp()
+        if runtime is not None:
+            runtime.omp_set_num_threads(int(threads))
+    return seen
 
 
 def chosen() -> int | None:
