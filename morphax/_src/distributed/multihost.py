@@ -12,6 +12,8 @@ import numpy as np
 from morphax._src.core import pytree
 from morphax._src.distributed import state
 from morphax._src.runtime import devices
+from morphax._src.runtime.array import Array
+from morphax._src.runtime.buffers import local_data
 
 __all__ = ["assert_equal", "broadcast_one_to_all", "process_allgather", "sync_global_devices"]
 
@@ -28,9 +30,12 @@ def _communicator(name):
 def process_allgather(in_tree, tiled: bool = False):
     """Every process's value of each leaf of `in_tree` (leaves of the same shape and dtype in all
     processes), as NumPy arrays: stacked along a new leading axis, or with `tiled` concatenated
-    along the first axis (scalars are always stacked)."""
+    along the first axis (scalars are always stacked). A leaf laid out over the devices of
+    several processes (a global Array) comes back whole, as its global value."""
 
     def gather(leaf):
+        if type(leaf) is Array and not leaf.is_fully_addressable:
+            return _global_value(leaf)
         x = np.asarray(leaf)
         if devices.process_count() == 1:
             return x if tiled and x.ndim else np.expand_dims(x, 0)
@@ -39,6 +44,19 @@ def process_allgather(in_tree, tiled: bool = False):
         return np.concatenate(list(stacked), axis=0) if tiled and x.ndim else stacked
 
     return pytree.tree_map(gather, in_tree)
+
+
+def _global_value(x) -> np.ndarray:
+    """The whole value of an Array laid out over several processes' devices: each process sends
+    the pieces its devices hold (in its global-shaped buffer), every process assembles them."""
+    if x.is_fully_replicated:
+        return np.asarray(x)  # every process holds all of it
+    comm = _communicator("process_allgather")
+    held = comm.all_gather(comm.rank, local_data(x._settle()))  # (processes, *shape)
+    out = np.empty(x.shape, x.dtype)
+    for device, index in x.sharding.devices_indices_map(x.shape).items():
+        out[index] = held[device.process_index][index]
+    return out
 
 
 def broadcast_one_to_all(in_tree, is_source: bool | None = None):

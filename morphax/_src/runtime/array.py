@@ -14,7 +14,7 @@ from morphax._src import errors, events
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, pytype_aval_mappings
 from morphax._src.core.trace import Tracer
-from morphax._src.runtime.buffers import DeletedBuffer, PendingBuffer
+from morphax._src.runtime.buffers import DeletedBuffer, PendingBuffer, ProcessLocalBuffer
 
 
 class _ArrayMeta(type):
@@ -79,6 +79,19 @@ class Array(metaclass=_ArrayMeta):
         return self._wait()
 
     def _wait(self) -> np.ndarray:
+        value = self._settle()
+        if type(value) is ProcessLocalBuffer:
+            raise RuntimeError(
+                "Fetching value for `jax.Array` that spans non-addressable (non process local) devices is "
+                f"not possible (this array, {self.dtype.name}{list(self.shape)}, is laid out over the devices "
+                "of several processes). You can use `morphax.experimental.multihost_utils.process_allgather` "
+                "to print the global array or use `.addressable_shards` method of jax.Array to inspect the "
+                "addressable (process local) shards."
+            )
+        return value
+
+    def _settle(self):
+        """The buffer once ready (waiting for pending work): an ndarray, or a ProcessLocalBuffer."""
         buf = self._buf
         if isinstance(buf, PendingBuffer):
             if events.on and not buf.done():
@@ -95,7 +108,7 @@ class Array(metaclass=_ArrayMeta):
         return not isinstance(buf, PendingBuffer) or buf.done()
 
     def block_until_ready(self):
-        self._wait()
+        self._settle()
         return self
 
     def is_deleted(self) -> bool:
@@ -233,6 +246,9 @@ class Array(metaclass=_ArrayMeta):
         return (_rebuild, (self._value, self.weak_type))
 
     def __repr__(self):
+        if type(self._settle()) is ProcessLocalBuffer:  # as JAX: the type only
+            weak = ", weak_type=True" if self.weak_type else ""
+            return f"Array(shape={self.shape}, dtype={self.dtype.name}{weak})"
         value = self._value
         suffix = f", dtype={value.dtype.name}" + (", weak_type=True" if self.weak_type else "")
         if value.size == 0 and value.shape != (0,):
@@ -284,7 +300,8 @@ class Array(metaclass=_ArrayMeta):
 
     @property
     def global_shards(self) -> list:
-        return self.addressable_shards  # NB: one process: every shard is addressable
+        """One `Shard` per device of every process (`data` None for other processes' devices)."""
+        return placement_hooks["global_shards_of"](self)
 
     def addressable_data(self, index: int):
         return self.addressable_shards[index].data
@@ -295,7 +312,9 @@ class Array(metaclass=_ArrayMeta):
 
     @property
     def is_fully_addressable(self) -> bool:
-        return True
+        """Whether this process's devices hold all of it (False for an array laid out over the
+        devices of several processes)."""
+        return self._place is None or self._place[0].is_fully_addressable
 
 
 def _single_device(place) -> bool:

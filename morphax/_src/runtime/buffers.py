@@ -56,6 +56,43 @@ class PendingBuffer:
         return self._value
 
 
+class ProcessLocalBuffer:
+    """The buffer of an array that spans the devices of several processes (after
+    morphax.distributed.initialize) without being replicated on all of them: `data` has the
+    global shape, but only the pieces of this process's devices hold values (the rest is zeros).
+    Arrays holding one refuse host reads, as JAX's do (runtime/array.py); computations read the
+    local pieces (runtime/spmd_runner.py)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: np.ndarray):
+        self.data = data
+
+    @property
+    def shape(self):
+        return self.data.shape
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def ndim(self):
+        return self.data.ndim
+
+    @property
+    def size(self):
+        return self.data.size
+
+
+def local_data(buf) -> np.ndarray:
+    """The NumPy array behind a ready buffer, waiting for a pending one; for a
+    ProcessLocalBuffer its global-shaped data (only this process's pieces hold values)."""
+    if isinstance(buf, PendingBuffer):
+        buf = buf.result()
+    return buf.data if type(buf) is ProcessLocalBuffer else buf
+
+
 def pending_outputs(avals) -> list:
     """PendingBuffers for the outputs (`avals`: shape and dtype) of one piece of queued work,
     sharing one event: complete them with `fill_outputs` or `fail_outputs` only (a buffer's own

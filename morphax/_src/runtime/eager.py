@@ -20,7 +20,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import state_types
 from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray, get_aval
-from morphax._src.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_jaxpr
 from morphax._src.core.trace import Tracer
 from morphax._src.runtime import array as _array
 from morphax._src.runtime import dispatch, guards, placement, spmd_runner
@@ -96,6 +96,8 @@ class EvalTrace(_trace.Trace):
             if state_types.state_used[0] and any(type(x) is state_types.Ref for x in args):
                 return _run_with_refs(prim, args, params)  # a staged jit call that takes refs
             return call_compiled(args, params[prim.call_jaxpr_param], params.get("name", prim.name))
+        if _placed and _spans_processes(args):
+            return _run_over_processes(prim, args, params)
         if prim.higher_order:
             if state_types.state_used[0] and prim not in state_types.STATE_PRIMS:
                 for x in args:
@@ -205,6 +207,41 @@ class EvalTrace(_trace.Trace):
         return _wrap(out, out_aval)
 
 
+def _spans_processes(args) -> bool:
+    """Whether an argument is an Array holding only its process's pieces of a global array."""
+    for x in args:
+        if type(x) is Array and x._place is not None and placement.local_only(x._place[0]):
+            return True
+    return False
+
+
+_over_processes: dict = {}  # (primitive, input avals, params) -> its one-equation closed jaxpr
+
+
+def _run_over_processes(prim, args, params):
+    """`prim` on arrays laid out over the devices of several processes: each process holds only
+    its pieces, so, as JAX runs every eager operation, it runs as a jitted one-equation program,
+    split over the processes' devices (runtime/spmd_runner.py)."""
+    in_avals = tuple(get_aval(x) for x in args)
+    try:
+        key = (prim, in_avals, tuple(params.items()))
+        closed = _over_processes.get(key)
+    except TypeError:  # unhashable params: built each time
+        key, closed = None, None
+    if closed is None:
+        out = prim.abstract_eval(*in_avals, **params)
+        out_avals = list(out) if prim.multiple_results else [out]
+        invars = [Var(a) for a in in_avals]
+        outvars = [Var(a) for a in out_avals]
+        closed = ClosedJaxpr(Jaxpr([], invars, outvars, [JaxprEqn(prim, invars, outvars, params)]), [])
+        if key is not None:
+            if len(_over_processes) >= 256:
+                _over_processes.clear()
+            _over_processes[key] = closed
+    outs = call_compiled(list(args), closed, prim.name)
+    return outs if prim.multiple_results else outs[0]
+
+
 def _placed_outputs(prim, args, params, out, out_aval):
     """The outputs of an eagerly evaluated primitive, placed where its inputs are: committed to
     their devices (shardings propagated) if any is committed, else on the default device."""
@@ -279,6 +316,12 @@ def _call_placed(executable, args, jaxpr, name, donate, shardings, backend=None)
         if _float_checks:
             check_call_outputs(name, jaxpr, args, outs)
         return outs
+    if _spans_processes(args):
+        raise NotImplementedError(
+            f"jit({name}): an input is laid out over the devices of several processes, but this program "
+            "cannot be split over them (it calls back into Python, or its inputs are not on one mesh); "
+            "gather the input first (morphax.experimental.multihost_utils.process_allgather)."
+        )
     outs = dispatch.execute(
         executable, args, executable.out_weak_types, device_id=device_id, donate=bool(donate)
     )
@@ -291,6 +334,7 @@ def _call_placed(executable, args, jaxpr, name, donate, shardings, backend=None)
 
 def clear_caches():
     _abstract_cache.clear()
+    _over_processes.clear()
 
 
 # jax_debug_nans / jax_debug_infs, folded into one module global so the hot path pays one read.

@@ -23,9 +23,18 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.runtime import array as _array
 from morphax._src.runtime import devices as _devices
 from morphax._src.runtime.array import Array
+from morphax._src.runtime.buffers import ProcessLocalBuffer, local_data
 from morphax._src.sharding.partition_spec import PartitionSpec
 from morphax._src.sharding.propagation import out_shardings as propagated
-from morphax._src.sharding.shardings import NamedSharding, Shard, Sharding, SingleDeviceSharding, replica_ids
+from morphax._src.sharding.shardings import (
+    NamedSharding,
+    Shard,
+    Sharding,
+    SingleDeviceSharding,
+    is_local,
+    replica_ids,
+    spans_processes,
+)
 
 _singles: dict = {}
 
@@ -70,13 +79,19 @@ def device_of(x: Array):
     return next(iter(s.device_set))
 
 
-def shards_of(x: Array) -> list:
+def shards_of(x: Array, every_process: bool = False) -> list:
+    """The Shards of this process's devices (`every_process`: of all devices, with data None
+    for other processes' devices)."""
     s = sharding_of(x)
-    value = x._value
+    value = local_data(x._settle())
     shape = value.shape
     replicas = replica_ids(s, shape)
     out = []
     for device, index in s.devices_indices_map(shape).items():
+        if not is_local(device):
+            if every_process:
+                out.append(Shard(device, data=None, index=index, replica_id=replicas[device]))
+            continue
         view = value[(*index, Ellipsis)]  # a view, also of a 0-d array
         view.flags.writeable = False
         data = Array(view, x.weak_type, (single(device), True))
@@ -85,9 +100,19 @@ def shards_of(x: Array) -> list:
 
 
 def placed(value, weak_type, sharding, committed=True) -> Array:
-    """An Array over `value` (a NumPy array or pending buffer) placed per `sharding`."""
+    """An Array over `value` (a NumPy array or pending buffer) placed per `sharding`. Over the
+    devices of several processes, unless replicated on all, only this process's pieces of a
+    NumPy `value` count (a ProcessLocalBuffer)."""
     _array.mark_placed()
+    if type(value) is np.ndarray and local_only(sharding):
+        value = ProcessLocalBuffer(value)
     return Array(value, weak_type, (sharding, committed))
+
+
+def local_only(sharding) -> bool:
+    """Whether arrays laid out per `sharding` hold only this process's pieces: it spans the
+    devices of several processes and is not replicated on every device."""
+    return spans_processes(sharding.device_set) and not sharding.is_fully_replicated
 
 
 def _type_text(x) -> str:
@@ -165,19 +190,38 @@ def put(x, target, who="device_put"):
     if target is None:
         return x
     if isinstance(target, _devices.Device):
-        return placed(x._buf, x.weak_type, single(target))
+        return _moved(x, single(target), who)
     if isinstance(target, SingleDeviceSharding):
-        return placed(x._buf, x.weak_type, single(target._device))
+        return _moved(x, single(target._device), who)
     if isinstance(target, NamedSharding):
         target._concrete(who)
         target.check_shape(x.shape, who)
-        return placed(x._buf, x.weak_type, target)
+        return _moved(x, target, who)
     if isinstance(target, Sharding):
-        return placed(x._buf, x.weak_type, target)
+        return _moved(x, target, who)
     raise TypeError(
         f"{who}: the placement must be a Device, a Sharding (NamedSharding, SingleDeviceSharding) "
         f"or None, got {target!r} of type {type(target).__name__}"
     )
+
+
+def _moved(x, sharding, who):
+    """`x` placed per `sharding`. A value whole in this process (a host value, as every process
+    passes it to device_put) keeps only this process's pieces where `sharding` spans processes;
+    an array holding only its process's pieces keeps them, so it can only be relabelled."""
+    source = x._place[0] if x._place is not None else None
+    if source is not None and local_only(source):
+        if not (source == sharding or source.is_equivalent_to(sharding, x.ndim)):
+            raise NotImplementedError(
+                f"{who}: this {_type_text(x)} array is laid out over the devices of several processes "
+                f"({source!r}); placing it per {sharding!r} needs pieces other processes hold, which "
+                "morphax does not move between processes yet. Compute with it under jit (SPMD across the "
+                "processes), or gather it with morphax.experimental.multihost_utils.process_allgather."
+            )
+        return placed(x._buf, x.weak_type, sharding)
+    if local_only(sharding):
+        return placed(local_data(x._settle()), x.weak_type, sharding)
+    return placed(x._buf, x.weak_type, sharding)
 
 
 # ------------------------------------------------------------------ jit's in/out shardings
@@ -253,16 +297,17 @@ def _host(value):
 
 
 def make_array_from_callback(shape, sharding, data_callback, dtype=None) -> Array:
-    """The array of `shape` laid out per `sharding` whose piece on each device is
-    ``data_callback(index)`` (index: a tuple of slices into the global array)."""
+    """The array of `shape` laid out per `sharding` whose piece on each of this process's devices
+    is ``data_callback(index)`` (index: a tuple of slices into the global array). Over the devices
+    of several processes each process supplies its own devices' pieces."""
     shape = tuple(int(d) for d in shape)
     if isinstance(sharding, NamedSharding):
         sharding.check_shape(shape, "make_array_from_callback")
     buf = None
-    for device, index in sharding.devices_indices_map(shape).items():
+    for device, index in sharding.addressable_devices_indices_map(shape).items():
         piece = _host(data_callback(index))
         if buf is None:
-            buf = np.empty(shape, dtype=dtype if dtype is not None else piece.dtype)
+            buf = np.zeros(shape, dtype=dtype if dtype is not None else piece.dtype)
         expected = buf[index].shape
         if piece.shape != expected:
             raise ValueError(
@@ -272,20 +317,21 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None) -> Arra
             )
         buf[index] = piece
     if buf is None:
-        buf = np.empty(shape, dtype=dtype or np.float32)
+        buf = np.zeros(shape, dtype=dtype or np.float32)
     return placed(buf, False, sharding)
 
 
 def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None) -> Array:
-    """The global array of `shape` laid out per `sharding` from one array per device (in the
-    order of `sharding`'s devices_indices_map, each of the shard shape)."""
+    """The global array of `shape` laid out per `sharding` from one array per device of this
+    process (in the order of `sharding`'s addressable_devices_indices_map, each of the shard
+    shape)."""
     shape = tuple(int(d) for d in shape)
     arrays = list(arrays)
-    index_map = sharding.devices_indices_map(shape)
+    index_map = sharding.addressable_devices_indices_map(shape)
     if len(arrays) != len(index_map):
         raise ValueError(
             f"make_array_from_single_device_arrays: got {len(arrays)} arrays for a sharding over "
-            f"{len(index_map)} devices; pass one array per device."
+            f"{len(index_map)} devices of this process; pass one array per addressable device."
         )
     by_device = {}
     for a in arrays:
@@ -298,7 +344,7 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
         a = arrays[k] if a is None else a
         piece = _host(a)
         if buf is None:
-            buf = np.empty(shape, dtype=dtype if dtype is not None else piece.dtype)
+            buf = np.zeros(shape, dtype=dtype if dtype is not None else piece.dtype)
         where = tuple((s.start, s.stop) for s in index)
         if where in written:
             continue  # a replica: the first device's piece is the value, as JAX's replica 0
@@ -314,20 +360,60 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
 
 
 def make_array_from_process_local_data(sharding, local_data, global_shape=None) -> Array:
-    """The global array laid out per `sharding` from this process's data. NB: one process holds
-    every device, so the local data is the global array."""
+    """The global array laid out per `sharding` from this process's data: along each dimension
+    the sharding splits over several processes, the process's pieces in order (its devices'
+    blocks, concatenated); whole along the others. In a one-process run (or a sharding on this
+    process's devices only) the local data is the global array."""
     value = _host(local_data)
-    shape = tuple(value.shape if global_shape is None else global_shape)
-    if value.shape != shape:
-        raise ValueError(
-            f"make_array_from_process_local_data: the local data has shape {value.shape} but "
-            f"global_shape is {shape}; with one process they must match."
+    if not spans_processes(sharding.device_set):
+        shape = tuple(value.shape if global_shape is None else global_shape)
+        if value.shape != shape:
+            raise ValueError(
+                f"make_array_from_process_local_data: the local data has shape {value.shape} but "
+                f"global_shape is {shape}; with one process they must match."
+            )
+        if isinstance(sharding, NamedSharding):
+            sharding.check_shape(shape, "make_array_from_process_local_data")
+        return placed(np.array(value, copy=True), False, sharding)
+    # Each device's block numbers, from the map of an array with one element per block.
+    parts = [n for _, n in sharding._parts(value.ndim)] if isinstance(sharding, NamedSharding) else None
+    if parts is None:
+        raise NotImplementedError(
+            f"make_array_from_process_local_data: {sharding!r} spans several processes; use a NamedSharding"
         )
-    if isinstance(sharding, NamedSharding):
-        sharding.check_shape(shape, "make_array_from_process_local_data")
-    return placed(np.array(value, copy=True), False, sharding)
+    blocks = {
+        d: tuple(s.start or 0 for s in ix) for d, ix in sharding.devices_indices_map(tuple(parts)).items()
+    }
+    mine = {d: b for d, b in blocks.items() if is_local(d)}
+    held = [sorted({b[k] for b in mine.values()}) for k in range(value.ndim)]  # this process's blocks
+    shape = []
+    for k, (n, local_n) in enumerate(zip(parts, value.shape)):
+        if local_n % len(held[k]):
+            raise ValueError(
+                f"make_array_from_process_local_data: dimension {k} of the local data ({local_n}) does not "
+                f"split into the {len(held[k])} block(s) this process's devices hold under {sharding!r}"
+            )
+        shape.append(local_n // len(held[k]) * n)
+    shape = tuple(shape)
+    if global_shape is not None and tuple(global_shape) != shape:
+        raise ValueError(
+            f"make_array_from_process_local_data: global_shape={tuple(global_shape)}, but local data of shape "
+            f"{value.shape} laid out per {sharding!r} over {len(sharding.device_set)} devices makes {shape}"
+        )
+    sharding.check_shape(shape, "make_array_from_process_local_data")
+    buf = np.zeros(shape, value.dtype)
+    step = [n // p for n, p in zip(shape, parts)]
+    for block in mine.values():
+        at = tuple(slice(b * m, (b + 1) * m) for b, m in zip(block, step))
+        local = tuple(slice(h.index(b) * m, (h.index(b) + 1) * m) for b, m, h in zip(block, step, held))
+        buf[at] = value[local]
+    return placed(buf, False, sharding)
 
 
 _array.placement_hooks.update(
-    sharding_of=sharding_of, device_of=device_of, shards_of=shards_of, default_place=default_place
+    sharding_of=sharding_of,
+    device_of=device_of,
+    shards_of=shards_of,
+    global_shards_of=lambda x: shards_of(x, every_process=True),
+    default_place=default_place,
 )

@@ -6,6 +6,11 @@ runtime/pmap_runner.py). Results are pending Arrays, as for any jitted call; the
 devices return are written into each result's one global buffer (a replicated result is the
 first device's block, not a copy).
 
+A mesh whose devices belong to several processes (morphax.distributed) runs the same way on each
+process's own devices, with collectives that meet among them and then between the processes over
+MPI (one mesh axis); a result split over the mesh holds this process's pieces only (a
+ProcessLocalBuffer: host reads raise, as JAX's do), a replicated one is whole in every process.
+
 Programs that call back into Python (host callbacks, nested pmaps) keep the one-device path:
 run on every device they would call back once per device.
 """
@@ -16,13 +21,21 @@ import numpy as np
 
 from morphax._src import events
 from morphax._src.compiler.compile import compile_jaxpr
+from morphax._src.distributed import state
+from morphax._src.distributed.device_collectives import ProcessDevicesCommunicator
 from morphax._src.higher_order.pmap import axis_frame
-from morphax._src.runtime import pmap_runner
+from morphax._src.runtime import placement, pmap_runner
 from morphax._src.runtime.array import Array
-from morphax._src.runtime.buffers import fail_outputs, fill_outputs, pending_outputs
+from morphax._src.runtime.buffers import (
+    ProcessLocalBuffer,
+    fail_outputs,
+    fill_outputs,
+    local_data,
+    pending_outputs,
+)
 from morphax._src.runtime.communicators import ThreadCommunicator
 from morphax._src.sharding.propagation import layout_of
-from morphax._src.sharding.shardings import NamedSharding
+from morphax._src.sharding.shardings import NamedSharding, is_local
 from morphax._src.sharding.spmd import partition, spmd_stats
 
 __all__ = ["run_partitioned"]
@@ -90,20 +103,22 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
     spmd_stats.record_call(part)
     sizes = dict(part.mesh_axes)
     devices = list(mesh.devices.flat)
-    ids = tuple(int(d.id) for d in devices)
     shape = tuple(mesh.devices.shape)
-    coords = [dict(zip(mesh.axis_names, np.unravel_index(r, shape))) for r in range(len(ids))]
-    bindings = pmap_runner.mesh_bindings(part.mesh_axes, ThreadCommunicator(len(ids)))
+    # This process's devices (all of them, unless the mesh spans processes) and their mesh ranks.
+    ranks = [r for r, d in enumerate(devices) if is_local(d)]
+    ids = tuple(int(devices[r].id) for r in ranks)
+    coords = [dict(zip(mesh.axis_names, np.unravel_index(r, shape))) for r in ranks]
+    bindings = _bindings(part.mesh_axes, devices, ranks, name)
     inputs = [
         x._buf if type(x) is Array else np.asarray(x, dtype=a.dtype) for x, a in zip(args, closed.in_avals)
     ]
     in_index = [[_index(lay, a.shape, c, sizes) for lay, a in zip(in_lays, closed.in_avals)] for c in coords]
     buffers = pending_outputs(closed.out_avals)
 
-    def args_for(r):
-        spmd_stats.record_device(ids[r])
-        values = [b if type(b) is np.ndarray else b.result() for b in inputs]
-        return [v[ix] if any(lay) else v for v, ix, lay in zip(values, in_index[r], in_lays)]
+    def args_for(k):
+        spmd_stats.record_device(ids[k])
+        values = [local_data(b) for b in inputs]
+        return [v[ix] if any(lay) else v for v, ix, lay in zip(values, in_index[k], in_lays)]
 
     def on_done(results, errors):
         error = pmap_runner._primary(errors)
@@ -111,8 +126,13 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
         if error is None:
             try:
                 outs = [
-                    _assemble(results, j, b, lay, coords, sizes)
+                    _assemble(results, j, b, lay, coords, sizes, len(ranks) == len(devices))
                     for j, (b, lay) in enumerate(zip(buffers, out_lays))
+                ]
+                # Over several processes' devices a split result holds this process's pieces only.
+                outs = [
+                    ProcessLocalBuffer(o) if p is not None and placement.local_only(p[0]) else o
+                    for o, p in zip(outs, places)
                 ]
             except BaseException as e:  # noqa: BLE001 - handed to the buffers
                 error = e
@@ -139,12 +159,30 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
     return out
 
 
-def _assemble(results, j, buf, lay, coords, sizes):
-    """Output `j`'s global value from the devices' blocks."""
+def _bindings(mesh_axes, devices, ranks, name):
+    """`bindings(k)` for this process's k-th device of the mesh (global rank ranks[k]): a
+    ThreadCommunicator when the mesh is this process's, else collectives that meet among the
+    process's devices and then between processes (distributed/device_collectives.py)."""
+    if len(ranks) == len(devices):
+        return pmap_runner.mesh_bindings(mesh_axes, ThreadCommunicator(len(devices)))
+    if len(mesh_axes) != 1:
+        raise NotImplementedError(
+            f"jit({name}): the program is split over the mesh axes {[a for a, _ in mesh_axes]}, whose devices "
+            "belong to several processes; across processes morphax splits programs over one mesh axis only "
+            "yet. Lay the mesh out along one axis (e.g. Mesh(morphax.devices(), ('batch',)))."
+        )
+    comm = ProcessDevicesCommunicator(state.devices_communicator(), [d.process_index for d in devices])
+    axis = mesh_axes[0][0]
+    return lambda k: {axis: (comm, ranks[k])}
+
+
+def _assemble(results, j, buf, lay, coords, sizes, whole=True):
+    """Output `j`'s global value from the blocks of this process's devices (`coords`: their
+    mesh coordinates); unless they are the `whole` mesh, the other processes' blocks stay zero."""
     if not any(lay):
         v = np.asarray(results[0][j])
         return v if v.dtype == buf.dtype else v.astype(buf.dtype)
-    out = np.empty(buf.shape, buf.dtype)
+    out = np.empty(buf.shape, buf.dtype) if whole else np.zeros(buf.shape, buf.dtype)
     written = set()
     for r, c in enumerate(coords):
         ix = _index(lay, buf.shape, c, sizes)

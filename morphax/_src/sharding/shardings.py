@@ -32,7 +32,8 @@ class Sharding:
 
     @property
     def is_fully_addressable(self) -> bool:
-        return True  # NB: one process: every device is addressable
+        """Whether every device of the sharding belongs to this process."""
+        return spans_processes(self.device_set) is False
 
     @property
     def num_devices(self) -> int:
@@ -40,10 +41,11 @@ class Sharding:
 
     @property
     def addressable_devices(self) -> set:
-        return self.device_set
+        """The sharding's devices that belong to this process."""
+        return {d for d in self.device_set if is_local(d)}
 
     def addressable_devices_indices_map(self, global_shape) -> dict:
-        return self.devices_indices_map(global_shape)
+        return {d: ix for d, ix in self.devices_indices_map(global_shape).items() if is_local(d)}
 
     def shard_shape(self, global_shape) -> tuple:
         """The shape of each device's piece of an array of `global_shape`."""
@@ -64,6 +66,23 @@ class Sharding:
 
     def with_memory_kind(self, kind):
         return self
+
+
+def is_local(device) -> bool:
+    """Whether `device` belongs to this process (always, in a one-process run)."""
+    from morphax._src.runtime import devices
+
+    return devices.process_count() == 1 or device.process_index == devices.process_index()
+
+
+def spans_processes(device_set) -> bool:
+    """Whether some of these devices belong to another process (morphax.distributed)."""
+    from morphax._src.runtime import devices
+
+    if devices.process_count() == 1:
+        return False
+    me = devices.process_index()
+    return any(d.process_index != me for d in device_set)
 
 
 def _memory_kind(kind):

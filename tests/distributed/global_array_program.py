@@ -1,0 +1,109 @@
+"""Run under ``mpirun -n N python global_array_program.py``: arrays laid out over the devices of
+every process (a one-axis mesh over ``morphax.devices()``), built from each process's data,
+computed on eagerly and under jit (SPMD across the processes), and read back. Each process writes
+what it saw to $MPI_TEST_OUT/rank<i>.json; test_global_arrays.py compares with NumPy."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+
+import numpy as np
+
+ROWS, COLS, OUT = 16, 5, 3
+
+
+def _error(f):
+    try:
+        f()
+    except Exception as e:  # noqa: BLE001 - reported to the test
+        return [type(e).__name__, str(e)]
+    return None
+
+
+def data():
+    """The global values every process knows (the test recomputes them)."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((ROWS, COLS)).astype(np.float32)
+    w = rng.standard_normal((COLS, OUT)).astype(np.float32)
+    a = rng.standard_normal((4, ROWS)).astype(np.float32)
+    return x, w, a
+
+
+def main() -> None:
+    import morphax
+    import morphax.numpy as jnp
+    from morphax.experimental import multihost_utils
+    from morphax.sharding import Mesh, NamedSharding, SingleDeviceSharding
+    from morphax.sharding import PartitionSpec as P
+
+    morphax.distributed.initialize()
+    r, n = morphax.process_index(), morphax.process_count()
+    local = morphax.local_device_count()
+    x, w, a = data()
+    mesh = Mesh(np.array(morphax.devices()), ("batch",))
+    rows = NamedSharding(mesh, P("batch"))
+    cols = NamedSharding(mesh, P(None, "batch"))
+    whole = NamedSharding(mesh, P())
+    per_process = ROWS // n
+    mine = slice(r * per_process, (r + 1) * per_process)
+
+    xs = morphax.make_array_from_process_local_data(rows, x[mine])
+    ws = morphax.device_put(w, whole)  # every process passes the whole value
+    loss = morphax.jit(lambda w, x: jnp.mean((x @ w) ** 2))
+    grad = morphax.jit(morphax.grad(lambda w, x: jnp.mean((x @ w) ** 2)))
+    scaled = morphax.jit(lambda x: jnp.tanh(x) * 2)(xs)
+    calls = []
+
+    def piece(index):
+        calls.append([s.start for s in index])
+        return x[index]
+
+    from_callback = morphax.make_array_from_callback(x.shape, rows, piece)
+    pieces = [
+        morphax.device_put(x[index], d) for d, index in rows.addressable_devices_indices_map(x.shape).items()
+    ]
+    from_pieces = morphax.make_array_from_single_device_arrays(x.shape, rows, pieces)
+    a_cols = morphax.make_array_from_callback(a.shape, cols, lambda index: a[index])
+    x_rows = morphax.make_array_from_callback(x.shape, rows, lambda index: x[index])
+    contracted = morphax.jit(lambda a, b: a @ b)(a_cols, x_rows)  # contracting dimension split
+    grid = Mesh(np.array(morphax.devices()).reshape(n, local), ("proc", "dev"))
+    on_grid = morphax.make_array_from_callback(x.shape, NamedSharding(grid, P("proc", None)), lambda i: x[i])
+    result = {
+        "rank": r,
+        "shape": list(xs.shape),
+        "fully_addressable": [xs.is_fully_addressable, ws.is_fully_addressable],
+        "replicated": [xs.is_fully_replicated, ws.is_fully_replicated],
+        "shards": [[sh.device.id, sh.index[0].start, sh.index[0].stop] for sh in xs.addressable_shards],
+        "shard_data": [np.asarray(sh.data).tolist() for sh in xs.addressable_shards],
+        "global_shards": [[sh.device.id, sh.data is None] for sh in xs.global_shards],
+        "read": _error(lambda: np.asarray(xs)),
+        "element": _error(lambda: print(float(xs[ROWS - 1, 2]))) or float(xs[ROWS - 1, 2]),
+        "repr": repr(xs),
+        "gathered": multihost_utils.process_allgather(xs).tolist(),
+        "whole_read": np.asarray(ws).tolist(),
+        "loss": float(loss(ws, xs)),
+        "grad": np.asarray(grad(ws, xs)).tolist(),
+        "eager_sum": float((xs * 2).sum()),
+        "eager_plus": multihost_utils.process_allgather(xs + 1).tolist(),
+        "eager_max": np.asarray(jnp.max(xs, axis=0)).tolist(),
+        "scaled": multihost_utils.process_allgather(scaled).tolist(),
+        "scaled_spec": str(scaled.sharding.spec),
+        "callback_calls": sorted(calls),
+        "from_callback": multihost_utils.process_allgather(from_callback).tolist(),
+        "from_pieces": multihost_utils.process_allgather(from_pieces).tolist(),
+        "contracted": np.asarray(contracted).tolist(),
+        "grid": _error(lambda: np.asarray(morphax.jit(lambda v: v.sum())(on_grid)) if local > 1 else None),
+        "to_one_device": _error(
+            lambda: morphax.device_put(xs, SingleDeviceSharding(morphax.local_devices()[0]))
+        ),
+        "relabel": morphax.device_put(xs, NamedSharding(mesh, P("batch", None))).is_fully_addressable,
+    }
+    morphax.distributed.shutdown()
+    out = pathlib.Path(os.environ["MPI_TEST_OUT"]) / f"rank{r}.json"
+    out.write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
