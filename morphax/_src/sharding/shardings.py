@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from morphax._src.core import avals as _avals
+from morphax._src.runtime import devices as _devices
 from morphax._src.sharding.mesh import AbstractMesh, AxisType, Mesh
 from morphax._src.sharding.partition_spec import PartitionSpec, flat_axes, layout_key
 
@@ -70,18 +71,14 @@ class Sharding:
 
 def is_local(device) -> bool:
     """Whether `device` belongs to this process (always, in a one-process run)."""
-    from morphax._src.runtime import devices
-
-    return devices.process_count() == 1 or device.process_index == devices.process_index()
+    return _devices.process_count() == 1 or device.process_index == _devices.process_index()
 
 
 def spans_processes(device_set) -> bool:
     """Whether some of these devices belong to another process (morphax.distributed)."""
-    from morphax._src.runtime import devices
-
-    if devices.process_count() == 1:
+    if _devices.process_count() == 1:
         return False
-    me = devices.process_index()
+    me = _devices.process_index()
     return any(d.process_index != me for d in device_set)
 
 
