@@ -70,8 +70,26 @@ def main() -> None:
     contracted = morphax.jit(lambda a, b: a @ b)(a_cols, x_rows)  # contracting dimension split
     grid = Mesh(np.array(morphax.devices()).reshape(n, local), ("proc", "dev"))
     on_grid = morphax.make_array_from_callback(x.shape, NamedSharding(grid, P("proc", None)), lambda i: x[i])
+
+    def column_sums(v):  # each device's rows summed, then over every process's devices
+        return morphax.lax.psum(v.sum(0), "batch")
+
+    summed = morphax.shard_map(column_sums, mesh=mesh, in_specs=P("batch"), out_specs=P())
+    doubled = morphax.jit(
+        morphax.shard_map(lambda v: v * 2, mesh=mesh, in_specs=P("batch"), out_specs=P("batch"))
+    )
+
+    def printed(v):
+        morphax.debug.print("sum {}", v.sum())  # a callback: runs operation by operation
+        return v.sum()
+
     result = {
         "rank": r,
+        "shard_map": np.asarray(summed(xs)).tolist(),
+        "shard_map_jit": np.asarray(morphax.jit(summed)(xs)).tolist(),
+        "shard_map_whole": np.asarray(summed(x)).tolist(),  # a NumPy value: every process passes it whole
+        "shard_map_split": np.asarray(doubled(xs)).tolist(),
+        "with_callback": float(morphax.jit(printed)(xs)),
         "shape": list(xs.shape),
         "fully_addressable": [xs.is_fully_addressable, ws.is_fully_addressable],
         "replicated": [xs.is_fully_replicated, ws.is_fully_replicated],

@@ -2,8 +2,8 @@
 devices per process; skipped without mpi4py and mpirun): built from each process's data
 (make_array_from_process_local_data, _callback, _single_device_arrays, device_put of a whole
 value), computed on under jit (SPMD across the processes: a data-parallel loss and its gradient,
-a matmul split on its contracting dimension) and eagerly, and read back, against NumPy on the
-global values. Host reads of an array split over processes raise, as JAX's do."""
+a matmul split on its contracting dimension), eagerly and with shard_map, and read back, against
+NumPy on the global values. Host reads of an array split over processes raise, as JAX's do."""
 
 from __future__ import annotations
 
@@ -93,6 +93,11 @@ def test_global_arrays_across_two_processes(local_devices):
         else:  # a mesh of two axes over the processes: a clear error, not a wrong answer
             kind, message = got["grid"]
             assert kind == "NotImplementedError" and "one mesh axis" in message
+        # shard_map over every process's devices (its results come back whole in every process).
+        for key in ("shard_map", "shard_map_jit", "shard_map_whole"):
+            np.testing.assert_allclose(got[key], x.sum(axis=0), rtol=1e-5, err_msg=key)
+        np.testing.assert_array_equal(got["shard_map_split"], 2 * x)
+        np.testing.assert_allclose(got["with_callback"], x.astype(np.float64).sum(), rtol=1e-5)
         kind, message = got["to_one_device"]
         assert kind == "NotImplementedError" and "several processes" in message
         assert got["relabel"] is False

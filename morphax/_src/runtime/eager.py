@@ -96,7 +96,9 @@ class EvalTrace(_trace.Trace):
             if state_types.state_used[0] and any(type(x) is state_types.Ref for x in args):
                 return _run_with_refs(prim, args, params)  # a staged jit call that takes refs
             return call_compiled(args, params[prim.call_jaxpr_param], params.get("name", prim.name))
-        if _placed and _spans_processes(args):
+        # Jaxpr-carrying primitives (below) run their bodies with bind: each operation inside
+        # comes back here.
+        if _placed and not prim.higher_order and _spans_processes(args):
             return _run_over_processes(prim, args, params)
         if prim.higher_order:
             if state_types.state_used[0] and prim not in state_types.STATE_PRIMS:
@@ -317,11 +319,17 @@ def _call_placed(executable, args, jaxpr, name, donate, shardings, backend=None)
             check_call_outputs(name, jaxpr, args, outs)
         return outs
     if _spans_processes(args):
-        raise NotImplementedError(
-            f"jit({name}): an input is laid out over the devices of several processes, but this program "
-            "cannot be split over them (it calls back into Python, or its inputs are not on one mesh); "
-            "gather the input first (morphax.experimental.multihost_utils.process_allgather)."
-        )
+        # Holding only this process's pieces, the inputs cannot go to one device: a program that
+        # cannot be split over the processes (one that calls back into Python, as shard_map's
+        # does) runs operation by operation, each split over them (or mapping its own devices).
+        eqns = jaxpr.jaxpr.eqns
+        if len(eqns) == 1 and not eqns[0].primitive.higher_order:  # one operation: no smaller steps
+            raise NotImplementedError(
+                f"{name}: an input is laid out over the devices of several processes, and this operation "
+                f"({eqns[0].primitive.name}) cannot be split over them (it calls back into Python); gather "
+                "the input first (morphax.experimental.multihost_utils.process_allgather)."
+            )
+        return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
     outs = dispatch.execute(
         executable, args, executable.out_weak_types, device_id=device_id, donate=bool(donate)
     )

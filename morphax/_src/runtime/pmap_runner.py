@@ -27,7 +27,7 @@ from morphax._src.prims import collective_axes
 from morphax._src.runtime import devices as _devices
 from morphax._src.runtime import dispatch, placement, replicated_outputs
 from morphax._src.runtime.array import Array
-from morphax._src.runtime.buffers import fail_outputs, fill_outputs, pending_outputs
+from morphax._src.runtime.buffers import fail_outputs, fill_outputs, local_data, pending_outputs
 from morphax._src.runtime.communicators import CollectiveError, ThreadCommunicator
 from morphax._src.sharding.mesh import Mesh
 from morphax._src.sharding.partition_spec import PartitionSpec
@@ -240,13 +240,16 @@ def mesh_bindings(mesh_axes, comm):
     return bindings
 
 
-def _stack(outs, out_axes, owner):
+def _stack(outs, out_axes, owner, gathered=False):
     """The pmap's outputs from the devices' (`outs[r]`): output j stacked along out_axes[j], or
-    (out_axes None) device owner[j]'s."""
+    (out_axes None) device owner[j]'s. `gathered`: the first device's mapped outputs are every
+    device's already (`_gathering`), stacked along axis 0."""
     result = []
     for j, ax in enumerate(out_axes):
         if ax is None:
             result.append(np.asarray(outs[owner[j]][j]))
+        elif gathered:
+            result.append(np.moveaxis(np.asarray(outs[0][j]), 0, ax))
         else:
             result.append(np.stack([np.asarray(o[j]) for o in outs], axis=ax))
     return result
@@ -254,7 +257,9 @@ def _stack(outs, out_axes, owner):
 
 def _prepare(jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, name):
     """(this process's device ids, the program of each, the owner of each output (_stack),
-    whether a program calls back into Python, the bindings of the devices' axis names)."""
+    whether a program calls back into Python, the bindings of the devices' axis names, and
+    where the mapped arguments are whole in every process (shard_map over several processes'
+    devices) each local device's index into them, else None)."""
     global_size = int(np.prod([s for _, s in mesh_axes]))
     if global_size == axis_size:
         check_device_count(name, axis_size, devices)
@@ -273,7 +278,8 @@ def _prepare(jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, n
     else:
         programs = compiled[0]
     if layout is None:
-        return ids, programs, split.owner, calls_host, mesh_bindings(mesh_axes, ThreadCommunicator(axis_size))
+        bindings = mesh_bindings(mesh_axes, ThreadCommunicator(axis_size))
+        return ids, programs, split.owner, calls_host, bindings, None
     # The devices of several processes (morphax.distributed): collectives meet among this
     # process's devices, then between processes.
     if len(mesh_axes) != 1:
@@ -283,7 +289,31 @@ def _prepare(jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, n
         )
     comm = ProcessDevicesCommunicator(_state.devices_communicator(), layout)
     axis = mesh_axes[0][0]
-    return ids, programs, split.owner, calls_host, lambda r: {axis: (comm, ranks[r])}
+    owner, picks = split.owner, None  # pmap's form: each process passes its own devices' slices
+    if axis_size == global_size:  # shard_map's form: every process passes the global arrays
+        programs = _gathering(programs, out_axes, comm, ranks)
+        owner, picks = [0] * len(out_axes), ranks
+    return ids, programs, owner, calls_host, lambda r: {axis: (comm, ranks[r])}, picks
+
+
+def _gathering(programs, out_axes, comm, ranks):
+    """For a map whose every process passes the whole mapped arrays (shard_map over the devices
+    of several processes): each device's program, then an all-gather of its mapped outputs over
+    every process's devices, so that each process's first device returns every output whole
+    (stacked along a leading axis in global rank order; `_stack` moves it to its out_axis).
+    NB: JAX returns these as global arrays of which each process holds its pieces."""
+    each = programs if isinstance(programs, (list, tuple)) else [programs] * len(ranks)
+
+    def gathering(program, rank):
+        def run(*args):
+            outs = program(*args)
+            return [
+                o if ax is None else comm.all_gather(rank, np.asarray(o)) for o, ax in zip(outs, out_axes)
+            ]
+
+        return run
+
+    return [gathering(p, r) for p, r in zip(each, ranks)]
 
 
 def _widened(executable, positions, n_out):
@@ -302,14 +332,14 @@ def _widened(executable, positions, n_out):
 
 def _run_pmap(np_args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, name):
     """The host rule (inside compiled programs): runs and waits."""
-    ids, programs, owner, _, bindings = _prepare(
+    ids, programs, owner, _, bindings, picks = _prepare(
         jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, name
     )
     args = [_host(x, a.dtype) for x, a in zip(np_args, jaxpr.in_avals)]
-    per_device = [
-        [x if ax is None else _slice(x, ax, r) for x, ax in zip(args, in_axes)] for r in range(axis_size)
-    ]
-    return _stack(run_on_devices(programs, ids, per_device, bindings), out_axes, owner)
+    at = range(len(ids)) if picks is None else picks
+    per_device = [[x if ax is None else _slice(x, ax, r) for x, ax in zip(args, in_axes)] for r in at]
+    outs = run_on_devices(programs, ids, per_device, bindings)
+    return _stack(outs, out_axes, owner, picks is not None)
 
 
 def _run_pmap_eager(args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, name):
@@ -317,9 +347,10 @@ def _run_pmap_eager(args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, dev
     its inputs when its stream reaches the work, and the last device to finish stacks the
     results (or fails them all with the first device's error). Programs that call back into
     Python run and raise at the call, as dispatch runs them."""
-    ids, programs, owner, calls_host, bindings = _prepare(
+    ids, programs, owner, calls_host, bindings, picks = _prepare(
         jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, name
     )
+    _check_process_local(args, in_axes, ids, picks, name)
     out_avals = _pmap.pmap_p.abstract_eval(
         *_global_avals(args),
         jaxpr=jaxpr,
@@ -342,15 +373,17 @@ def _run_pmap_eager(args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, dev
     ]
     buffers = pending_outputs(out_avals)
 
+    at = range(len(ids)) if picks is None else picks
+
     def args_for(r):
-        values = [b if type(b) is np.ndarray else b.result() for b in inputs]
-        return [v if ax is None else _slice(v, ax, r) for v, ax in zip(values, in_axes)]
+        values = [local_data(b) for b in inputs]
+        return [v if ax is None else _slice(v, ax, at[r]) for v, ax in zip(values, in_axes)]
 
     def on_done(results, errors):
         error = _primary(errors)
         if error is None:
             try:
-                stacked = _stack(results, out_axes, owner)
+                stacked = _stack(results, out_axes, owner, picks is not None)
                 values = [v if v.dtype == b.dtype else v.astype(b.dtype) for v, b in zip(stacked, buffers)]
             except BaseException as e:  # noqa: BLE001
                 error = e
@@ -361,6 +394,27 @@ def _run_pmap_eager(args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, dev
 
     launch(programs, ids, args_for, bindings, on_done)
     return [Array(b, a.weak_type) for b, a in zip(buffers, out_avals)]
+
+
+def _check_process_local(args, in_axes, ids, picks, name):
+    """Arguments that hold only their process's pieces (global arrays over several processes'
+    devices) can be mapped only where every process passes the global arrays (`picks`) and each
+    of this process's devices finds its own slice among its process's pieces."""
+    for i, (x, ax) in enumerate(zip(args, in_axes)):
+        if type(x) is not Array or x._place is None or not placement.local_only(x._place[0]):
+            continue
+        sharding = x._place[0]
+        found = {d.id: ix for d, ix in sharding.devices_indices_map(x.shape).items()}
+        wanted = [
+            tuple(slice(p, p + 1) if k == ax else slice(None) for k in range(x.ndim)) for p in picks or ()
+        ]
+        if ax is None or picks is None or any(found.get(d) != w for d, w in zip(ids, wanted)):
+            raise NotImplementedError(
+                f"{name}: argument {i} ({x.dtype.name}{list(x.shape)}) is laid out over the devices of several "
+                f"processes as {sharding!r}, which does not give each device of this map its slice along axis "
+                f"{ax}; pass each process's own values, or gather it first "
+                "(morphax.experimental.multihost_utils.process_allgather)."
+            )
 
 
 def _global_avals(args):
