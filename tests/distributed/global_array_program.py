@@ -90,6 +90,11 @@ def main() -> None:
         "shard_map_whole": np.asarray(summed(x)).tolist(),  # a NumPy value: every process passes it whole
         "shard_map_split": np.asarray(doubled(xs)).tolist(),
         "with_callback": float(morphax.jit(printed)(xs)),
+        "shard_map_callback": np.asarray(
+            morphax.shard_map(
+                lambda v: morphax.lax.psum(printed(v), "batch"), mesh=mesh, in_specs=P("batch"), out_specs=P()
+            )(xs)
+        ).tolist(),
         "shape": list(xs.shape),
         "fully_addressable": [xs.is_fully_addressable, ws.is_fully_addressable],
         "replicated": [xs.is_fully_replicated, ws.is_fully_replicated],

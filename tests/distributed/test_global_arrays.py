@@ -98,6 +98,7 @@ def test_global_arrays_across_two_processes(local_devices):
             np.testing.assert_allclose(got[key], x.sum(axis=0), rtol=1e-5, err_msg=key)
         np.testing.assert_array_equal(got["shard_map_split"], 2 * x)
         np.testing.assert_allclose(got["with_callback"], x.astype(np.float64).sum(), rtol=1e-5)
+        np.testing.assert_allclose(got["shard_map_callback"], x.astype(np.float64).sum(), rtol=1e-5)
         kind, message = got["to_one_device"]
         assert kind == "NotImplementedError" and "several processes" in message
         assert got["relabel"] is False

@@ -132,7 +132,7 @@ def participants(axis_size, global_size, devices):
 
 def _host(x, dtype):
     if type(x) is Array:
-        x = x._value
+        x = local_data(x._settle())  # of a global array, its process's pieces (_check_process_local)
     return x if type(x) is np.ndarray and x.dtype == dtype else np.asarray(x, dtype=dtype)
 
 
