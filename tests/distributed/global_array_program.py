@@ -83,8 +83,21 @@ def main() -> None:
         morphax.debug.print("sum {}", v.sum())  # a callback: runs operation by operation
         return v.sum()
 
+    # pmap over every process's devices, each process passing its devices' values (their ranks).
+    ranks_here = np.arange(r * local, (r + 1) * local, dtype=np.float32)
+    within = [[p * local + i for i in range(local)] for p in range(n)]  # each process's devices
+    across = [[p * local + i for p in range(n)] for i in range(local)]
+
+    def grouped(groups):
+        return morphax.pmap(lambda v: morphax.lax.psum(v, "i", axis_index_groups=groups), "i")(ranks_here)
+
     result = {
         "rank": r,
+        "grouped_within": np.asarray(grouped(within)).tolist(),
+        "grouped_across": _error(lambda: grouped(across)),
+        "after_groups": np.asarray(
+            morphax.pmap(lambda v: morphax.lax.psum(v, "i"), "i")(ranks_here)
+        ).tolist(),
         "shard_map": np.asarray(summed(xs)).tolist(),
         "shard_map_jit": np.asarray(morphax.jit(summed)(xs)).tolist(),
         "shard_map_whole": np.asarray(summed(x)).tolist(),  # a NumPy value: every process passes it whole
@@ -117,7 +130,15 @@ def main() -> None:
         "from_callback": multihost_utils.process_allgather(from_callback).tolist(),
         "from_pieces": multihost_utils.process_allgather(from_pieces).tolist(),
         "contracted": np.asarray(contracted).tolist(),
-        "grid": _error(lambda: np.asarray(morphax.jit(lambda v: v.sum())(on_grid)) if local > 1 else None),
+        "grid": float(morphax.jit(lambda v: v.sum())(on_grid)),
+        "grid_shard_map": np.asarray(
+            morphax.shard_map(
+                lambda v: morphax.lax.psum(morphax.lax.psum(v.sum(0), "dev"), "proc"),
+                mesh=grid,
+                in_specs=P(("proc", "dev")),
+                out_specs=P(),
+            )(x)
+        ).tolist(),
         "to_one_device": _error(
             lambda: morphax.device_put(xs, SingleDeviceSharding(morphax.local_devices()[0]))
         ),

@@ -61,6 +61,7 @@ def test_global_arrays_across_two_processes(local_devices):
     per_device = ROWS // (n * local_devices)
     for r, got in enumerate(_launch(n, local_devices)):
         ids = [r * 2048 + i for i in range(local_devices)]
+        ids_rank = [r * local_devices + i for i in range(local_devices)]  # their places in the map
         assert got["shape"] == [ROWS, COLS]
         assert got["fully_addressable"] == [False, False] and got["replicated"] == [False, True]
         starts = [(r * local_devices + i) * per_device for i in range(local_devices)]
@@ -88,11 +89,15 @@ def test_global_arrays_across_two_processes(local_devices):
         np.testing.assert_array_equal(got["from_callback"], x)
         np.testing.assert_array_equal(got["from_pieces"], x)
         np.testing.assert_allclose(got["contracted"], a @ x, rtol=1e-4, atol=1e-5)
-        if local_devices == 1:
-            assert got["grid"] is None
-        else:  # a mesh of two axes over the processes: a clear error, not a wrong answer
-            kind, message = got["grid"]
-            assert kind == "NotImplementedError" and "one mesh axis" in message
+        # pmap: groups of one process's devices reduce among them; groups across processes raise
+        # before the devices start, and the processes' collectives stay usable.
+        assert got["grouped_within"] == [float(sum(ids_rank))] * local_devices
+        kind, message = got["grouped_across"]
+        assert kind == "NotImplementedError" and "axis_index_groups" in message
+        assert got["after_groups"] == [float(sum(range(n * local_devices)))] * local_devices
+        # A mesh of two axes (processes x devices): collectives over each axis's groups of devices.
+        np.testing.assert_allclose(got["grid"], x.astype(np.float64).sum(), rtol=1e-5)
+        np.testing.assert_allclose(got["grid_shard_map"], x.sum(axis=0), rtol=1e-5)
         # shard_map over every process's devices (its results come back whole in every process).
         for key in ("shard_map", "shard_map_jit", "shard_map_whole"):
             np.testing.assert_allclose(got[key], x.sum(axis=0), rtol=1e-5, err_msg=key)

@@ -18,10 +18,13 @@ requires)."""
 from __future__ import annotations
 
 import json
+import threading
 import zlib
 
 import numpy as np
 
+from morphax._src.distributed import state
+from morphax._src.prims import collective_axes
 from morphax._src.runtime.communicators import (
     CollectiveMismatchError,
     Communicator,
@@ -54,6 +57,8 @@ class ProcessDevicesCommunicator(Communicator):
         # Global rank -> (process, position among that process's participants).
         self._where = {r: (q, i) for q, ranks in enumerate(self._ranks_of) for i, r in enumerate(ranks)}
         self._order = [self._where[r] for r in range(self.size)]  # reductions fold in this order
+        self._lock = threading.Lock()
+        self._subgroups: dict = {}  # groups -> the communicators of subgroups(groups)
 
     def __repr__(self):
         return f"ProcessDevicesCommunicator(size={self.size}, processes={len(self._ranks_of)})"
@@ -196,9 +201,54 @@ class ProcessDevicesCommunicator(Communicator):
         self._meet(rank, "barrier", None, None, combine)
 
     def subgroups(self, groups) -> list:
-        # NB: pmap binds one axis; groups (axis_index_groups, several mesh axes) across processes
-        # are not supported yet.
-        raise NotImplementedError(
-            "collectives over groups of devices (axis_index_groups, shard_map over several mesh axes) are "
-            "not supported across processes yet; use them within one process's devices"
-        )
+        """One communicator per group of participants (`groups`: disjoint lists of global ranks),
+        a member's rank its position in its group: None where no member is this process's, a
+        ThreadCommunicator where all are, else a ProcessDevicesCommunicator over an MPI
+        communicator of the group's processes. Groups that span processes are made before the
+        devices run (a mesh's axes, pmap_runner.mesh_bindings), by the thread that launches them,
+        with the same groups in every process: their MPI communicators are split from the
+        processes' global communicator (whose collectives that thread makes) once, and kept."""
+        groups = [[int(r) for r in g] for g in groups]
+        seen = [r for g in groups for r in g]
+        if len(set(seen)) != len(seen) or any(not 0 <= r < self.size for r in seen):
+            raise ValueError(
+                f"subgroups: groups {groups} must be disjoint lists of ranks in [0, {self.size})"
+            )
+        owners = [sorted({self._where[r][0] for r in g}) for g in groups]
+        shared = [i for i, o in enumerate(owners) if len(o) > 1]  # groups that span processes
+        key = tuple(map(tuple, groups))
+        with self._lock:  # every local participant gets the same communicators
+            hit = self._subgroups.get(key)
+            if hit is None:
+                hit = self._subgroups[key] = self._make_subgroups(groups, owners, shared)
+        return hit
+
+    def _make_subgroups(self, groups, owners, shared):
+        if shared and collective_axes.bound_on_this_thread():
+            # Inside a device's program (axis_index_groups): the split would be an MPI collective
+            # made by one device thread while others may be in their own.
+            raise NotImplementedError(
+                f"axis_index_groups {groups} put devices of several processes in one group; across processes "
+                "morphax groups devices by mesh axes only yet (shard_map or jit over a mesh of several axes)"
+            )
+        processes = state.global_communicator()
+        key = (id(processes), tuple(tuple(owners[i]) for i in shared))
+        splits = _splits.get(key)
+        if splits is None:
+            made = processes.split_by([owners[i] for i in shared]) if shared else []
+            splits = _splits[key] = dict(zip(shared, made))
+        out = []
+        for g, members in enumerate(groups):
+            if self._me not in owners[g]:
+                out.append(None)
+            elif len(owners[g]) == 1:
+                out.append(ThreadCommunicator(len(members), self._local.timeout))
+            else:
+                layout = [owners[g].index(self._where[r][0]) for r in members]
+                out.append(ProcessDevicesCommunicator(splits[g], layout))
+        return out
+
+
+# (the processes' communicator's id, the process sets of the groups that span processes) -> the MPI
+# communicators split for them: made once (each split is a collective of every process).
+_splits: dict = {}

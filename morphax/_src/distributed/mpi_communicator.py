@@ -224,6 +224,30 @@ class MPICommunicator(Communicator):
         sub = self._comm.Split(color, key)
         return [MPICommunicator(sub, self.timeout) if g == mine else None for g in range(len(groups))]
 
+    def split_by(self, process_sets) -> list:
+        """One new communicator per set of ranks (`process_sets`: lists of ranks, which may
+        overlap, each with at least two): entry i is this process's communicator over
+        process_sets[i] (its ranks numbered in the set's sorted order), or None where this process
+        is not in the set. Every rank must call it with the same sets, from one thread (they are
+        made by one blocking MPI_Comm_split each, after the ranks agree)."""
+        sets = [sorted({int(r) for r in members}) for members in process_sets]
+        if any(len(m) < 2 or not all(0 <= r < self.size for r in m) for m in sets):
+            raise ValueError(
+                f"MPICommunicator.split_by: sets {sets} must each hold at least two ranks in 0..{self.size - 1}"
+            )
+        digest = zlib.crc32(json.dumps(sets).encode())
+        self._collective(
+            self.rank, "split_by", np.zeros((0,), np.uint8), {"sets_crc32": digest}, lambda x, w: None
+        )
+        MPI = mpi()
+        out = []
+        for members in sets:
+            inside = self.rank in members
+            # Every rank has just agreed (the header exchange above): the split waits for no one.
+            sub = self._comm.Split(0 if inside else MPI.UNDEFINED, members.index(self.rank) if inside else 0)
+            out.append(MPICommunicator(sub, self.timeout) if inside else None)
+        return out
+
     def group_of(self, rank: int, groups):
         """(communicator, rank in it) of `rank`'s group among `subgroups(groups)`."""
         for members, sub in zip(groups, self.subgroups(groups)):

@@ -109,6 +109,11 @@ def bind_device_axes(mapping):
         _device_axes.bound = prev
 
 
+def bound_on_this_thread() -> bool:
+    """Whether this thread is running a device's share of a mapped program (axis names bound)."""
+    return bool(_device_axes.bound)
+
+
 def device_axis(name, prim_name: str):
     """(communicator, rank) bound to `name` on this thread; the unbound-name error otherwise."""
     hit = _device_axes.bound.get(name)

@@ -20,6 +20,7 @@ import numpy as np
 
 from morphax._src.compiler.compile import compile_jaxpr
 from morphax._src.core.avals import get_aval
+from morphax._src.core.jaxpr import any_eqn
 from morphax._src.distributed import state as _state
 from morphax._src.distributed.device_collectives import ProcessDevicesCommunicator
 from morphax._src.higher_order import pmap as _pmap
@@ -282,18 +283,33 @@ def _prepare(jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, n
         return ids, programs, split.owner, calls_host, bindings, None
     # The devices of several processes (morphax.distributed): collectives meet among this
     # process's devices, then between processes.
-    if len(mesh_axes) != 1:
-        raise NotImplementedError(
-            f"{name}: a map over a mesh of several axes across processes is not supported yet; "
-            "map one axis across processes (pmap)"
-        )
+    _check_groups(jaxpr, mesh_axes, layout, name)
     comm = ProcessDevicesCommunicator(_state.devices_communicator(), layout)
-    axis = mesh_axes[0][0]
+    by_rank = mesh_bindings(mesh_axes, comm)
     owner, picks = split.owner, None  # pmap's form: each process passes its own devices' slices
     if axis_size == global_size:  # shard_map's form: every process passes the global arrays
         programs = _gathering(programs, out_axes, comm, ranks)
         owner, picks = [0] * len(out_axes), ranks
-    return ids, programs, owner, calls_host, lambda r: {axis: (comm, ranks[r])}, picks
+    return ids, programs, owner, calls_host, lambda r: by_rank(ranks[r]), picks
+
+
+def _check_groups(jaxpr, mesh_axes, layout, name):
+    """Raise before the devices start (a device failing at a collective would leave the
+    processes' communicator unusable) where axis_index_groups put devices of several processes
+    in one group: across processes devices are grouped by mesh axes only."""
+
+    def spanning(eqn):
+        groups = eqn.params.get("axis_index_groups")
+        if groups is None:
+            return False
+        return len(mesh_axes) != 1 or any(len({layout[int(r)] for r in g}) > 1 for g in groups)
+
+    if any_eqn(jaxpr, spanning):
+        raise NotImplementedError(
+            f"{name}: axis_index_groups put devices of several processes in one group (or group a mesh of "
+            "several axes); across processes morphax groups devices by mesh axes only yet: use a mesh with "
+            "one axis per group (shard_map, or jit over a mesh of several axes)"
+        )
 
 
 def _gathering(programs, out_axes, comm, ranks):

@@ -108,7 +108,7 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
     ranks = [r for r, d in enumerate(devices) if is_local(d)]
     ids = tuple(int(devices[r].id) for r in ranks)
     coords = [dict(zip(mesh.axis_names, np.unravel_index(r, shape))) for r in ranks]
-    bindings = _bindings(part.mesh_axes, devices, ranks, name)
+    bindings = _bindings(part.mesh_axes, devices, ranks)
     inputs = [
         x._buf if type(x) is Array else np.asarray(x, dtype=a.dtype) for x, a in zip(args, closed.in_avals)
     ]
@@ -159,21 +159,15 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
     return out
 
 
-def _bindings(mesh_axes, devices, ranks, name):
+def _bindings(mesh_axes, devices, ranks):
     """`bindings(k)` for this process's k-th device of the mesh (global rank ranks[k]): a
     ThreadCommunicator when the mesh is this process's, else collectives that meet among the
     process's devices and then between processes (distributed/device_collectives.py)."""
     if len(ranks) == len(devices):
         return pmap_runner.mesh_bindings(mesh_axes, ThreadCommunicator(len(devices)))
-    if len(mesh_axes) != 1:
-        raise NotImplementedError(
-            f"jit({name}): the program is split over the mesh axes {[a for a, _ in mesh_axes]}, whose devices "
-            "belong to several processes; across processes morphax splits programs over one mesh axis only "
-            "yet. Lay the mesh out along one axis (e.g. Mesh(morphax.devices(), ('batch',)))."
-        )
     comm = ProcessDevicesCommunicator(state.devices_communicator(), [d.process_index for d in devices])
-    axis = mesh_axes[0][0]
-    return lambda k: {axis: (comm, ranks[k])}
+    by_rank = pmap_runner.mesh_bindings(mesh_axes, comm)
+    return lambda k: by_rank(ranks[k])
 
 
 def _assemble(results, j, buf, lay, coords, sizes, whole=True):
