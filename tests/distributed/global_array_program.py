@@ -139,8 +139,12 @@ def main() -> None:
                 out_specs=P(),
             )(x)
         ).tolist(),
-        "to_one_device": _error(
-            lambda: morphax.device_put(xs, SingleDeviceSharding(morphax.local_devices()[0]))
+        "to_one_device": np.asarray(
+            morphax.device_put(xs, SingleDeviceSharding(morphax.local_devices()[0]))
+        ).tolist(),
+        "to_whole": np.asarray(morphax.device_put(xs, whole)).tolist(),
+        "to_other_process": _error(
+            lambda: morphax.device_put(xs, morphax.local_devices(process_index=(r + 1) % n)[0])
         ),
         "relabel": morphax.device_put(xs, NamedSharding(mesh, P("batch", None))).is_fully_addressable,
     }

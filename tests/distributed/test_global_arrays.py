@@ -104,6 +104,9 @@ def test_global_arrays_across_two_processes(local_devices):
         np.testing.assert_array_equal(got["shard_map_split"], 2 * x)
         np.testing.assert_allclose(got["with_callback"], x.astype(np.float64).sum(), rtol=1e-5)
         np.testing.assert_allclose(got["shard_map_callback"], x.astype(np.float64).sum(), rtol=1e-5)
-        kind, message = got["to_one_device"]
+        # device_put moves it: to the whole layout of the same devices, to one device of this process.
+        np.testing.assert_array_equal(got["to_one_device"], x)
+        np.testing.assert_array_equal(got["to_whole"], x)
+        kind, message = got["to_other_process"]
         assert kind == "NotImplementedError" and "several processes" in message
         assert got["relabel"] is False

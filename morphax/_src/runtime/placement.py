@@ -207,21 +207,33 @@ def put(x, target, who="device_put"):
 
 def _moved(x, sharding, who):
     """`x` placed per `sharding`. A value whole in this process (a host value, as every process
-    passes it to device_put) keeps only this process's pieces where `sharding` spans processes;
-    an array holding only its process's pieces keeps them, so it can only be relabelled."""
+    passes it to device_put) keeps only this process's pieces where `sharding` spans processes.
+    An array holding only its process's pieces moves to another layout of the same devices by a
+    program that returns it unchanged, split over the processes (the pieces travel between
+    them), and to one of this process's devices through its replicated layout."""
     source = x._place[0] if x._place is not None else None
     if source is not None and local_only(source):
-        if not (source == sharding or source.is_equivalent_to(sharding, x.ndim)):
-            raise NotImplementedError(
-                f"{who}: this {_type_text(x)} array is laid out over the devices of several processes "
-                f"({source!r}); placing it per {sharding!r} needs pieces other processes hold, which "
-                "morphax does not move between processes yet. Compute with it under jit (SPMD across the "
-                "processes), or gather it with morphax.experimental.multihost_utils.process_allgather."
-            )
-        return placed(x._buf, x.weak_type, sharding)
+        if source == sharding or source.is_equivalent_to(sharding, x.ndim):
+            return placed(x._buf, x.weak_type, sharding)
+        if isinstance(sharding, NamedSharding) and sharding.device_set == source.device_set:
+            return relayout[0](x, sharding)
+        if len(sharding.device_set) == 1 and is_local(next(iter(sharding.device_set))):
+            whole = relayout[0](x, NamedSharding(source.mesh, PartitionSpec()))
+            return placed(whole._buf, x.weak_type, sharding)
+        raise NotImplementedError(
+            f"{who}: this {_type_text(x)} array is laid out over the devices of several processes "
+            f"({source!r}); morphax moves it to another layout of the same devices, or to one of this "
+            f"process's devices, not to {sharding!r}. Gather it first with "
+            "morphax.experimental.multihost_utils.process_allgather."
+        )
     if local_only(sharding):
         return placed(local_data(x._settle()), x.weak_type, sharding)
     return placed(x._buf, x.weak_type, sharding)
+
+
+# [relayout(x, sharding)]: `x` laid out per `sharding` by an identity program run SPMD, set by
+# runtime/eager.py (which runs programs and imports this module).
+relayout: list = [None]
 
 
 # ------------------------------------------------------------------ jit's in/out shardings
