@@ -91,8 +91,14 @@ def main() -> None:
     def grouped(groups):
         return morphax.pmap(lambda v: morphax.lax.psum(v, "i", axis_index_groups=groups), "i")(ranks_here)
 
+    def mean_loss(w, v):  # each device's rows, averaged over every process's devices
+        return morphax.lax.pmean(jnp.mean((v @ w) ** 2), "batch")
+
+    loss_map = morphax.shard_map(mean_loss, mesh=mesh, in_specs=(P(), P("batch")), out_specs=P())
+
     result = {
         "rank": r,
+        "shard_map_grad": np.asarray(morphax.jit(morphax.grad(loss_map))(w, xs)).tolist(),
         "grouped_within": np.asarray(grouped(within)).tolist(),
         "grouped_across": _error(lambda: grouped(across)),
         "after_groups": np.asarray(

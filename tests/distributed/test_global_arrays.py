@@ -102,6 +102,9 @@ def test_global_arrays_across_two_processes(local_devices):
         for key in ("shard_map", "shard_map_jit", "shard_map_whole"):
             np.testing.assert_allclose(got[key], x.sum(axis=0), rtol=1e-5, err_msg=key)
         np.testing.assert_array_equal(got["shard_map_split"], 2 * x)
+        np.testing.assert_allclose(
+            got["shard_map_grad"], 2 / (ROWS * OUT) * x.T @ (x @ w), rtol=1e-4, atol=1e-6
+        )
         np.testing.assert_allclose(got["with_callback"], x.astype(np.float64).sum(), rtol=1e-5)
         np.testing.assert_allclose(got["shard_map_callback"], x.astype(np.float64).sum(), rtol=1e-5)
         # device_put moves it: to the whole layout of the same devices, to one device of this process.
