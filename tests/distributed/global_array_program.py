@@ -152,6 +152,14 @@ def main() -> None:
         "to_other_process": _error(
             lambda: morphax.device_put(xs, morphax.local_devices(process_index=(r + 1) % n)[0])
         ),
+        "two_meshes": _error(
+            lambda: morphax.jit(lambda u, v: u + v)(
+                xs,
+                morphax.device_put(
+                    x, NamedSharding(Mesh(np.array(morphax.devices()), ("other",)), P("other"))
+                ),
+            )
+        ),
         "relabel": morphax.device_put(xs, NamedSharding(mesh, P("batch", None))).is_fully_addressable,
     }
     morphax.distributed.shutdown()

@@ -113,3 +113,5 @@ def test_global_arrays_across_two_processes(local_devices):
         kind, message = got["to_other_process"]
         assert kind == "NotImplementedError" and "several processes" in message
         assert got["relabel"] is False
+        kind, message = got["two_meshes"]  # not read whole (the other processes' pieces are not here)
+        assert kind == "NotImplementedError" and "another mesh" in message

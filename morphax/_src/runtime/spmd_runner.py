@@ -92,6 +92,15 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
     if mesh is None:
         return None
     given = dict(committed)
+    for i, s in given.items():
+        # An input holding only its process's pieces must be cut by this mesh: read whole, the
+        # other processes' pieces would be zeros.
+        if placement.local_only(s) and not (isinstance(s, NamedSharding) and s.mesh == mesh):
+            raise NotImplementedError(
+                f"jit({name}): argument {i} is laid out over the devices of several processes on {s!r}, "
+                f"but the program is split over another mesh, {mesh}; put the arguments on one mesh "
+                "(device_put to a NamedSharding of the same mesh)."
+            )
     in_lays = [_lay(given.get(i), mesh, a.shape) for i, a in enumerate(closed.in_avals)]
     out_lays = [_lay(p[0] if p else None, mesh, a.shape) for p, a in zip(places, closed.out_avals)]
     if not any(any(lay) for lay in in_lays + out_lays):
