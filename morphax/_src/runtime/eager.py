@@ -362,6 +362,7 @@ def _call_placed(executable, args, jaxpr, name, donate, shardings, backend=None)
 def clear_caches():
     _abstract_cache.clear()
     _over_processes.clear()
+    _identities.clear()
 
 
 # jax_debug_nans / jax_debug_infs, folded into one module global so the hot path pays one read.
