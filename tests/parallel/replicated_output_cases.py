@@ -167,6 +167,43 @@ def case_shard_map_on_a_2x2_mesh():
     assert plan.split and plan.owner[1] == 0 and plan.owner[0] != plan.owner[2], plan.owner
 
 
+def case_sharded_jit_step():
+    """jit on a batch split over a mesh (SPMD, runtime/spmd_runner.py) goes through the same
+    plan: after the gradients' psum the new weights and velocities, replicated, are each computed
+    by one device; the results equal the one-device step."""
+    from morphax._src.sharding.spmd import spmd_stats
+    from morphax.sharding import Mesh, NamedSharding
+    from morphax.sharding import PartitionSpec as P
+
+    sizes = [(40, 64), (64, 48), (48, 3)]
+    params = [_rand(m, n, seed=k) for k, (m, n) in enumerate(sizes)]
+    velocity = [_rand(m, n, seed=10 + k) for k, (m, n) in enumerate(sizes)]
+    x, y = _rand(N * 5, 40, seed=20), _rand(N * 5, 3, seed=21)
+
+    def loss(ws, x, y):
+        for w in ws[:-1]:
+            x = jnp.tanh(x @ w)
+        return jnp.mean((x @ ws[-1] - y) ** 2)
+
+    @morphax.jit
+    def step(ws, vs, x, y):
+        value, grads = morphax.value_and_grad(loss)(ws, x, y)
+        vs = [0.9 * v + g for v, g in zip(vs, grads)]
+        ws = [w - 0.1 * v for w, v in zip(ws, vs)]
+        return ws, vs, value
+
+    want = step(params, velocity, x, y)  # one device
+    mesh = Mesh(np.array(morphax.devices()), ("batch",))
+    rows = NamedSharding(mesh, P("batch"))
+    spmd_stats.reset()
+    got = step(params, velocity, morphax.device_put(x, rows), morphax.device_put(y, rows))
+    _same(got, want, tol=1e-4)
+    part = spmd_stats.last
+    in_axes = [None] * (2 * len(sizes)) + [0, 0]
+    plan = replicated_outputs.plan(part.closed, part.mesh_axes, in_axes, [None] * (2 * len(sizes) + 1), N)
+    assert plan.split and len(set(plan.owner)) > 1, plan.owner
+
+
 def case_small_outputs_are_not_split():
     """Alike outputs under MIN_SPLIT_BYTES in all stay on every device (no extra compilations);
     above it they are split."""

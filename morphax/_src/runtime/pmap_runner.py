@@ -275,7 +275,7 @@ def _prepare(jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, n
         ]
     calls_host = any(c.calls_host for c in compiled)
     if split.split:
-        programs = [_widened(c, pos, len(out_axes)) for c, pos in zip(compiled, split.positions)]
+        programs = [widened(c, pos, len(out_axes)) for c, pos in zip(compiled, split.positions)]
     else:
         programs = compiled[0]
     if layout is None:
@@ -332,7 +332,7 @@ def _gathering(programs, out_axes, comm, ranks):
     return [gathering(p, r) for p, r in zip(each, ranks)]
 
 
-def _widened(executable, positions, n_out):
+def widened(executable, positions, n_out):
     """`executable`, whose first outputs are the pmap's outputs at `positions`, as a program
     returning all `n_out` (None where another device computes it)."""
 

@@ -1,4 +1,5 @@
-"""Outputs of a pmap that every device holds alike, computed by one device only.
+"""Outputs of a pmap (or of a jit split over a mesh: runtime/spmd_runner.py, its replicated
+results) that every device holds alike, computed by one device only.
 
 An output with `out_axes=None` is one value for the whole map. When the per-device program
 computes it from values that cannot differ between devices (unmapped inputs, constants, results

@@ -24,7 +24,7 @@ from morphax._src.compiler.compile import compile_jaxpr
 from morphax._src.distributed import state
 from morphax._src.distributed.device_collectives import ProcessDevicesCommunicator
 from morphax._src.higher_order.pmap import axis_frame
-from morphax._src.runtime import placement, pmap_runner
+from morphax._src.runtime import placement, pmap_runner, replicated_outputs
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.buffers import (
     ProcessLocalBuffer,
@@ -106,15 +106,15 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
     if not any(any(lay) for lay in in_lays + out_lays):
         return None
     part = partition(closed, in_lays, out_lays, mesh)
-    # Compiled with the mesh axis names bound: loop forms retrace bodies holding collectives.
-    with axis_frame(part.mesh_axes):
-        program = compile_jaxpr(part.closed, f"spmd_{name}", backend)
-    spmd_stats.record_call(part)
-    sizes = dict(part.mesh_axes)
     devices = list(mesh.devices.flat)
     shape = tuple(mesh.devices.shape)
     # This process's devices (all of them, unless the mesh spans processes) and their mesh ranks.
     ranks = [r for r, d in enumerate(devices) if is_local(d)]
+    programs, owner = _programs(
+        part, in_lays, out_lays, len(ranks) if len(ranks) == len(devices) else 1, name, backend
+    )
+    spmd_stats.record_call(part)
+    sizes = dict(part.mesh_axes)
     ids = tuple(int(devices[r].id) for r in ranks)
     coords = [dict(zip(mesh.axis_names, np.unravel_index(r, shape))) for r in ranks]
     bindings = _bindings(part.mesh_axes, devices, ranks)
@@ -135,7 +135,7 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
         if error is None:
             try:
                 outs = [
-                    _assemble(results, j, b, lay, coords, sizes, len(ranks) == len(devices))
+                    _assemble(results, j, b, lay, coords, sizes, len(ranks) == len(devices), owner[j])
                     for j, (b, lay) in enumerate(zip(buffers, out_lays))
                 ]
                 # Over several processes' devices a split result holds this process's pieces only.
@@ -150,22 +150,47 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
         else:
             fill_outputs(buffers, outs)
 
-    def run(*values):
-        if not events.on:
-            return program(*values)
-        start = events.now()  # the profiler's timeline: one event per device stream
-        try:
-            return program(*values)
-        finally:
-            events.complete(f"spmd {name}", "device", start)
+    def timed(program):
+        def run(*values):
+            if not events.on:
+                return program(*values)
+            start = events.now()  # the profiler's timeline: one event per device stream
+            try:
+                return program(*values)
+            finally:
+                events.complete(f"spmd {name}", "device", start)
 
-    pmap_runner.launch(run, ids, args_for, bindings, on_done)
+        return run
+
+    each = programs if len(programs) == len(ids) else programs * len(ids)
+    pmap_runner.launch([timed(p) for p in each], ids, args_for, bindings, on_done)
     out = []
     for b, w, p in zip(buffers, weak_types, places):
         a = Array(b, w)
         a._place = p
         out.append(a)
     return out
+
+
+def _programs(part, in_lays, out_lays, devices, name, backend):
+    """(the program of each of this process's `devices`, or one for all; the device whose
+    result is each output). Results every device holds alike (replicated, and computed from
+    values that cannot differ between devices: a data-parallel step's new parameters after the
+    gradients' psum) are computed by one device each (runtime/replicated_outputs.py); across
+    processes (`devices` 1) every process computes them."""
+    in_axes = [0 if any(lay) else None for lay in in_lays]
+    out_axes = [0 if any(lay) else None for lay in out_lays]
+    split = replicated_outputs.plan(part.closed, part.mesh_axes, in_axes, out_axes, devices)
+    # Compiled with the mesh axis names bound: loop forms retrace bodies holding collectives.
+    with axis_frame(part.mesh_axes):
+        compiled = [
+            compile_jaxpr(p, f"spmd_{name}", backend) for p in split.programs[: devices if split.split else 1]
+        ]
+    if not split.split:
+        return compiled, [0 if o is None else o for o in split.owner]
+    n = len(out_axes)
+    programs = [pmap_runner.widened(c, pos, n) for c, pos in zip(compiled, split.positions)]
+    return programs, [0 if o is None else o for o in split.owner]
 
 
 def _bindings(mesh_axes, devices, ranks):
@@ -179,11 +204,11 @@ def _bindings(mesh_axes, devices, ranks):
     return lambda k: by_rank(ranks[k])
 
 
-def _assemble(results, j, buf, lay, coords, sizes, whole=True):
+def _assemble(results, j, buf, lay, coords, sizes, whole=True, owner=0):
     """Output `j`'s global value from the blocks of this process's devices (`coords`: their
     mesh coordinates); unless they are the `whole` mesh, the other processes' blocks stay zero."""
     if not any(lay):
-        v = np.asarray(results[0][j])
+        v = np.asarray(results[owner][j])
         return v if v.dtype == buf.dtype else v.astype(buf.dtype)
     out = np.empty(buf.shape, buf.dtype) if whole else np.zeros(buf.shape, buf.dtype)
     written = set()

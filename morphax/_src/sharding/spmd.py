@@ -54,6 +54,7 @@ from morphax._src.prims.shape import broadcast_in_dim_p, reshape_p, rev_p, squee
 from morphax._src.prims.slicing import pad_p, slice_p
 from morphax._src.prims.sorting import sort_p
 from morphax._src.sharding import propagation as _prop
+from morphax._src.sharding.collective_merge import merge_reductions
 from morphax._src.sharding.constraint import sharding_constraint_p
 from morphax._src.sharding.partition_spec import PartitionSpec
 from morphax._src.sharding.shardings import NamedSharding
@@ -126,7 +127,7 @@ def _partition(closed, in_lays, out_lays, mesh):
     # constraints (identities to them), which must cut blocks here. compile_jaxpr optimizes the
     # per-device program after (DCE and CSE there also remove dead or repeated collectives).
     with axis_frame(mesh_axes):
-        per_device = trace_to_jaxpr(body, local_avals)
+        per_device = merge_reductions(trace_to_jaxpr(body, local_avals))
     if p.fallbacks:
         logger.info(
             "SPMD partitioning ran %d operation(s) replicated (all-gathered operands): %s",
