@@ -385,23 +385,50 @@ def case_control_flow():
             _ran_partitioned()
 
 
+def case_cross_entropy_stays_split():
+    """The integer-label cross-entropy of a batch split over the mesh: take_along_axis is a gather
+    with batching dimensions (as JAX builds it) and its gradient a scatter-add of the same form,
+    so each device gathers from and scatters into its own rows; nothing is gathered across
+    devices, and the loss and gradient equal the one-device ones."""
+    mesh = morphax.make_mesh((4,), ("x",))
+    logits = RNG.normal(size=(16, 10)).astype(np.float32)
+    labels = RNG.integers(0, 10, 16).astype(np.int32)
+
+    def xent(z, y):
+        logp = z - morphax.nn.logsumexp(z, axis=1, keepdims=True)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    step = morphax.jit(morphax.value_and_grad(xent))
+    v0, g0 = step(logits, labels)
+    spmd_stats.reset()
+    v, g = step(_put(logits, mesh, P("x")), _put(labels, mesh, P("x")))
+    _close(v, v0)
+    _close(g, g0)
+    _ran_partitioned(fallbacks=0)
+    text = _program()
+    assert "all_gather" not in text and "gather[" in text and "scatter-add" in text, text
+
+
 def case_fallback_is_still_correct():
     auto = morphax.make_mesh((4,), ("x",), axis_types=(AxisType.Auto,))
     explicit = morphax.make_mesh((4,), ("x",))
     x = RNG.normal(size=(8, 6)).astype(np.float32)
-    # A scatter between partitioned operations (JAX's sharding: the operand's).
+    # A scatter between partitioned operations (JAX's sharding: the operand's). Into columns of
+    # a row-split operand, each device scatters into its rows; into rows, it falls back.
     for mesh, spec in ((explicit, P("x", None)), (auto, P("x"))):
-        spmd_stats.reset()
-        out = morphax.jit(lambda v: jnp.sin(v.at[:, jnp.asarray([5, 0, 3])].add(1.0)) * 2)(
-            _put(x, mesh, P("x"))
-        )
-        want = x.copy()
-        want[:, [5, 0, 3]] += 1.0
-        _close(out, np.sin(want) * 2)
-        assert out.sharding.spec == spec, (out.sharding, spec)
-        _shards_match(out)
-        _ran_partitioned(fallbacks=1)
-        assert dict(spmd_stats.fallback_primitives) == {"scatter-add": 1}, spmd_stats.fallback_primitives
+        for where, fallbacks in (((slice(None), [5, 0, 3]), 0), (([5, 0, 3],), 1)):
+            spmd_stats.reset()
+            index = tuple(jnp.asarray(w) if isinstance(w, list) else w for w in where)
+            out = morphax.jit(lambda v, index=index: jnp.sin(v.at[index].add(1.0)) * 2)(_put(x, mesh, P("x")))
+            want = x.copy()
+            want[where] += 1.0
+            _close(out, np.sin(want) * 2)
+            assert out.sharding.spec == spec, (out.sharding, spec)
+            _shards_match(out)
+            _ran_partitioned(fallbacks=fallbacks)
+            assert dict(spmd_stats.fallback_primitives) == ({"scatter-add": 1} if fallbacks else {}), (
+                spmd_stats.fallback_primitives
+            )
     # Linear algebra on a matrix split along a matrix dimension (Auto axes: JAX gives a
     # replicated result).
     m = RNG.normal(size=(8, 8)).astype(np.float32) + 8 * np.eye(8, dtype=np.float32)

@@ -27,6 +27,7 @@ def test_other_operations_partitioned_or_fall_back_correctly(run_cases):
         "spmd_cases",
         [
             "case_along_axis_ops",
+            "case_cross_entropy_stays_split",
             "case_batched_linear_algebra_and_ffts",
             "case_slices_pads_concatenations_gathers",
             "case_control_flow",

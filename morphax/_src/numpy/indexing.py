@@ -25,9 +25,11 @@ from morphax._src.numpy._index_plan import (
     NONE,
     SLICE,
     Plan,
+    _as_index_dtype,
     _has_array_leaf,
     _stack_sequence,
     apply_static_slices,
+    normalize_dynamic,
     parse_index,
 )
 from morphax._src.prims import lax_api as L
@@ -556,7 +558,39 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
         and not isinstance(mode, L.GatherScatterMode)
     ):
         raise ValueError(f"take_along_axis: invalid mode {mode!r}; expected 'fill' or 'clip'.")
-    return _rewriting_take(arr, idx, mode="fill" if mode is None else mode, fill_value=fill_value)
+    mode = "fill" if mode is None else mode
+    shape, ishape = get_aval(arr).shape, np.shape(indices)
+    if axis is not None and len(shape) > 1 and 0 not in shape and 0 not in ishape:
+        ax = util.canonicalize_axis(axis, len(shape), "take_along_axis")
+        if all(n == m for d, (n, m) in enumerate(zip(shape, ishape)) if d != ax):
+            return _take_along_batched(arr, indices, ax, mode, fill_value)
+    return _rewriting_take(arr, idx, mode=mode, fill_value=fill_value)
+
+
+def _take_along_batched(arr, indices, ax, mode, fill_value):
+    """take_along_axis where `indices` has `arr`'s size on every other dimension: one gather whose
+    other dimensions are batching dimensions (each index reads within its own row), as JAX builds
+    it. A program split over those dimensions then gathers from each device's own block
+    (sharding/spmd.py), and its gradient is a scatter-add of the same form."""
+    shape = get_aval(arr).shape
+    idx = normalize_dynamic(_as_index_dtype(util.asarray_like(indices)), shape[ax])  # negatives wrap
+    others = tuple(d for d in range(len(shape)) if d != ax)
+    dnums = L.GatherDimensionNumbers(
+        offset_dims=(),
+        collapsed_slice_dims=(ax,),
+        start_index_map=(ax,),
+        operand_batching_dims=others,
+        start_indices_batching_dims=others,
+    )
+    starts = L.broadcast_in_dim(idx, (*get_aval(idx).shape, 1), tuple(range(len(shape))))
+    return L.gather(
+        arr,
+        starts,
+        dnums,
+        (1,) * len(shape),
+        mode=_parse_mode(mode, "take_along_axis"),
+        fill_value=fill_value,
+    )
 
 
 def put_along_axis(arr, indices, values, axis, inplace=True, mode=None):

@@ -112,6 +112,8 @@ def placed(value, weak_type, sharding, committed=True) -> Array:
 def local_only(sharding) -> bool:
     """Whether arrays laid out per `sharding` hold only this process's pieces: it spans the
     devices of several processes and is not replicated on every device."""
+    if _devices.process_count() == 1:  # before building the device set: this is on every placed call
+        return False
     return spans_processes(sharding.device_set) and not sharding.is_fully_replicated
 
 

@@ -106,17 +106,12 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
     if not any(any(lay) for lay in in_lays + out_lays):
         return None
     part = partition(closed, in_lays, out_lays, mesh)
-    devices = list(mesh.devices.flat)
-    shape = tuple(mesh.devices.shape)
-    # This process's devices (all of them, unless the mesh spans processes) and their mesh ranks.
-    ranks = [r for r, d in enumerate(devices) if is_local(d)]
+    devices, ranks, ids, coords = _geometry(mesh)
     programs, owner = _programs(
         part, in_lays, out_lays, len(ranks) if len(ranks) == len(devices) else 1, name, backend
     )
     spmd_stats.record_call(part)
     sizes = dict(part.mesh_axes)
-    ids = tuple(int(devices[r].id) for r in ranks)
-    coords = [dict(zip(mesh.axis_names, np.unravel_index(r, shape))) for r in ranks]
     bindings = _bindings(part.mesh_axes, devices, ranks)
     inputs = [
         x._buf if type(x) is Array else np.asarray(x, dtype=a.dtype) for x, a in zip(args, closed.in_avals)
@@ -170,6 +165,25 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
         a._place = p
         out.append(a)
     return out
+
+
+_geometries: dict = {}  # mesh -> _geometry(mesh)
+
+
+def _geometry(mesh):
+    """(the mesh's devices in rank order, the ranks of this process's devices (all of them,
+    unless the mesh spans processes), their ids, their coordinates {axis name: index})."""
+    hit = _geometries.get(mesh)
+    if hit is None:
+        devices = list(mesh.devices.flat)
+        shape = tuple(mesh.devices.shape)
+        ranks = [r for r, d in enumerate(devices) if is_local(d)]
+        ids = tuple(int(devices[r].id) for r in ranks)
+        coords = [dict(zip(mesh.axis_names, (int(i) for i in np.unravel_index(r, shape)))) for r in ranks]
+        if len(_geometries) >= 64:
+            _geometries.clear()
+        hit = _geometries[mesh] = (devices, ranks, ids, coords)
+    return hit
 
 
 def _programs(part, in_lays, out_lays, devices, name, backend):

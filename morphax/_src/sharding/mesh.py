@@ -233,12 +233,14 @@ class Mesh(_MeshShape):
         self.axis_sizes = tuple(arr.shape)
         self.axis_types = _axis_types(axis_types, len(names), AxisType.Auto, "Mesh")
         self._prev = []
+        # Compared and hashed on every placed call (layouts, memo keys): computed once.
+        self._identity = (tuple(d.id for d in arr.flat), self.axis_sizes, self.axis_names, self.axis_types)
 
     def _key(self):
-        return (tuple(d.id for d in self.devices.flat), self.axis_sizes, self.axis_names, self.axis_types)
+        return self._identity
 
     def __eq__(self, other):
-        return isinstance(other, Mesh) and self._key() == other._key()
+        return self is other or (isinstance(other, Mesh) and self._identity == other._identity)
 
     def __hash__(self):
         return hash(self._key())

@@ -34,7 +34,7 @@ class Sharding:
     @property
     def is_fully_addressable(self) -> bool:
         """Whether every device of the sharding belongs to this process."""
-        return spans_processes(self.device_set) is False
+        return _devices.process_count() == 1 or not spans_processes(self.device_set)
 
     @property
     def num_devices(self) -> int:

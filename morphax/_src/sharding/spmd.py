@@ -49,7 +49,8 @@ from morphax._src.prims.collectives import all_gather, axis_index, pmax, pmin, p
 from morphax._src.prims.concatenate import concatenate_p
 from morphax._src.prims.dot import dot_general_p
 from morphax._src.prims.dynamic_slicing import dynamic_slice_in_dim
-from morphax._src.prims.gather_scatter_add import gather_p
+from morphax._src.prims.gather_scatter_add import gather_p, scatter_add_p
+from morphax._src.prims.scatter import scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p
 from morphax._src.prims.shape import broadcast_in_dim_p, reshape_p, rev_p, squeeze_p, transpose_p
 from morphax._src.prims.slicing import pad_p, slice_p
 from morphax._src.prims.sorting import sort_p
@@ -136,6 +137,8 @@ def _partition(closed, in_lays, out_lays, mesh):
         )
     return Partitioned(per_device, mesh_axes, p.fallbacks)
 
+
+_SCATTERS = (scatter_add_p, scatter_p, scatter_mul_p, scatter_min_p, scatter_max_p)
 
 _COMBINE = {
     _reductions.reduce_sum_p: psum,
@@ -327,6 +330,8 @@ class _Partitioner:
             return self.concatenate(prim, params, vals, lays, in_avals, out_avals[0])
         if prim is gather_p and len(vals) == 2:
             return self.gather(prim, params, vals, lays, in_avals, out_avals[0])
+        if prim in _SCATTERS and len(vals) == 3:
+            return self.scatter(prim, params, vals, lays, in_avals)
         if prim.kind is Kind.OPAQUE and _prop.is_core_op(prim, params, in_avals, out_avals):
             return self.batched(prim, params, vals, lays, in_avals, out_avals)
         if prim is scan_p:
@@ -501,6 +506,43 @@ class _Partitioner:
         for d, o in zip(offset, dn.offset_dims):
             lay[o] = want_x[d]
         return [(out, tuple(lay))]
+
+    def scatter(self, prim, params, vals, lays, in_avals):
+        """Each device scatters its block of updates into its block of the operand where the
+        blocks line up: a batching dimension pair (with the updates' matching dimension) shares
+        one split, and operand dimensions every update window covers whole, never scattered
+        along, keep theirs (with the updates' window dimension). None (the replicated fallback)
+        when nothing would stay split."""
+        dn = params["dimension_numbers"]
+        shape, ishape, ushape = (tuple(a.shape) for a in in_avals)
+        obatch = tuple(getattr(dn, "operand_batching_dims", ()) or ())
+        ibatch = tuple(getattr(dn, "scatter_indices_batching_dims", ()) or ())
+        windows = [d for d in range(len(shape)) if d not in dn.inserted_window_dims and d not in obatch]
+        scattered = [u for u in range(len(ushape)) if u not in dn.update_window_dims]  # per index batch dim
+        want_x, want_i, want_u = [()] * len(shape), [()] * len(ishape), [()] * len(ushape)
+        used: set = set()
+
+        def take(axes):
+            if not axes or any(a in used for a in axes):
+                return ()
+            used.update(axes)
+            return axes
+
+        for d, k in zip(obatch, ibatch):
+            u = scattered[k]
+            want_x[d] = want_i[k] = want_u[u] = take(lays[1][k] or lays[0][d] or lays[2][u])
+        for d, u in zip(windows, dn.update_window_dims):
+            if ushape[u] == shape[d] and d not in dn.scatter_dims_to_operand_dims:
+                want_x[d] = want_u[u] = take(lays[0][d] or lays[2][u])
+        want_x, want_i, want_u = tuple(want_x), tuple(want_i), tuple(want_u)
+        if not any(want_x) or not (
+            self.fits(shape, want_x) and self.fits(ishape, want_i) and self.fits(ushape, want_u)
+        ):
+            return None
+        x = self.relayout(vals[0], lays[0], want_x, shape)
+        i = self.relayout(vals[1], lays[1], want_i, ishape)
+        u = self.relayout(vals[2], lays[2], want_u, ushape)
+        return [(_bind(prim, [x, i, u], params)[0], want_x)]
 
     def elementwise(self, prim, params, vals, lays, in_avals, out_avals):
         shape = tuple(out_avals[0].shape)
