@@ -138,6 +138,20 @@ def _partition(closed, in_lays, out_lays, mesh):
     return Partitioned(per_device, mesh_axes, p.fallbacks)
 
 
+def _claims():
+    """`take(axes)`: the mesh axes `axes` if none of them is taken yet (then they are), else ():
+    one dimension per operand may be split over a mesh axis."""
+    used: set = set()
+
+    def take(axes):
+        if not axes or any(a in used for a in axes):
+            return ()
+        used.update(axes)
+        return axes
+
+    return take
+
+
 _SCATTERS = (scatter_add_p, scatter_p, scatter_mul_p, scatter_min_p, scatter_max_p)
 
 _COMBINE = {
@@ -474,14 +488,7 @@ class _Partitioner:
         obatch = tuple(getattr(dn, "operand_batching_dims", ()) or ())
         ibatch = tuple(getattr(dn, "start_indices_batching_dims", ()) or ())
         want_x, want_i = [()] * len(shape), [()] * len(ishape)
-        used: set = set()
-
-        def take(axes):
-            if not axes or any(a in used for a in axes):
-                return ()
-            used.update(axes)
-            return axes
-
+        take = _claims()
         for d, k in zip(obatch, ibatch):
             want_x[d] = want_i[k] = take(lays[1][k] or lays[0][d])
         for k in range(len(ishape) - 1):
@@ -520,13 +527,7 @@ class _Partitioner:
         windows = [d for d in range(len(shape)) if d not in dn.inserted_window_dims and d not in obatch]
         scattered = [u for u in range(len(ushape)) if u not in dn.update_window_dims]  # per index batch dim
         want_x, want_i, want_u = [()] * len(shape), [()] * len(ishape), [()] * len(ushape)
-        used: set = set()
-
-        def take(axes):
-            if not axes or any(a in used for a in axes):
-                return ()
-            used.update(axes)
-            return axes
+        take = _claims()
 
         for d, k in zip(obatch, ibatch):
             u = scattered[k]
