@@ -21,6 +21,7 @@ import numpy as np
 from morphax._src.compiler.compile import compile_jaxpr
 from morphax._src.core.avals import get_aval
 from morphax._src.core.jaxpr import any_eqn
+from morphax._src.core.memo import memoized
 from morphax._src.distributed import state as _state
 from morphax._src.distributed.device_collectives import ProcessDevicesCommunicator
 from morphax._src.higher_order import pmap as _pmap
@@ -304,7 +305,9 @@ def _check_groups(jaxpr, mesh_axes, layout, name):
             return False
         return len(mesh_axes) != 1 or any(len({layout[int(r)] for r in g}) > 1 for g in groups)
 
-    if any_eqn(jaxpr, spanning):
+    if memoized(
+        jaxpr, ("groups across processes", tuple(mesh_axes), tuple(layout)), lambda: any_eqn(jaxpr, spanning)
+    ):
         raise NotImplementedError(
             f"{name}: axis_index_groups put devices of several processes in one group (or group a mesh of "
             "several axes); across processes morphax groups devices by mesh axes only yet: use a mesh with "
