@@ -89,11 +89,12 @@ def test_global_arrays_across_two_processes(local_devices):
         np.testing.assert_array_equal(got["from_callback"], x)
         np.testing.assert_array_equal(got["from_pieces"], x)
         np.testing.assert_allclose(got["contracted"], a @ x, rtol=1e-4, atol=1e-5)
-        # pmap: groups of one process's devices reduce among them; groups across processes raise
-        # before the devices start, and the processes' collectives stay usable.
+        # pmap with axis_index_groups: groups of one process's devices, and groups across processes
+        # (their MPI communicators split before the devices start).
         assert got["grouped_within"] == [float(sum(ids_rank))] * local_devices
-        kind, message = got["grouped_across"]
-        assert kind == "NotImplementedError" and "axis_index_groups" in message
+        assert got["grouped_across"] == [
+            float(sum(p * local_devices + i for p in range(n))) for i in range(local_devices)
+        ]
         assert got["after_groups"] == [float(sum(range(n * local_devices)))] * local_devices
         # A mesh of two axes (processes x devices): collectives over each axis's groups of devices.
         np.testing.assert_allclose(got["grid"], x.astype(np.float64).sum(), rtol=1e-5)

@@ -225,11 +225,12 @@ class ProcessDevicesCommunicator(Communicator):
 
     def _make_subgroups(self, groups, owners, shared):
         if shared and collective_axes.bound_on_this_thread():
-            # Inside a device's program (axis_index_groups): the split would be an MPI collective
-            # made by one device thread while others may be in their own.
+            # Inside a device's program: the split would be an MPI collective made by one device
+            # thread while others may be in their own. pmap_runner makes the program's groups
+            # before the devices start; groups made up inside a program cannot span processes.
             raise NotImplementedError(
-                f"axis_index_groups {groups} put devices of several processes in one group; across processes "
-                "morphax groups devices by mesh axes only yet (shard_map or jit over a mesh of several axes)"
+                f"axis_index_groups {groups} put devices of several processes in one group, and were not "
+                "known before the devices started; pass them as a constant of the mapped function"
             )
         processes = state.global_communicator()
         key = (id(processes), tuple(tuple(owners[i]) for i in shared))

@@ -284,8 +284,8 @@ def _prepare(jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, n
         return ids, programs, split.owner, calls_host, bindings, None
     # The devices of several processes (morphax.distributed): collectives meet among this
     # process's devices, then between processes.
-    _check_groups(jaxpr, mesh_axes, layout, name)
     comm = ProcessDevicesCommunicator(_state.devices_communicator(), layout)
+    _make_groups(jaxpr, mesh_axes, comm, name)
     by_rank = mesh_bindings(mesh_axes, comm)
     owner, picks = split.owner, None  # pmap's form: each process passes its own devices' slices
     if axis_size == global_size:  # shard_map's form: every process passes the global arrays
@@ -294,25 +294,40 @@ def _prepare(jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, n
     return ids, programs, owner, calls_host, lambda r: by_rank(ranks[r]), picks
 
 
-def _check_groups(jaxpr, mesh_axes, layout, name):
-    """Raise before the devices start (a device failing at a collective would leave the
-    processes' communicator unusable) where axis_index_groups put devices of several processes
-    in one group: across processes devices are grouped by mesh axes only."""
+def _index_groups(jaxpr) -> tuple:
+    """The distinct axis_index_groups of the program's collectives (nested bodies included)."""
 
-    def spanning(eqn):
-        groups = eqn.params.get("axis_index_groups")
-        if groups is None:
+    def collect():
+        found: list = []
+
+        def note(eqn):
+            groups = eqn.params.get("axis_index_groups")
+            if groups is not None:
+                key = tuple(tuple(int(r) for r in g) for g in groups)
+                if key not in found:
+                    found.append(key)
             return False
-        return len(mesh_axes) != 1 or any(len({layout[int(r)] for r in g}) > 1 for g in groups)
 
-    if memoized(
-        jaxpr, ("groups across processes", tuple(mesh_axes), tuple(layout)), lambda: any_eqn(jaxpr, spanning)
-    ):
+        any_eqn(jaxpr, note)
+        return tuple(found)
+
+    return memoized(jaxpr, ("axis_index_groups",), collect)
+
+
+def _make_groups(jaxpr, mesh_axes, comm, name):
+    """Make, before the devices start, the communicators of the program's axis_index_groups:
+    groups that span processes get MPI communicators split collectively, which the processes'
+    launching threads do in the same order (a device thread cannot). Groups of a mesh of several
+    axes across processes raise here, not at a device (a failing device would leave the
+    processes' communicator unusable)."""
+    groups = _index_groups(jaxpr)
+    if groups and len(mesh_axes) != 1:
         raise NotImplementedError(
-            f"{name}: axis_index_groups put devices of several processes in one group (or group a mesh of "
-            "several axes); across processes morphax groups devices by mesh axes only yet: use a mesh with "
-            "one axis per group (shard_map, or jit over a mesh of several axes)"
+            f"{name}: axis_index_groups over a mesh of several axes whose devices belong to several processes "
+            "are not supported yet; give each group its own mesh axis (shard_map, or jit over that mesh)"
         )
+    for g in groups:
+        comm.subgroups(g)
 
 
 def _gathering(programs, out_axes, comm, ranks):
