@@ -30,6 +30,7 @@ from morphax._src.runtime.communicators import (
     Communicator,
     ThreadCommunicator,
     _describe,
+    check_groups,
 )
 
 __all__ = ["ProcessDevicesCommunicator"]
@@ -209,11 +210,7 @@ class ProcessDevicesCommunicator(Communicator):
         with the same groups in every process: their MPI communicators are split from the
         processes' global communicator (whose collectives that thread makes) once, and kept."""
         groups = [[int(r) for r in g] for g in groups]
-        seen = [r for g in groups for r in g]
-        if len(set(seen)) != len(seen) or any(not 0 <= r < self.size for r in seen):
-            raise ValueError(
-                f"subgroups: groups {groups} must be disjoint lists of ranks in [0, {self.size})"
-            )
+        check_groups(groups, self.size)
         owners = [sorted({self._where[r][0] for r in g}) for g in groups]
         shared = [i for i, o in enumerate(owners) if len(o) > 1]  # groups that span processes
         key = tuple(map(tuple, groups))

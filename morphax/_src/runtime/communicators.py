@@ -108,6 +108,15 @@ class Communicator:
         raise NotImplementedError
 
 
+def check_groups(groups, size: int) -> None:
+    """Raise unless `groups` (lists of ranks) are disjoint and within [0, size)."""
+    seen = [r for g in groups for r in g]
+    if len(set(seen)) != len(seen) or any(not 0 <= r < size for r in seen):
+        raise ValueError(
+            f"subgroups: groups {[list(g) for g in groups]} must be disjoint lists of ranks in [0, {size})"
+        )
+
+
 def _describe(x) -> str:
     return f"{np.dtype(x.dtype).name}{list(x.shape)}"
 
@@ -444,12 +453,7 @@ class ThreadCommunicator(Communicator):
             hit = self._subgroups.get(key)
             if hit is not None:
                 return hit
-            seen = [r for g in key for r in g]
-            if len(set(seen)) != len(seen) or any(not 0 <= r < self.size for r in seen):
-                raise ValueError(
-                    f"subgroups: groups {[list(g) for g in key]} must be disjoint lists of ranks in "
-                    f"[0, {self.size})"
-                )
+            check_groups(key, self.size)
             subs = [
                 ThreadCommunicator(
                     len(g), self.timeout, _shared=self._shared, _root_ranks=[self._root_ranks[r] for r in g]

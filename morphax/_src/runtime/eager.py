@@ -211,10 +211,7 @@ class EvalTrace(_trace.Trace):
 
 def _spans_processes(args) -> bool:
     """Whether an argument is an Array holding only its process's pieces of a global array."""
-    for x in args:
-        if type(x) is Array and x._place is not None and placement.local_only(x._place[0]):
-            return True
-    return False
+    return any(placement.holds_local_pieces(x) for x in args)
 
 
 _over_processes: dict = {}  # (primitive, input avals, params) -> its one-equation closed jaxpr

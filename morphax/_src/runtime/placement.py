@@ -112,9 +112,12 @@ def placed(value, weak_type, sharding, committed=True) -> Array:
 def local_only(sharding) -> bool:
     """Whether arrays laid out per `sharding` hold only this process's pieces: it spans the
     devices of several processes and is not replicated on every device."""
-    if _devices.process_count() == 1:  # before building the device set: this is on every placed call
-        return False
-    return spans_processes(sharding.device_set) and not sharding.is_fully_replicated
+    return spans_processes(sharding) and not sharding.is_fully_replicated
+
+
+def holds_local_pieces(x) -> bool:
+    """Whether `x` is an Array holding only its process's pieces of a global array."""
+    return type(x) is Array and x._place is not None and local_only(x._place[0])
 
 
 def _type_text(x) -> str:
@@ -379,7 +382,7 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None) 
     blocks, concatenated); whole along the others. In a one-process run (or a sharding on this
     process's devices only) the local data is the global array."""
     value = _host(local_data)
-    if not spans_processes(sharding.device_set):
+    if not spans_processes(sharding):
         shape = tuple(value.shape if global_shape is None else global_shape)
         if value.shape != shape:
             raise ValueError(

@@ -435,7 +435,7 @@ def _check_process_local(args, in_axes, ids, picks, name):
     devices) can be mapped only where every process passes the global arrays (`picks`) and each
     of this process's devices finds its own slice among its process's pieces."""
     for i, (x, ax) in enumerate(zip(args, in_axes)):
-        if type(x) is not Array or x._place is None or not placement.local_only(x._place[0]):
+        if not placement.holds_local_pieces(x):
             continue
         sharding = x._place[0]
         found = {d.id: ix for d, ix in sharding.devices_indices_map(x.shape).items()}

@@ -5,8 +5,8 @@ backward pass gives one per gradient, interleaved with the computation of the ne
 rendezvous of every device (and, across processes, an MPI exchange), and each cuts the program
 into separately compiled segments, so seven gradients cost seven meetings, a wait for the slowest
 device at each, and seven breaks in kernel fusion. `merge_reductions` delays each psum (pmax,
-pmin) until the first equation that reads one of its results, and issues all those delayed with
-the same parameters there as one equation with several operands: one meeting, one exchange
+pmin), with the pure equations that use its results, and issues the delayed reductions with the
+same parameters as one equation with several operands: one meeting, one exchange
 (`all_reduce_many`), the same values.
 
 Every device runs the same per-device program, so moving collectives keeps them in the same order

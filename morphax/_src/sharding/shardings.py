@@ -34,7 +34,7 @@ class Sharding:
     @property
     def is_fully_addressable(self) -> bool:
         """Whether every device of the sharding belongs to this process."""
-        return _devices.process_count() == 1 or not spans_processes(self.device_set)
+        return not spans_processes(self)
 
     @property
     def num_devices(self) -> int:
@@ -74,12 +74,13 @@ def is_local(device) -> bool:
     return _devices.process_count() == 1 or device.process_index == _devices.process_index()
 
 
-def spans_processes(device_set) -> bool:
-    """Whether some of these devices belong to another process (morphax.distributed)."""
+def spans_processes(sharding) -> bool:
+    """Whether some of `sharding`'s devices belong to another process (morphax.distributed).
+    In a one-process run it answers before building the device set: it is on every placed call."""
     if _devices.process_count() == 1:
         return False
     me = _devices.process_index()
-    return any(d.process_index != me for d in device_set)
+    return any(d.process_index != me for d in sharding.device_set)
 
 
 def _memory_kind(kind):
