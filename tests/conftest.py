@@ -46,6 +46,33 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
+def _run_python(code: str, env_extra=None, timeout: float = 120, drop=()):
+    """Run `code` (dedented) in a fresh interpreter that imports this checkout's morphax, with
+    `env_extra` added to the environment and the variables in `drop` removed; the process must
+    succeed. Returns the CompletedProcess (text stdout and stderr)."""
+    repo = str(pathlib.Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, **(env_extra or {}))
+    for name in drop:
+        env.pop(name, None)
+    env["PYTHONPATH"] = repo + os.pathsep + env.get("PYTHONPATH", "")
+    res = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        cwd=repo,
+    )
+    assert res.returncode == 0, f"exit status {res.returncode}\n{res.stderr}"
+    return res
+
+
+@pytest.fixture
+def python_child():
+    """`run(code, env_extra=None, timeout=120, drop=())`: a fresh process running `code`."""
+    return _run_python
+
+
 @pytest.fixture
 def private_disk_cache(tmp_path, monkeypatch):
     """For tests that call morphax.clear_caches(), which empties the disk cache as well: a

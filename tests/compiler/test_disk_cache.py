@@ -1,6 +1,6 @@
 """The C backend's disk cache and its faults (issue 13, part 5 and 7): a second process hits the
-disk, damaged entries are rebuilt and never loaded, a read-only directory falls back to a
-temporary one, the size cap evicts the least recently used entries, concurrent builds of one
+disk, damaged entries are rebuilt and never loaded, a read-only directory is read and never
+written, a missing one means private builds, the size cap evicts the least recently used entries, concurrent builds of one
 program leave one valid entry, `morphax.clear_caches()` clears memory and disk, and a broken or
 missing compiler falls back to NumPy without a crash.
 
@@ -21,7 +21,7 @@ import pytest
 import morphax
 import morphax.numpy as jnp
 from morphax._src.compiler.backends import get_backend
-from morphax._src.compiler.backends.c import build, generic
+from morphax._src.compiler.backends.c import build, disk_cache, generic
 
 pytestmark = pytest.mark.skipif(not get_backend("c").available(), reason="no working C compiler")
 
@@ -38,6 +38,7 @@ def fresh_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("MORPHAX_C_EXTRA_FLAGS", raising=False)
     saved_libs, saved_probe, saved_stats = dict(build._libraries), dict(build._probe), dict(build.stats)
     build._libraries.clear()
+    build._recent.clear()
     build.reset_cache_dir()
     for k in build.stats:
         build.stats[k] = 0
@@ -79,9 +80,10 @@ def _entries(cache_dir):
 
 
 def _check_entry(so_path):
-    with open(so_path[:-3] + ".sha256") as fh:
-        want = fh.read().strip()
-    assert build._checksum(so_path) == want
+    with open(so_path + ".sig") as fh:
+        signed = fh.read().strip()
+    key = os.path.basename(so_path)[:-3]
+    assert signed == disk_cache.signature("library", key, pathlib.Path(so_path).read_bytes())
 
 
 # A fresh process: compile one fixed program with the C backend, print the counters.
@@ -132,6 +134,7 @@ def test_in_process_memory_then_disk_hits(fresh_cache):
     }
     _recompile()
     build._libraries.clear()  # ... and now from the disk
+    build._recent.clear()
     np.testing.assert_allclose(_run_c(f, x), want, rtol=1e-5, atol=1e-6)
     assert build.stats == {
         "compiles": 1,
@@ -153,11 +156,16 @@ def _corrupt(so_path, how):
         mid = len(data) // 2
         bad, sum_text = data[:mid] + bytes([data[mid] ^ 0xFF]) + data[mid + 1 :], None
     elif how == "garbage_with_matching_sum":
-        # Checksum consistent with the file, but the file is no library: must not crash either.
+        # Signed as this entry, but the file is no library: must not crash either.
         bad = b"\x7fELF not really" * 10
+        sum_text = disk_cache.signature("library", os.path.basename(so_path)[:-3], bad)
+    elif how == "other_key":
+        # The very bytes, signed for another entry (a file copied from elsewhere).
+        bad, sum_text = data, disk_cache.signature("library", "f" * 64, data)
+    elif how == "bare_checksum":  # the first layout's checksum file
         import hashlib
 
-        sum_text = hashlib.sha256(bad).hexdigest()
+        bad, sum_text = data, hashlib.sha256(data).hexdigest()
     elif how == "bad_sum":
         bad, sum_text = data, "0" * 64
     elif how == "missing_sum":
@@ -168,7 +176,7 @@ def _corrupt(so_path, how):
     with open(tmp, "wb") as fh:
         fh.write(bad)
     os.replace(tmp, so_path)
-    sum_path = so_path[:-3] + ".sha256"
+    sum_path = so_path + ".sig"
     if sum_text == "":
         os.remove(sum_path)
     elif sum_text is not None:
@@ -177,7 +185,16 @@ def _corrupt(so_path, how):
 
 
 @pytest.mark.parametrize(
-    "how", ["truncated", "flipped", "bad_sum", "missing_sum", "garbage_with_matching_sum"]
+    "how",
+    [
+        "truncated",
+        "flipped",
+        "bad_sum",
+        "missing_sum",
+        "garbage_with_matching_sum",
+        "other_key",
+        "bare_checksum",
+    ],
 )
 def test_damaged_entry_is_rebuilt_never_loaded(fresh_cache, how, python_child):
     # Built by another process, so this one has never mapped the entry.
@@ -203,6 +220,7 @@ def test_damaged_entry_in_this_process(fresh_cache):
     (entry,) = _entries(fresh_cache)
     _corrupt(entry, "truncated")
     build._libraries.clear()
+    build._recent.clear()
     _recompile()
     np.testing.assert_allclose(_run_c(f, x), want, rtol=1e-5)
     assert build.stats["rebuilt_corrupt"] == 1
@@ -210,36 +228,57 @@ def test_damaged_entry_in_this_process(fresh_cache):
     _check_entry(entry)
 
 
-def _unwritable_dir_test(cache, fresh_cache_root):
+def test_read_only_cache_dir_is_read_and_never_written(fresh_cache, monkeypatch, tmp_path):
     f, c = _program()
     x = np.linspace(0, 1, 7, dtype=np.float32)
     want = np.asarray(morphax.jit(f, backend="numpy")(x))
-    np.testing.assert_allclose(_run_c(f, x), want, rtol=1e-5)
-    used = build.cache_dir()
-    assert not used.startswith(str(cache)), used
-    assert os.path.isdir(used)
-    assert _entries(os.path.dirname(used)) or glob.glob(os.path.join(used, "*", "*.so"))
-    assert build.stats["compiles"] == 1
+    np.testing.assert_allclose(_run_c(f, x), want, rtol=1e-5)  # builds the entry
+    before = sorted(p for p in glob.glob(os.path.join(str(fresh_cache), "**"), recursive=True))
+    build._libraries.clear()
+    build._recent.clear()
+    build.reset_cache_dir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
 
-
-def test_read_only_cache_dir_falls_back_to_a_temporary_one(fresh_cache, monkeypatch):
-    fresh_cache.mkdir()
-    os.chmod(fresh_cache, 0o500)
+    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR is read once
+    fresh_cache.chmod(0o500)
+    (fresh_cache / "c").chmod(0o500)
     try:
-        if os.access(fresh_cache, os.W_OK):
-            pytest.skip("running as root: chmod does not make the directory read-only")
-        _unwritable_dir_test(fresh_cache, fresh_cache)
+        if os.access(fresh_cache / "c", os.W_OK):
+            monkeypatch.setenv("MORPHAX_CACHE_READ_ONLY", "1")  # root: chmod does not stop it
+            build.reset_cache_dir()
+        assert build.cache_dir() == str(fresh_cache / "c") and not disk_cache.writable()
+        _recompile()
+        np.testing.assert_allclose(_run_c(f, x), want, rtol=1e-5)
+        assert build.stats["disk_hits"] == 1 and build.stats["compiles"] == 1  # read, not rebuilt
+        g, _ = _program()
+        np.testing.assert_allclose(_run_c(g, x), np.asarray(morphax.jit(g, backend="numpy")(x)), rtol=1e-5)
+        assert build.stats["compiles"] == 2  # built privately ...
     finally:
-        os.chmod(fresh_cache, 0o700)
+        tempfile.tempdir = None
+        (fresh_cache / "c").chmod(0o700)
+        fresh_cache.chmod(0o700)
+    after = sorted(p for p in glob.glob(os.path.join(str(fresh_cache), "**"), recursive=True))
+    assert after == before  # ... and nothing written to the cache
+    assert os.listdir(tmp_path / "tmp") == []  # nor left in the temporary directory
 
 
-def test_unusable_cache_dir_falls_back_to_a_temporary_one(fresh_cache, monkeypatch):
+def test_unusable_cache_dir_means_private_builds(fresh_cache, monkeypatch, tmp_path):
     # Runs even as root: the cache "directory" lies under a regular file, so it cannot be made.
     blocker = fresh_cache.parent / "a_file"
     blocker.write_text("not a directory")
     monkeypatch.setenv("MORPHAX_CACHE_DIR", str(blocker / "cache"))
     build.reset_cache_dir()
-    _unwritable_dir_test(blocker, fresh_cache)
+    assert build.cache_dir() is None and not disk_cache.writable()
+    f, c = _program()
+    x = np.linspace(0, 1, 7, dtype=np.float32)
+    want = np.asarray(morphax.jit(f, backend="numpy")(x))
+    np.testing.assert_allclose(_run_c(f, x), want, rtol=1e-5)
+    assert build.stats["compiles"] == 1
+    _recompile()  # the same program again: from memory
+    np.testing.assert_allclose(_run_c(f, x), want, rtol=1e-5)
+    assert build.stats["compiles"] == 1 and build.stats["memory_hits"] == 1
 
 
 def test_size_cap_evicts_least_recently_used(fresh_cache, monkeypatch):
@@ -259,7 +298,7 @@ def test_size_cap_evicts_least_recently_used(fresh_cache, monkeypatch):
     assert first in left and second[0] not in left and len(left) == 2
     for e in left:
         _check_entry(e)
-    assert not glob.glob(os.path.join(str(fresh_cache), "c", "*", second[0][-70:-3] + ".sha256"))
+    assert not glob.glob(os.path.join(str(fresh_cache), "c", "*", os.path.basename(second[0]) + ".sig"))
 
 
 def test_tiny_cap_still_runs(fresh_cache, monkeypatch):
@@ -333,7 +372,7 @@ def test_clear_caches_clears_memory_and_disk(fresh_cache):
     assert len(_entries(fresh_cache)) == 1 and build._libraries
     morphax.clear_caches()
     assert _entries(fresh_cache) == []
-    assert not glob.glob(os.path.join(str(fresh_cache), "c", "*", "*.sha256"))
+    assert not glob.glob(os.path.join(str(fresh_cache), "c", "*", "*.sig"))
     assert not build._libraries
     before = build.stats["compiles"]
     want = np.asarray(morphax.jit(f, backend="numpy")(x))

@@ -138,11 +138,11 @@ def test_the_c_launcher_declines_inputs_it_cannot_pass_and_ctypes_runs_them():
 def test_without_python_headers_the_launcher_extension_is_not_built(monkeypatch, tmp_path):
     """The extension is optional: no headers (or no compiler) means ctypes launches everything.
     (An extension already in the disk cache loads without headers: an empty cache here.)"""
-    from morphax._src.compiler.backends.c import build, launch_ext
+    from morphax._src.compiler.backends.c import disk_cache, launch_ext
 
     monkeypatch.setenv("MORPHAX_CACHE_DIR", str(tmp_path / "cache"))
-    # A copy of the probe's answers without the resolved cache directory (restored afterwards).
-    monkeypatch.setattr(build, "_probe", {k: v for k, v in build._probe.items() if k != "cache_dir"})
+    # The resolved cache directory is forgotten here and again afterwards.
+    monkeypatch.setattr(disk_cache, "_state", {})
     monkeypatch.setattr(launch_ext.sysconfig, "get_paths", lambda: {"include": str(tmp_path)})
     assert launch_ext._build() is None
     monkeypatch.setattr(launch_ext.sysconfig, "get_paths", lambda: {})

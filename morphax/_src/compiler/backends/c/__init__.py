@@ -177,10 +177,12 @@ class CBackend:
         )
 
         def launchers(lib, params=None) -> dict:
+            # build.function: the library is unloaded as soon as the last launcher goes.
             if with_blas:
-                lib.mx_set_blas.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
-                lib.mx_set_blas(*blas.gemm_pointers())
-            return {id(s): native_program.launcher(getattr(lib, s.name), s, params) for s in top}
+                set_blas = build.function(lib, "mx_set_blas")
+                set_blas.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+                set_blas(*blas.gemm_pointers())
+            return {id(s): native_program.launcher(build.function(lib, s.name), s, params) for s in top}
 
         # Programs that differ only in shapes share a structure (generic.py).
         structure = generic.structure_key("\n".join([printed, aliases, layout, top[0].name]))

@@ -1,16 +1,17 @@
 """Compiling C sources into shared libraries, with an in-memory and an on-disk cache.
 
-The disk cache lives under MORPHAX_CACHE_DIR (default ~/.cache/morphax/c), one entry per source:
-the key hashes the source, the compiler's path and version, the flags, the code generator's
-version and the host CPU. Entries are written atomically (a temporary file renamed into place,
-under a file lock) with a SHA-256 checksum written last; an entry whose checksum does not match
-(truncated, corrupt) is rebuilt, never loaded. The cache is capped (MORPHAX_CACHE_MAX_MB,
-default 512) with least-recently-used eviction. Beside the libraries, small `.alias` files record
-which shape-generic library (generic.py) a program ran, with its parameters, so a program keyed
-by its own description finds a library built for another shape without rendering. A read-only
-cache directory falls back to a temporary one. Counters (`stats`) are what tests assert on: `compiles` counts generated programs
-built by the compiler (the probe is not one), `disk_hits`/`memory_hits` the cache hits and
-`rebuilt_corrupt` the entries found damaged (bad checksum, missing checksum, unloadable) and rebuilt.
+The disk cache (disk_cache.py: layout, signatures, locks, size cap) holds one entry per program:
+the key hashes a description of the source, the compiler's path and version, the flags, the code
+generator's version, the cache format and the host CPU. A library is built in a private folder,
+loaded from there (one that does not load is the compiler's failure: CompileError, so the caller
+falls back to NumPy), then published with a signature bound to its key; every library, alias and
+probe answer read back is checked against its signature first, and one that fails is discarded
+and rebuilt, never loaded. Beside the libraries, `.alias` records say which shape-generic library
+(generic.py) a program ran, with its parameters, so a program keyed by its own description finds
+a library built for another shape without rendering. Counters (`stats`) are what tests assert
+on: `compiles` counts generated programs built by the compiler (the probe is not one),
+`disk_hits`/`memory_hits` the cache hits and `rebuilt_corrupt` the entries found damaged and
+rebuilt. Loaded libraries are unloaded once nothing can call them (see `_open`).
 
 Whether the compiler works (and takes -fopenmp) is probed once per machine: the answer is kept in
 the cache directory, keyed by the compiler binary, its flags and the host CPU.
@@ -23,15 +24,18 @@ libstdc++ after it, or the first C++ exception thrown inside SciPy aborts the pr
 
 from __future__ import annotations
 
+import _ctypes
+import collections
 import contextlib
 import ctypes
 import hashlib
-import json
 import os
 import platform
 import threading
+import weakref
 
 from morphax._src import events
+from morphax._src.compiler.backends.c import disk_cache
 from morphax._src.compiler.backends.c.render import CODEGEN_VERSION
 
 # -ffp-contract=off: a*b+c rounds twice, as NumPy (the reference) and eager morphax compute it,
@@ -55,7 +59,6 @@ OPENMP = ["-fopenmp"]
 
 # generic_hits: programs that ran a library compiled for another shape (generic.py).
 stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0, "rebuilt_corrupt": 0, "generic_hits": 0}
-_libraries: dict[str, ctypes.CDLL] = {}
 _aliases: dict[str, dict] = {}  # program key -> the generic library it runs, with its parameters
 _lock = threading.Lock()
 _probe: dict = {}
@@ -158,7 +161,7 @@ def _run_probe() -> None:
     try:
         for extra in (OPENMP, []):
             try:
-                lib = _compile_and_load(src, "probe", _target_flags() + extra, use_disk=False, count=False)
+                lib = _compile_and_load(src, "probe", _target_flags() + extra, count=False)
                 if lib.morphax_probe(41) == 42:
                     _probe["openmp"] = bool(extra)
                     _probe["result"] = (True, "")
@@ -169,8 +172,8 @@ def _run_probe() -> None:
         _probe["result"] = (False, f"{type(e).__name__}: {e}")
 
 
-def _probe_path(cc: str) -> str | None:
-    """Where the probe's answer for compiler binary `cc` is kept (None: nowhere)."""
+def _probe_key(cc: str) -> str | None:
+    """The key of the probe's answer for compiler binary `cc` (None: it cannot be told apart)."""
     try:
         st = os.stat(os.path.realpath(cc))
     except OSError:
@@ -182,45 +185,38 @@ def _probe_path(cc: str) -> str | None:
         str(st.st_mtime_ns),
         " ".join(FLAGS + _target_flags() + OPENMP),
         _extra_flags_text(),
+        disk_cache.FORMAT,
         _cpu(),
     ):
         h.update(part.encode())
         h.update(b"\0")
-    return os.path.join(cache_dir(), f"probe-{h.hexdigest()[:32]}.json")
+    return h.hexdigest()[:32]
+
+
+def _probe_path(key: str) -> str | None:
+    root = disk_cache.directory()
+    return None if root is None else os.path.join(root, f"probe-{key}.json")
 
 
 def _read_probe(cc: str) -> dict | None:
-    path = _probe_path(cc)
+    key = _probe_key(cc)
+    path = None if key is None else _probe_path(key)
     if path is None:
         return None
-    try:
-        with open(path) as fh:
-            got = json.load(fh)
-        if (
-            isinstance(got, dict)
-            and isinstance(got.get("version"), str)
-            and isinstance(got.get("openmp"), bool)
-        ):
-            return got
-    except (OSError, ValueError):
-        pass
+    got = disk_cache.read_record(path, "probe", key)
+    if isinstance(got, dict) and isinstance(got.get("version"), str) and isinstance(got.get("openmp"), bool):
+        return got
     return None
 
 
 def _write_probe(cc: str) -> None:
-    import tempfile
-
-    path = _probe_path(cc)
-    if path is None:
+    key = _probe_key(cc)
+    path = None if key is None else _probe_path(key)
+    if path is None or not disk_cache.writable():
         return
-    try:
-        fd, tmp = tempfile.mkstemp(prefix="probe-", suffix=".tmp", dir=os.path.dirname(path))
-        with os.fdopen(fd, "w") as fh:
-            json.dump({"version": _probe["version"], "openmp": bool(_probe.get("openmp"))}, fh)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError, UnboundLocalError):
-            os.remove(tmp)
+    record = {"version": _probe["version"], "openmp": bool(_probe.get("openmp"))}
+    with contextlib.suppress(OSError):
+        disk_cache.write_record(path, "probe", key, record)
 
 
 def _extra_flags_text() -> str:
@@ -237,32 +233,14 @@ def _flags() -> list:
     return FLAGS + _target_flags() + openmp + shlex.split(_extra_flags_text())
 
 
-def cache_dir() -> str:
-    """The disk cache directory (created on first use); read-only falls back to a temporary one."""
-    got = _probe.get("cache_dir")
-    if got is None:
-        base = os.environ.get("MORPHAX_CACHE_DIR") or os.path.join(
-            os.path.expanduser("~"), ".cache", "morphax"
-        )
-        got = os.path.join(base, "c")
-        try:
-            os.makedirs(got, exist_ok=True)
-            # Can we write here? A file of our own, created and removed (tempfile is imported
-            # only for the fallback: importing it costs a new process several milliseconds).
-            check = os.path.join(got, f".writable-{os.getpid()}-{threading.get_ident()}")
-            os.close(os.open(check, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-            os.remove(check)
-        except OSError:
-            import tempfile
-
-            got = tempfile.mkdtemp(prefix="morphax-cache-")
-        _probe["cache_dir"] = got
-    return got
+def cache_dir() -> str | None:
+    """The disk cache directory (disk_cache.py), None when there is none."""
+    return disk_cache.directory()
 
 
 def reset_cache_dir() -> None:
     """Forget the resolved cache directory (tests point MORPHAX_CACHE_DIR elsewhere)."""
-    _probe.pop("cache_dir", None)
+    disk_cache.reset()
 
 
 def cache_key(source: str) -> str:
@@ -273,6 +251,7 @@ def cache_key(source: str) -> str:
         _probe.get("version", ""),
         " ".join(_flags()),
         CODEGEN_VERSION,
+        disk_cache.FORMAT,
         _cpu(),
     ):
         h.update(part.encode())
@@ -296,7 +275,8 @@ def load(source, name: str, key_text: str | None = None) -> ctypes.CDLL:
     with _lock, events.span(f"load C library {name}", "compile"):
         lib = _libraries.get(key)
         if lib is None:
-            lib = _libraries[key] = _from_disk_or_compile(source, key, name)
+            lib = _from_disk_or_compile(source, key, name)
+            _remember(key, lib)
     return lib
 
 
@@ -306,29 +286,109 @@ def cached(key_text: str) -> ctypes.CDLL | None:
     return _cached(cache_key(key_text))
 
 
+# ----------------------------------------------------------------------------- libraries in memory
+# A library stays loaded while anything can call it: the launchers of a compiled program hold its
+# functions, and a ctypes function holds its library. When the last holder goes (the program's
+# function was dropped), the library is unloaded (dlclose). The most recent ones are kept a while
+# longer, so a program traced again soon (another jit of the same code) finds it in memory.
+RECENT_LIBRARIES = 32
+
+_libraries: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # cache key -> library
+_recent: collections.deque = collections.deque(maxlen=RECENT_LIBRARIES)
+
+
+class _Function(_ctypes.CFuncPtr):
+    """A C function of a generated library (callers set its argtypes), holding the library."""
+
+    _flags_ = _ctypes.FUNCFLAG_CDECL  # as CDLL's functions: called without the GIL
+    _restype_ = None
+    _argtypes_ = (ctypes.c_void_p,)
+
+
+def function(lib: ctypes.CDLL, name: str) -> _Function:
+    """The function `name` of `lib`, keeping `lib` loaded while it lives. Not `lib[name]`: a
+    function ctypes makes from a library refers to itself, a cycle that only the cyclic GC frees,
+    so a dropped program's library would stay loaded until it ran."""
+    fn = _Function(ctypes.addressof(ctypes.c_char.in_dll(lib, name)))
+    fn.library = lib
+    return fn
+
+
+def _remember(key: str, lib: ctypes.CDLL) -> None:
+    _libraries[key] = lib
+    _recent.append(lib)
+
+
+def _open(path: str) -> ctypes.CDLL:
+    """Load a library (OSError if it does not load), to be unloaded when it is collected."""
+    lib = ctypes.CDLL(path)
+    release = weakref.finalize(lib, _unload, lib._handle)
+    release.atexit = False  # at exit the process unmaps everything anyway, threads still running
+    return lib
+
+
+def _unload(handle: int) -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        _ctypes.dlclose(handle)
+
+
+def loaded_count() -> int:
+    """How many generated libraries this process holds loaded (tests bound it)."""
+    return sum(1 for _ in _libraries.values())
+
+
+# ----------------------------------------------------------------------------- aliases
+MAX_ALIASES = 4096
+
+
 def save_alias(key_text: str, library_key: str, positions: list, values) -> None:
     """Record that the program keyed by `key_text` runs the (shape-generic) library whose cache
     key is `library_key`, with these parameters, so a later trace of it, in this process or
-    another, finds both without rendering (a small JSON file beside the libraries)."""
+    another, finds both without rendering (a small signed JSON record beside the libraries)."""
     record = _alias_record(library_key, positions, values)
     key = cache_key(key_text)
+    _keep_alias(key, record)
+    if disk_cache.writable():
+        with contextlib.suppress(OSError):
+            path = disk_cache.entry_path(key, ".alias", create=True)
+            disk_cache.write_record(path, "alias", key, _alias_json(record))
+
+
+def _keep_alias(key: str, record: dict) -> None:
     _aliases[key] = record
-    with contextlib.suppress(OSError):
-        path = _entry_paths(key)[0][:-3] + ".alias"
-        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        with open(tmp, "w") as fh:
-            json.dump(record, fh)
-        os.replace(tmp, path)
+    while len(_aliases) > MAX_ALIASES:
+        _aliases.pop(next(iter(_aliases)), None)
 
 
 def _alias_record(library_key, positions, values) -> dict:
-    """An alias as it is kept in memory (and written as JSON): positions as (function, number)
-    tuples, values as ints."""
+    """An alias as it is kept in memory: positions as (function, number) tuples, values as ints."""
     return {
         "library": str(library_key),
         "positions": [tuple(int(i) for i in p) for p in positions],
         "values": [int(v) for v in values],
     }
+
+
+def _alias_json(record: dict) -> dict:
+    return {**record, "positions": [list(p) for p in record["positions"]]}
+
+
+def _alias_from_json(stored) -> dict | None:
+    """The alias a signed record holds, if it has the alias's shape (else None)."""
+    try:
+        library, positions, values = stored["library"], stored["positions"], stored["values"]
+        if not (isinstance(library, str) and len(library) == 64 and all(c in _HEX for c in library)):
+            return None
+        if len(positions) != len(values):
+            return None
+        if not all(type(i) is int for p in positions for i in p) or not all(type(v) is int for v in values):
+            return None
+        return _alias_record(library, positions, values)
+    except (KeyError, TypeError):
+        return None
+
+
+_HEX = frozenset("0123456789abcdef")
 
 
 def cached_alias(key_text: str):
@@ -338,17 +398,22 @@ def cached_alias(key_text: str):
     key = cache_key(key_text)
     record = _aliases.get(key)
     if record is None:
-        try:
-            with open(_entry_paths(key)[0][:-3] + ".alias") as fh:
-                stored = json.load(fh)
-            record = _alias_record(stored["library"], stored["positions"], stored["values"])
-        except (OSError, ValueError, KeyError, TypeError):
+        path = disk_cache.entry_path(key, ".alias")
+        stored = None if path is None else disk_cache.read_record(path, "alias", key)
+        if stored is None:
             return None
-        _aliases[key] = record
+        record = _alias_from_json(stored)
+        if record is None:
+            disk_cache.discard(path, "its record is not an alias")
+            return None
+        _keep_alias(key, record)
     lib = _cached(record["library"])
     if lib is None:
         return None
     return lib, record["library"], record["positions"], record["values"]
+
+
+# ----------------------------------------------------------------------------- entries on disk
 
 
 def _cached(key: str) -> ctypes.CDLL | None:
@@ -356,113 +421,89 @@ def _cached(key: str) -> ctypes.CDLL | None:
     if lib is not None:
         stats["memory_hits"] += 1
         return lib
-    try:
-        so_path, sum_path = _entry_paths(key)
-    except OSError:
-        return None
     with _lock:
         lib = _libraries.get(key)
         if lib is None:
-            lib = _load_entry(so_path, sum_path)
+            lib = _load_entry(key)
             if lib is not None:
-                _libraries[key] = lib
+                _remember(key, lib)
     return lib
 
 
-def _entry_paths(key: str) -> tuple[str, str]:
-    d = os.path.join(cache_dir(), key[:2])
-    os.makedirs(d, exist_ok=True)
-    return os.path.join(d, key + ".so"), os.path.join(d, key + ".sha256")
-
-
-def _checksum(path: str) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.sha256(fh.read()).hexdigest()
-
-
-def _valid(so_path: str, sum_path: str) -> bool:
-    try:
-        with open(sum_path) as fh:
-            want = fh.read().strip()
-        return bool(want) and _checksum(so_path) == want
-    except OSError:
-        return False
-
-
-@contextlib.contextmanager
-def _file_lock(path: str):
-    """An exclusive lock across processes (fcntl where available)."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: the atomic renames still keep entries whole
-        yield
-        return
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _load_entry(so_path: str, sum_path: str) -> ctypes.CDLL | None:
-    """The entry's library if its checksum matches and it loads (None: absent or damaged)."""
-    if not _valid(so_path, sum_path):
+def _load_entry(key: str) -> ctypes.CDLL | None:
+    """The entry's library if its signature holds and it loads (None: absent or damaged, and
+    then discarded)."""
+    path = disk_cache.entry_path(key, ".so")
+    if path is None:
+        return None
+    status = disk_cache.check_file(path, "library", key)
+    if status == disk_cache.DAMAGED:
+        stats["rebuilt_corrupt"] += 1
+    if status != disk_cache.OK:
         return None
     try:
-        lib = ctypes.CDLL(so_path)
-    except OSError:  # evicted by another process since, or not a loadable library
+        lib = _open(path)
+    except OSError as e:
+        if not os.path.exists(path):  # evicted by another process since the check
+            return None
+        stats["rebuilt_corrupt"] += 1
+        disk_cache.discard(path, f"signed, but it does not load ({e})")
         return None
     stats["disk_hits"] += 1
-    with contextlib.suppress(OSError):
-        os.utime(so_path)  # recently used: last to be evicted
+    disk_cache.touch(path)
     return lib
 
 
 def _from_disk_or_compile(source: str, key: str, name: str) -> ctypes.CDLL:
-    try:
-        so_path, sum_path = _entry_paths(key)
-    except OSError:
-        return _compile_and_load(source, name, None, use_disk=False)
-    lib = _load_entry(so_path, sum_path)
+    lib = _load_entry(key)
     if lib is not None:
         return lib
+    if not disk_cache.writable():
+        return _compile_and_load(source, name, None)
     try:
-        with _file_lock(so_path + ".lock"):
-            lib = _load_entry(so_path, sum_path)  # another process built it while we waited
+        path = disk_cache.entry_path(key, ".so", create=True)
+        with disk_cache.lock(path + ".lock"):
+            lib = _load_entry(key)  # another process built it while we waited
             if lib is not None:
                 return lib
-            if os.path.exists(so_path) or os.path.exists(sum_path):
-                stats["rebuilt_corrupt"] += 1
-            lib = _build_entry(source, name, so_path, sum_path)
+            lib = _build_entry(source, name, path, key)
     except OSError:  # the cache directory went away or filled up: build privately
-        return _compile_and_load(source, name, None, use_disk=False)
-    _evict(keep=so_path)
+        return _compile_and_load(source, name, None)
+    disk_cache.evict(keep=path)
     return lib
 
 
-def _build_entry(source: str, name: str, so_path: str, sum_path: str) -> ctypes.CDLL:
-    """Compile into a private directory next to the entry, then publish it: library first,
-    checksum last, so a present checksum always describes a complete library."""
+def _build_entry(source: str, name: str, path: str, key: str) -> ctypes.CDLL:
+    """Compile into a private folder beside the entry, load it from there (a library that does
+    not load is the compiler's failure, never published), then publish it signed."""
     import shutil
     import tempfile
 
-    tmp_dir = tempfile.mkdtemp(prefix="build-", dir=os.path.dirname(so_path))
+    tmp_dir = tempfile.mkdtemp(prefix="build-", dir=os.path.dirname(path))
     try:
         built = _compile(source, name, tmp_dir, None)
-        digest = _checksum(built)
         # Loaded from the private copy: it stays mapped whatever later happens to the entry.
-        lib = ctypes.CDLL(built)
-        with contextlib.suppress(OSError):
-            os.remove(sum_path)  # a stale checksum must never vouch for the new library
-        os.replace(built, so_path)
-        tmp_sum = os.path.join(tmp_dir, "sum")
-        with open(tmp_sum, "w") as fh:
-            fh.write(digest)
-        os.replace(tmp_sum, sum_path)
+        lib = _open_built(built)
+        disk_cache.publish_file(built, path, "library", key)
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)
     return lib
+
+
+def _open_built(path: str) -> ctypes.CDLL:
+    try:
+        return _open(path)
+    except OSError as e:
+        raise CompileError(f"the compiler reported success but its library does not load: {e}") from None
+
+
+def _file_stem(name: str) -> str:
+    """A file name for a program called `name`: itself when short and plain, else a readable
+    prefix and a hash (function names may be long or hold any character; paths may not)."""
+    if len(name) <= 64 and name.isascii() and name.replace("_", "a").isalnum():
+        return name
+    plain = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in name[:32])
+    return f"{plain}_{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
 
 
 def _compile(source, name: str, out_dir: str, extra, count: bool = True) -> str:
@@ -472,10 +513,14 @@ def _compile(source, name: str, out_dir: str, extra, count: bool = True) -> str:
     cc = _probe.get("cc") or compiler()
     if cc is None:
         raise CompileError("no C compiler")
-    c_path = os.path.join(out_dir, f"{name}.c")
-    so_path = os.path.join(out_dir, f"{name}.so")
-    with open(c_path, "w") as fh:
-        fh.write(source)
+    stem = _file_stem(name)
+    c_path = os.path.join(out_dir, f"{stem}.c")
+    so_path = os.path.join(out_dir, f"{stem}.so")
+    try:
+        with open(c_path, "w") as fh:
+            fh.write(source)
+    except OSError as e:
+        raise CompileError(f"could not write the C source for {cc}: {e}") from None
     flags = _flags() if extra is None else FLAGS + list(extra)
     if count:
         stats["compiles"] += 1
@@ -491,70 +536,24 @@ def _compile(source, name: str, out_dir: str, extra, count: bool = True) -> str:
     return so_path
 
 
-def _compile_and_load(source: str, name: str, extra, use_disk: bool, count: bool = True) -> ctypes.CDLL:
+def _compile_and_load(source: str, name: str, extra, count: bool = True) -> ctypes.CDLL:
+    """Compile into a private temporary folder and load from there (nothing kept on disk)."""
     import shutil
     import tempfile
 
     tmp_dir = tempfile.mkdtemp(prefix="morphax-c-")
     try:
-        return ctypes.CDLL(_compile(source, name, tmp_dir, extra, count))
+        return _open_built(_compile(source, name, tmp_dir, extra, count))
     finally:
         # The loaded library stays mapped after its file is removed (POSIX).
         shutil.rmtree(tmp_dir, ignore_errors=True)
-
-
-def _entries() -> list:
-    """(mtime, size, path) of every library (and alias) in the disk cache."""
-    out = []
-    for root, _, files in os.walk(cache_dir()):
-        for f in files:
-            if f.endswith((".so", ".alias")) and not os.path.basename(root).startswith("build-"):
-                p = os.path.join(root, f)
-                try:
-                    st = os.stat(p)
-                except OSError:
-                    continue
-                out.append((st.st_mtime_ns, st.st_size, p))
-    return out
-
-
-def _remove_entry(so_path: str) -> None:
-    if so_path.endswith(".alias"):
-        with contextlib.suppress(OSError):
-            os.remove(so_path)
-        return
-    for path in (so_path[:-3] + ".sha256", so_path):  # checksum first: never a checksum alone
-        with contextlib.suppress(OSError):
-            os.remove(path)
-
-
-def _evict(keep: str | None = None) -> None:
-    """Keep the disk cache under its size cap, dropping the least recently used entries (never
-    `keep`, the entry just built)."""
-    cap = int(float(os.environ.get("MORPHAX_CACHE_MAX_MB", "512")) * 2**20)
-    entries = _entries()
-    total = sum(size for _, size, _ in entries)
-    if total <= cap:
-        return
-    for _, size, p in sorted(entries):
-        if p == keep:
-            continue
-        _remove_entry(p)
-        total -= size
-        if total <= cap:
-            break
 
 
 def clear_disk_cache() -> None:
     """Remove every entry of the disk cache (and forget the libraries loaded from it). Lock files
     and builds in progress in other processes are left alone."""
     with _lock:
-        for _, _, p in _entries():
-            _remove_entry(p)
-        for root, _, files in os.walk(cache_dir()):
-            for f in files:
-                if f.startswith("probe-") and f.endswith(".json"):
-                    with contextlib.suppress(OSError):
-                        os.remove(os.path.join(root, f))
+        disk_cache.clear()
         _libraries.clear()
+        _recent.clear()
         _aliases.clear()

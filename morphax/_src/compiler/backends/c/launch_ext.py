@@ -50,6 +50,7 @@ typedef struct {
   npy_intp **out_dims;
   size_t scratch;           /* bytes of the scratch arena */
   void *params;             /* shape parameters of a generic library, or NULL */
+  PyObject *owner;          /* holds what fn and params point into (their library, the array) */
   void *arenas[MAX_ARENAS]; /* free arenas (taken and returned with the GIL held) */
   int n_arenas;
 } Launcher;
@@ -62,17 +63,25 @@ static void launcher_dealloc(Launcher *self) {
   PyMem_Free(self->in_types);
   PyMem_Free(self->out_types);
   PyMem_Free(self->out_ndim);
+  Py_XDECREF(self->owner);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Launcher(fn address, input type numbers, ((shape, type number), ...), scratch bytes, params) */
+/* Launcher(fn address, input type numbers, ((shape, type number), ...), scratch bytes, params,
+ *          owner): `owner` keeps the library of fn (and the params array) alive. */
 static int launcher_init(Launcher *self, PyObject *args, PyObject *kwds) {
   unsigned long long fn, params;
-  PyObject *in_types, *out_specs;
+  PyObject *in_types, *out_specs, *owner;
   Py_ssize_t scratch;
-  if (!PyArg_ParseTuple(args, "KO!O!nK", &fn, &PyTuple_Type, &in_types, &PyTuple_Type, &out_specs,
-                        &scratch, &params))
+  if (self->in_types != NULL) {
+    PyErr_SetString(PyExc_TypeError, "a Launcher is initialized once");
     return -1;
+  }
+  if (!PyArg_ParseTuple(args, "KO!O!nKO", &fn, &PyTuple_Type, &in_types, &PyTuple_Type, &out_specs,
+                        &scratch, &params, &owner))
+    return -1;
+  Py_INCREF(owner);
+  self->owner = owner;
   self->fn = (segment_fn)(uintptr_t)fn;
   self->params = (void *)(uintptr_t)params;
   self->scratch = (size_t)scratch;
@@ -203,7 +212,7 @@ def module():
 
 
 def _build():
-    from morphax._src.compiler.backends.c import build
+    from morphax._src.compiler.backends.c import build, disk_cache
 
     cc = build.compiler()
     if cc is None:
@@ -214,60 +223,86 @@ def _build():
     build.probe()
     version = build._probe.get("version") or build._version(cc)
     key = hashlib.sha256(
-        "\n".join([SOURCE, sys.version, np.__version__, cc, version, suffix]).encode()
+        "\n".join([SOURCE, sys.version, np.__version__, cc, version, suffix, disk_cache.FORMAT]).encode()
     ).hexdigest()[:24]
+    root = disk_cache.directory()
+    # Not named *.so: the disk cache's entries (programs, with their eviction) are the .so files
+    # under the cache directory; this is a module of its own, signed as they are.
+    path = None if root is None else os.path.join(root, "launch", f"mx_launch_{key}.ext")
     try:
-        directory = os.path.join(build.cache_dir(), "launch")
-        os.makedirs(directory, exist_ok=True)
-        # Not named *.so: the disk cache's entries (programs, with their eviction and checksums)
-        # are the .so files under the cache directory; this is a module of its own.
-        path = os.path.join(directory, f"mx_launch_{key}.ext")
-        if not os.path.exists(path):
-            # subprocess and sysconfig only here, to build: importing the one and the first call
-            # of the other cost a new process's first compiled call milliseconds each.
-            import subprocess
-
-            include = sysconfig.get_paths().get("include")
-            if not include or not os.path.exists(os.path.join(include, "Python.h")):
-                return None
-            # Per-process names until the atomic rename: processes may build it at once.
-            src = os.path.join(directory, f"mx_launch_{key}.{os.getpid()}.c")
-            with open(src, "w") as fh:
-                fh.write(SOURCE)
-            tmp = f"{path}.{os.getpid()}.tmp"
-            command = [
-                cc,
-                "-O2",
-                "-fPIC",
-                "-shared",
-                "-std=gnu11",
-                f"-I{include}",
-                f"-I{np.get_include()}",
-                src,
-                "-o",
-                tmp,
-            ]
-            try:
-                done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-            except subprocess.SubprocessError as e:  # the compiler hung past the timeout
-                logger.info("morphax: the segment launcher extension did not build (%s); using ctypes.", e)
-                return None
-            finally:
-                os.remove(src)
-            if done.returncode != 0:
-                logger.info(
-                    "morphax: the segment launcher extension did not build; using ctypes.\n%s", done.stderr
-                )
-                return None
-            os.replace(tmp, path)
-        loader = importlib.machinery.ExtensionFileLoader("mx_launch", path)
-        spec = importlib.util.spec_from_file_location("mx_launch", path, loader=loader)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
+        if path is not None and disk_cache.check_file(path, "launcher", key) == disk_cache.OK:
+            return _load(path)
+        if path is None or not disk_cache.writable():
+            return _build_privately(cc)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with disk_cache.lock(path + ".lock"):
+            if disk_cache.check_file(path, "launcher", key) != disk_cache.OK:  # not built meanwhile
+                tmp = f"{path}.{os.getpid()}.tmp"
+                if not _compile(cc, os.path.dirname(path), tmp):
+                    return None
+                disk_cache.publish_file(tmp, path, "launcher", key)
+        return _load(path)
     except (OSError, ImportError) as e:
         logger.info("morphax: the segment launcher extension is unavailable (%s); using ctypes.", e)
         return None
+
+
+def _build_privately(cc: str):
+    """Build and load the extension in a temporary folder, removed at once (no writable cache)."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="morphax-launch-")
+    try:
+        built = os.path.join(folder, "mx_launch.ext")
+        return _load(built) if _compile(cc, folder, built) else None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # a loaded module stays mapped (POSIX)
+
+
+def _compile(cc: str, folder: str, out: str) -> bool:
+    """Compile the extension to `out`; False (logged) where it cannot be built."""
+    # subprocess and sysconfig only here, to build: importing the one and the first call of the
+    # other cost a new process's first compiled call milliseconds each.
+    import subprocess
+
+    include = sysconfig.get_paths().get("include")
+    if not include or not os.path.exists(os.path.join(include, "Python.h")):
+        return False
+    src = os.path.join(folder, f"mx_launch.{os.getpid()}.{threading.get_ident()}.c")
+    with open(src, "w") as fh:
+        fh.write(SOURCE)
+    command = [
+        cc,
+        "-O2",
+        "-fPIC",
+        "-shared",
+        "-std=gnu11",
+        f"-I{include}",
+        f"-I{np.get_include()}",
+        src,
+        "-o",
+        out,
+    ]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as e:  # the compiler hung past the timeout
+        logger.info("morphax: the segment launcher extension did not build (%s); using ctypes.", e)
+        return False
+    finally:
+        os.remove(src)
+    if done.returncode != 0:
+        logger.info("morphax: the segment launcher extension did not build; using ctypes.\n%s", done.stderr)
+        return False
+    return True
+
+
+def _load(path: str):
+    loader = importlib.machinery.ExtensionFileLoader("mx_launch", path)
+    spec = importlib.util.spec_from_file_location("mx_launch", path, loader=loader)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def launcher(fn, in_dtypes, out_specs, scratch: int, params):
@@ -281,8 +316,11 @@ def launcher(fn, in_dtypes, out_specs, scratch: int, params):
         tuple((shape, dtype.num) for shape, dtype in out_specs),
         scratch,
         0 if params is None else params.ctypes.data,
+        (fn, params),  # the library stays loaded (and the parameters allocated) while it runs
     )
 
 
 def ctypes_address(fn) -> int:
-    return ctypes.cast(fn, ctypes.c_void_p).value
+    # Read from the function object's own buffer: ctypes.cast would put the function into a
+    # dictionary it holds itself (a cycle that keeps its library loaded until the cyclic GC).
+    return ctypes.c_void_p.from_address(ctypes.addressof(fn)).value
