@@ -1,4 +1,4 @@
-"""Imports flow one way: config/errors -> core -> prims -> transforms/passes -> higher_order ->
+"""Imports flow one way: config/errors -> core (and pjrt, beside it) -> prims -> transforms/passes -> higher_order ->
 compiler -> runtime -> numpy -> the transformation APIs -> nn/random/scipy -> test_util -> public
 modules, and `transforms` and `passes` import nothing of `prims` (nor each other): they see
 primitives only through the slots of `core.primitive.Primitive`. This test parses every module
@@ -21,6 +21,7 @@ LAYERS = {
     "traceback_util": 0,
     "version": 0,
     "core": 1,
+    "pjrt": 1,  # the PJRT C API binding: imports nothing else of morphax (tests/pjrt checks)
     "prims": 2,
     "transforms": 3,
     "passes": 3,

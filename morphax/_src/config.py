@@ -128,7 +128,7 @@ _CHOICES = {
     "transfer_guard_host_to_device": _TRANSFER_LEVELS,
     "transfer_guard_device_to_host": _TRANSFER_LEVELS,
     "transfer_guard_device_to_device": _TRANSFER_LEVELS,
-    "morphax_backend": ("c", "numpy"),
+    "morphax_backend": ("c", "numpy", "xla"),
 }
 
 # The process-wide values (what config.update set), by attribute name.

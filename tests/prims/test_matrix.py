@@ -103,3 +103,73 @@ def test_staged(prim, case):
     got = eval_jaxpr(closed.jaxpr, closed.consts, *case.args)
     for g, w, a in zip(got, want, avals):
         _assert_matches(g, w, a, _tol(prim, case))
+
+
+def _xla_available():
+    from morphax._src.compiler.backends import get_backend
+
+    return get_backend("xla").available()
+
+
+@pytest.mark.parametrize("prim,case", CASES)
+def test_xla(prim, case):
+    """The `xla` column: the primitive alone, lowered to StableHLO and run by XLA's CPU plugin
+    (skipped without a PJRT plugin, and for primitives that do not lower yet: docs/xla_backend.md
+    lists them)."""
+    if not _xla_available():
+        pytest.skip("no PJRT plugin (pip install --no-deps lammps-jax-pjrt-cpu)")
+    if prim.stablehlo is None and prim.call_jaxpr_param is None:
+        pytest.skip(f"{prim.name} has no StableHLO lowering yet")
+    known = _XLA_SPECIAL_VALUES.get(prim.name)
+    if known and any(case.name.startswith(p) for p in known[0]):
+        pytest.xfail(known[1])
+    want = _reference(prim, case)
+    avals = _expected_avals(prim, case)
+
+    def f(*args):
+        return prim.bind(*args, **case.params)
+
+    got = morphax.jit(f, backend="xla")(*case.args)
+    got = list(got) if prim.multiple_results else [got]
+    for g, w, a in zip(got, want, avals):
+        _assert_matches(g, w, a, _xla_tol(prim, case, a))
+
+
+def _xla_tol(prim, case, aval):
+    from morphax._src.core.primitive import Kind
+
+    tol = _tol(prim, case)
+    if prim.kind in (Kind.ELEMENTWISE, Kind.REDUCE, Kind.OPAQUE) and prim.test_spec.differentiable:
+        tol = max(tol, _XLA_ULPS.get(aval.dtype.name, 0))
+    return tol
+
+
+# Cases whose special values (poles, infinities, NaN parts of complex numbers) XLA defines
+# otherwise than the NumPy reference; JAX 0.10.2 on the CPU gives XLA's values, e.g. lgamma(-inf)
+# is inf there and -inf in the reference, digamma(0) is -inf there and nan in the reference. The
+# reference is what eager morphax computes: docs/xla_backend.md lists these differences.
+_XLA_SPECIAL_VALUES = {
+    name: (prefixes, "XLA's special values differ from the NumPy reference (JAX gives XLA's)")
+    for name, prefixes in {
+        "digamma": ("float32-specials", "float16-specials", "bfloat16-specials"),
+        "lgamma": ("float32-specials", "float16-specials", "bfloat16-specials"),
+        "polygamma": ("float32-specials",),
+        "zeta": ("float32-specials", "bfloat16-specials"),
+        "exp2": ("complex64-specials",),
+        "expm1": ("complex64-specials",),
+        "integer_pow": ("complex64-specials",),
+        "pow": ("complex64-specials",),
+    }.items()
+}
+
+# XLA computes floating-point results its own way: its transcendental functions, complex products
+# and quotients, summation order and reciprocal of a broadcast divisor differ from NumPy's by a few
+# units in the last place. Integer, bool and bit-level results stay exact.
+_XLA_ULPS = {
+    "float64": 1e-13,
+    "complex128": 1e-13,
+    "float32": 4e-6,
+    "complex64": 4e-6,
+    "float16": 4e-3,
+    "bfloat16": 3e-2,
+}

@@ -83,7 +83,7 @@ def check_backend(fun_name, backend) -> str | None:
         return None
     from morphax._src.compiler.backends import NAMES
 
-    # A platform ("cpu"), or one of morphax's compiler backends ("c", "numpy").
+    # A platform ("cpu"), or one of morphax's compiler backends ("c", "numpy", "xla").
     known = sorted({d.platform for d in _devices()} | set(NAMES))
     if backend in known:
         return None

@@ -115,6 +115,11 @@ def _build(closed, name, chosen, donate, key):
     with events.span("jaxpr passes", "compile"):
         optimized = _optimize(closed)
     counters.compiles += 1
+    whole = getattr(chosen, "compile_whole", None)
+    if whole is not None:  # the xla backend: one module for the whole program, XLA fuses
+        with events.span(f"{chosen.name} backend build", "compile"):
+            executable = whole(optimized, name)
+        return memo_put(closed, key, executable)
     with events.span("lower and fuse", "compile"):
         program = lower(optimized, chosen.caps, name=executor.identifier(name))
         # Positions index the optimized jaxpr's inputs: the passes keep every input (DCE drops none).

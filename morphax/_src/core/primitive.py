@@ -76,6 +76,10 @@ class Primitive:
         # Collectives name the param holding the vmap/pmap axis names they act on.
         self.named_axes_param = None  # higher-order primitives: split known/unknown work (see pjit)
         self.lower = None
+        # The StableHLO lowering (the xla backend): ``stablehlo(ctx, *operands, **params) ->
+        # [Value]``, writing operations through `ctx` (compiler/backends/xla/lowering.py); the
+        # makers of common rules are in prims/_stablehlo.py.
+        self.stablehlo = None
         self.test_spec = None
         # Higher-order primitives (jit calls, control flow) carry jaxprs in their params.
         self.higher_order = False

@@ -35,6 +35,7 @@ from morphax._src.higher_order.host_eval import host_rules, run_as_program, run_
 from morphax._src.higher_order.trace_cache import cached_trace
 from morphax._src.passes._util import eqn_has_effects
 from morphax._src.passes.dce import dce_closed_jaxpr
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims import lax_api as L
 from morphax._src.transforms import ad
 from morphax._src.transforms.batching import batch_flat_fun, batch_jaxpr
@@ -44,6 +45,7 @@ from morphax._src.transforms.staging import StagingTrace, fun_sourceinfo, trace_
 __all__ = ["cond", "switch", "cond_p"]
 
 cond_p = Primitive("cond", multiple_results=True)
+cond_p.stablehlo = hlo.cond
 cond_p.kind = Kind.LOOP
 cond_p.higher_order = True
 cond_p.test_spec = None  # the generated matrix skips higher-order primitives; tests/control_flow covers it

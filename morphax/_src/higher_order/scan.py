@@ -30,6 +30,7 @@ from morphax._src.core.loop_form import LoopForm
 from morphax._src.core.memo import memoized
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.higher_order.host_eval import body_runner, host_rules, run_as_program
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.transforms import ad
 from morphax._src.transforms.batching import batch_jaxpr
 from morphax._src.transforms.partial_eval import partial_eval_jaxpr
@@ -38,6 +39,7 @@ from morphax._src.transforms.staging import StagingTrace, trace_to_jaxpr
 __all__ = ["scan_p"]
 
 scan_p = Primitive("scan", multiple_results=True)
+scan_p.stablehlo = hlo.scan
 scan_p.kind = Kind.LOOP
 scan_p.higher_order = True
 scan_p.test_spec = None

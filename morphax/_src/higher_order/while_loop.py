@@ -27,6 +27,7 @@ from morphax._src.higher_order.host_eval import body_runner, host_rules, run_as_
 from morphax._src.higher_order.trace_cache import cached_trace
 from morphax._src.passes._util import eqn_has_effects
 from morphax._src.passes.dce import dce_closed_jaxpr
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims import lax_api as lax
 from morphax._src.transforms import ad
 from morphax._src.transforms.batching import BatchTrace, BatchTracer, batch_jaxpr
@@ -36,6 +37,7 @@ from morphax._src.transforms.staging import StagingTrace, trace_to_jaxpr
 __all__ = ["while_loop", "while_p", "check_carry_type"]
 
 while_p = Primitive("while", multiple_results=True)
+while_p.stablehlo = hlo.while_loop
 while_p.kind = Kind.LOOP
 while_p.higher_order = True
 while_p.test_spec = None

@@ -23,6 +23,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import structural
 from morphax._src.core.ad_util import Zero, aval_of, is_undefined_primal, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._ad import defjvp, defjvp_zero, linear_operand_ct
 from morphax._src.prims._operands import lax_binary_operands, lax_nary_operands
 from morphax._src.prims._spec import (
@@ -81,8 +82,11 @@ __all__ = [
 
 
 add_p = binary_elementwise("add", np.add, dtypes="numeric", declared=structural.add_p)
+add_p.stablehlo = hlo.elementwise("stablehlo.add")
 sub_p = binary_elementwise("sub", np.subtract, dtypes="numeric")
+sub_p.stablehlo = hlo.elementwise("stablehlo.subtract")
 mul_p = binary_elementwise("mul", np.multiply, dtypes="numeric")
+mul_p.stablehlo = hlo.elementwise("stablehlo.multiply")
 
 
 def _add_transpose(ct, x, y):
@@ -169,7 +173,9 @@ def _rem_impl(x, y):
 
 
 div_p = binary_elementwise("div", _div_impl, dtypes="numeric")
+div_p.stablehlo = hlo.elementwise("stablehlo.divide")
 rem_p = binary_elementwise("rem", _rem_impl, dtypes="real_numeric")
+rem_p.stablehlo = hlo.elementwise("stablehlo.remainder")
 
 
 def _div_transpose(ct, x, y):
@@ -245,6 +251,7 @@ max_p = binary_elementwise(
     dtypes="any",
     spec=TestSpec(cases=concat_cases(binary_cases(dtype_list=_ANY_DTYPES), _complex_minmax_cases)),
 )
+max_p.stablehlo = hlo.extremum("stablehlo.maximum", "GT")
 
 
 min_p = binary_elementwise(
@@ -253,6 +260,7 @@ min_p = binary_elementwise(
     dtypes="any",
     spec=TestSpec(cases=concat_cases(binary_cases(dtype_list=_ANY_DTYPES), _complex_minmax_cases)),
 )
+min_p.stablehlo = hlo.extremum("stablehlo.minimum", "LT")
 
 
 def _balanced_share(x, ans, other):
@@ -295,7 +303,9 @@ def _atan2_impl(x, y):
 
 
 atan2_p = binary_elementwise("atan2", _atan2_impl, dtypes="inexact")
+atan2_p.stablehlo = hlo.elementwise("stablehlo.atan2")
 nextafter_p = binary_elementwise("nextafter", np.nextafter, dtypes="float")
+nextafter_p.stablehlo = hlo.elementwise("chlo.next_after")
 nextafter_p.test_spec.differentiable = False  # piecewise constant in x1 and x2
 nextafter_p.test_spec.grad_order = 0
 defjvp_zero(nextafter_p)
@@ -383,6 +393,7 @@ abs_p = elementwise_unop(
         )
     ),
 )
+abs_p.stablehlo = hlo.elementwise("stablehlo.abs")
 
 
 def _abs_partial(g, ans, x):
@@ -412,6 +423,22 @@ def _integer_pow_check(x, *, y):
             f"Integers cannot be raised to negative powers, got integer_pow({x.str_short()}, {y}). "
             "Convert x to a floating dtype first."
         )
+
+
+def _integer_pow_stablehlo(ctx, x, *, y):
+    # Square-and-multiply, as the reference and XLA's own lowering compute it.
+    if y == 0:
+        return [ctx.constant(1, x.dtype, x.shape)]
+    n, acc, base = builtins.abs(y), None, x
+    while n:
+        if n & 1:
+            acc = base if acc is None else ctx.op1("stablehlo.multiply", [acc, base], acc)
+        n >>= 1
+        if n:
+            base = ctx.op1("stablehlo.multiply", [base, base], base)
+    if y < 0:
+        acc = ctx.op1("stablehlo.divide", [ctx.constant(1, x.dtype, x.shape), acc], acc)
+    return [acc]
 
 
 def _integer_pow_impl(x, *, y):
@@ -449,6 +476,7 @@ integer_pow_p = elementwise_unop(
         )
     ),
 )
+integer_pow_p.stablehlo = _integer_pow_stablehlo
 # x ** 1 is x bit for bit (autodiff leaves these behind): forwarding reads x instead.
 integer_pow_p.is_identity = lambda aval, *, y: y == 1 and type(y) is int
 
@@ -508,6 +536,7 @@ square_p = elementwise_unop(
         )
     ),
 )
+square_p.stablehlo = lambda ctx, x: [ctx.op1("stablehlo.multiply", [x, x], x)]
 
 
 def square(x):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._ad import defjvp_zero
 from morphax._src.prims._operands import lax_binary_operands
 from morphax._src.prims._spec import TestSpec, binary_cases
@@ -35,12 +36,15 @@ _LOGIC_DTYPES = ("int32", "uint32", "int8", "uint8", "int16", "bool")
 and_p = binary_elementwise(
     "and", np.bitwise_and, dtypes="int_or_bool", spec=TestSpec(cases=binary_cases(dtype_list=_LOGIC_DTYPES))
 )
+and_p.stablehlo = hlo.elementwise("stablehlo.and")
 or_p = binary_elementwise(
     "or", np.bitwise_or, dtypes="int_or_bool", spec=TestSpec(cases=binary_cases(dtype_list=_LOGIC_DTYPES))
 )
+or_p.stablehlo = hlo.elementwise("stablehlo.or")
 xor_p = binary_elementwise(
     "xor", np.bitwise_xor, dtypes="int_or_bool", spec=TestSpec(cases=binary_cases(dtype_list=_LOGIC_DTYPES))
 )
+xor_p.stablehlo = hlo.elementwise("stablehlo.xor")
 
 
 def bitwise_and(x, y):
@@ -101,15 +105,18 @@ def _shift_cases():
 shift_left_p = binary_elementwise(
     "shift_left", _shift_left_impl, dtypes="integer", spec=TestSpec(cases=_shift_cases())
 )
+shift_left_p.stablehlo = hlo.elementwise("stablehlo.shift_left")
 shift_right_logical_p = binary_elementwise(
     "shift_right_logical", _shift_right_logical_impl, dtypes="integer", spec=TestSpec(cases=_shift_cases())
 )
+shift_right_logical_p.stablehlo = hlo.elementwise("stablehlo.shift_right_logical")
 shift_right_arithmetic_p = binary_elementwise(
     "shift_right_arithmetic",
     _shift_right_arithmetic_impl,
     dtypes="integer",
     spec=TestSpec(cases=_shift_cases()),
 )
+shift_right_arithmetic_p.stablehlo = hlo.elementwise("stablehlo.shift_right_arithmetic")
 
 
 def shift_left(x, y):

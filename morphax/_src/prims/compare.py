@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._ad import defjvp_zero
 from morphax._src.prims._operands import lax_binary_operands
 from morphax._src.prims._spec import TestSpec, binary_cases
@@ -26,11 +27,17 @@ def _comparison(name, fn, dtypes, dtype_list):
 
 
 eq_p = _comparison("eq", np.equal, "any", _ANY_DTYPES)
+eq_p.stablehlo = hlo.compare("EQ")
 ne_p = _comparison("ne", np.not_equal, "any", _ANY_DTYPES)
+ne_p.stablehlo = hlo.compare("NE")
 lt_p = _comparison("lt", np.less, "real", _ORDERED_DTYPES)
+lt_p.stablehlo = hlo.compare("LT")
 le_p = _comparison("le", np.less_equal, "real", _ORDERED_DTYPES)
+le_p.stablehlo = hlo.compare("LE")
 gt_p = _comparison("gt", np.greater, "real", _ORDERED_DTYPES)
+gt_p.stablehlo = hlo.compare("GT")
 ge_p = _comparison("ge", np.greater_equal, "real", _ORDERED_DTYPES)
+ge_p.stablehlo = hlo.compare("GE")
 
 
 def eq(x, y):

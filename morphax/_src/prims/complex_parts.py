@@ -10,6 +10,7 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import Zero, is_zero
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._ad import deflinear, linear_operand_ct
 from morphax._src.prims._operands import lax_binary_operands
 from morphax._src.prims._spec import (
@@ -55,6 +56,7 @@ def _complex_impl(x, y):
 complex_p = elementwise_primitive(
     "complex", _complex_impl, _complex_abstract_eval, TestSpec(cases=binary_cases(dtype_list=("float32",)))
 )
+complex_p.stablehlo = hlo.elementwise("stablehlo.complex")
 
 
 def _complex_transpose(ct, x, y):
@@ -89,6 +91,7 @@ real_p = elementwise_unop(
     out_dtype=_dtypes.real_dtype,
     spec=TestSpec(cases=concat_cases(unary_cases("complex"), _complex_special_cases)),
 )
+real_p.stablehlo = hlo.elementwise("stablehlo.real")
 
 
 imag_p = elementwise_unop(
@@ -98,6 +101,7 @@ imag_p = elementwise_unop(
     out_dtype=_dtypes.real_dtype,
     spec=TestSpec(cases=concat_cases(unary_cases("complex"), _complex_special_cases)),
 )
+imag_p.stablehlo = hlo.elementwise("stablehlo.imag")
 
 
 # Linear; transposes use the plain (non-conjugating) pairing, JAX's convention for complex values:

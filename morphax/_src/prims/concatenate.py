@@ -10,6 +10,7 @@ from morphax._src.core.ad_util import Zero, aval_of, instantiate, is_undefined_p
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._ad import deflinear
 from morphax._src.prims._shape_util import (
     SHAPE_DTYPES,
@@ -142,6 +143,7 @@ def _concatenate_piecewise_map(out_index, *xs, dimension):
 
 
 concatenate_p = Primitive("concatenate")
+concatenate_p.stablehlo = hlo.concatenate
 concatenate_p.impl = lambda *xs, dimension: np.concatenate(xs, axis=dimension)
 concatenate_p.abstract_eval = _concatenate_abstract_eval
 # Data movement whose source operand depends on the index.

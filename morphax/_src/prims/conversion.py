@@ -18,6 +18,7 @@ from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import is_concrete_array, make_array
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._ad import defjvp_zero, deflinear
 from morphax._src.prims._batching import vectorized_batcher
 from morphax._src.prims._spec import DTYPES_FOR_CLASS, Case, TestSpec, random_array
@@ -125,6 +126,7 @@ def _convert_abstract_eval(x, *, new_dtype, weak_type, sharding):
 
 
 convert_element_type_p = Primitive("convert_element_type")
+convert_element_type_p.stablehlo = hlo.convert_element_type
 convert_element_type_p.kind = Kind.ELEMENTWISE
 convert_element_type_p.kernel_op = "convert_element_type"
 convert_element_type_p.impl = _convert_impl
@@ -350,6 +352,7 @@ def _bitcast_kind(x, *, new_dtype):
 
 
 bitcast_convert_type_p = Primitive("bitcast_convert_type")
+bitcast_convert_type_p.stablehlo = hlo.bitcast_convert_type
 bitcast_convert_type_p.impl = _bitcast_impl
 bitcast_convert_type_p.abstract_eval = _bitcast_abstract_eval
 bitcast_convert_type_p.kind = Kind.ELEMENTWISE
@@ -458,6 +461,7 @@ def _iota_impl(*, dtype, shape, dimension, sharding):
 
 
 iota_p = Primitive("iota")
+iota_p.stablehlo = hlo.iota
 # No operands: each element's value is computed from its own index.
 iota_p.kind = Kind.ELEMENTWISE
 iota_p.kernel_op = "iota"
@@ -514,6 +518,7 @@ def iota(dtype, size):
 
 
 copy_p = Primitive("copy")
+copy_p.stablehlo = hlo.same_as_operand
 copy_p.kind = Kind.ELEMENTWISE
 copy_p.kernel_op = "copy"
 copy_p.impl = lambda x: np.array(x, copy=True)
@@ -545,6 +550,7 @@ def copy(x):
 
 
 stop_gradient_p = Primitive("stop_gradient")
+stop_gradient_p.stablehlo = hlo.same_as_operand
 # The identity when evaluated: only differentiation treats it specially.
 stop_gradient_p.kind = Kind.ELEMENTWISE
 stop_gradient_p.kernel_op = "stop_gradient"

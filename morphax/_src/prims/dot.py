@@ -17,6 +17,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._ad import defbilinear
 from morphax._src.prims._spec import Case, TestSpec, random_array
 from morphax._src.prims.complex_parts import real
@@ -208,6 +209,7 @@ def _shape_rule(lhs, rhs, dimension_numbers):
 # The primitive.
 
 dot_general_p = Primitive("dot_general")
+dot_general_p.stablehlo = hlo.dot_general
 dot_general_p.kind = Kind.OPAQUE
 
 

@@ -27,6 +27,7 @@ from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._ad import linear_in_first
 from morphax._src.prims._shape_util import SHAPE_DTYPES, canonical_axis, canonical_shape, fresh
 from morphax._src.prims._spec import Case, TestSpec, random_array
@@ -165,6 +166,7 @@ def _dynamic_slice_index_map(x, *indices, slice_sizes):
 
 
 dynamic_slice_p = Primitive("dynamic_slice")
+dynamic_slice_p.stablehlo = hlo.dynamic_slice
 dynamic_slice_p.impl = _dynamic_slice_impl
 dynamic_slice_p.abstract_eval = _dynamic_slice_abstract_eval
 
@@ -353,6 +355,7 @@ def _dynamic_update_slice_impl(x, update, *indices):
 
 
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
+dynamic_update_slice_p.stablehlo = hlo.dynamic_update_slice
 dynamic_update_slice_p.impl = _dynamic_update_slice_impl
 dynamic_update_slice_p.abstract_eval = _dynamic_update_slice_abstract_eval
 

@@ -16,6 +16,7 @@ from morphax._src.core.ad_util import Zero, aval_of, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.structural import broadcast_in_dim, reshape, transpose
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims import arithmetic
 from morphax._src.prims._ad import defjvp, defjvp_zero, deflinear
 from morphax._src.prims._shape_util import axis_of_shape
@@ -235,6 +236,7 @@ _ANY_LIST = ("float32", "bfloat16", "float16", "int32", "int8", "uint8", "uint32
 _INT_BOOL_LIST = ("int32", "uint32", "int8", "uint8", "int16", "bool")
 
 reduce_sum_p = _reduction("reduce_sum", _sum_impl, "numeric", _NUMERIC_LIST, declared=structural.reduce_sum_p)
+reduce_sum_p.stablehlo = hlo.reduction("stablehlo.add", lambda dtype: 0)
 _sum_abstract_eval = reduce_sum_p.abstract_eval
 
 
@@ -264,6 +266,7 @@ deflinear(reduce_sum_p, _reduce_sum_transpose)
 
 
 reduce_prod_p = _reduction("reduce_prod", _prod_impl, "numeric", _NUMERIC_LIST)
+reduce_prod_p.stablehlo = hlo.reduction("stablehlo.multiply", lambda dtype: 1)
 
 
 def reduce_prod(operand, axes):
@@ -307,6 +310,7 @@ reduce_prod_p.jvp = _reduce_prod_jvp
 
 
 reduce_max_p = _reduction("reduce_max", _max_impl, "any", _ANY_LIST)
+reduce_max_p.stablehlo = hlo.reduction("stablehlo.maximum", hlo.lowest)
 
 
 def reduce_max(operand, axes):
@@ -326,6 +330,7 @@ defjvp(reduce_max_p, _chooser_jvp)
 
 
 reduce_min_p = _reduction("reduce_min", _min_impl, "any", _ANY_LIST)
+reduce_min_p.stablehlo = hlo.reduction("stablehlo.minimum", hlo.highest)
 
 
 def reduce_min(operand, axes):
@@ -340,6 +345,7 @@ defjvp(reduce_min_p, _chooser_jvp)
 reduce_and_p = _reduction(
     "reduce_and", _logical_impl(np.bitwise_and, True, -1), "int_or_bool", _INT_BOOL_LIST, differentiable=False
 )
+reduce_and_p.stablehlo = hlo.reduction("stablehlo.and", hlo.all_ones)
 
 
 def reduce_and(operand, axes):
@@ -353,6 +359,7 @@ defjvp_zero(reduce_and_p)
 reduce_or_p = _reduction(
     "reduce_or", _logical_impl(np.bitwise_or, False, 0), "int_or_bool", _INT_BOOL_LIST, differentiable=False
 )
+reduce_or_p.stablehlo = hlo.reduction("stablehlo.or", lambda dtype: 0)
 
 
 def reduce_or(operand, axes):
@@ -366,6 +373,7 @@ defjvp_zero(reduce_or_p)
 reduce_xor_p = _reduction(
     "reduce_xor", _logical_impl(np.bitwise_xor, False, 0), "int_or_bool", _INT_BOOL_LIST, differentiable=False
 )
+reduce_xor_p.stablehlo = hlo.reduction("stablehlo.xor", lambda dtype: 0)
 
 
 def reduce_xor(operand, axes):
@@ -443,6 +451,7 @@ def _argminmax(name, np_arg):
 
 
 argmax_p = _argminmax("argmax", np.argmax)
+argmax_p.stablehlo = hlo.argminmax("GT")
 
 
 def argmax(operand, axis, index_dtype):
@@ -455,6 +464,7 @@ defjvp_zero(argmax_p)
 
 
 argmin_p = _argminmax("argmin", np.argmin)
+argmin_p.stablehlo = hlo.argminmax("LT")
 
 
 def argmin(operand, axis, index_dtype):

@@ -20,6 +20,7 @@ from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._ad import broadcast_to_shape, defjvp
 from morphax._src.prims._spec import DTYPES_FOR_CLASS, Case, TestSpec, random_array
 from morphax._src.prims.bitwise import bitwise_and
@@ -71,7 +72,25 @@ def _select_n_impl(which, *cases):
     return np.asarray(out, dtype=cases[0].dtype)
 
 
+def _select_n_stablehlo(ctx, which, *cases):
+    # A bool `which` picks between two cases; an integer one is clamped into range and tested
+    # against each k (out-of-range values take the nearest case, as the reference does).
+    shape = ctx.avals_out[0].shape
+    cases = [hlo.broadcast_operand(ctx, c, shape) for c in cases]
+    which = hlo.broadcast_operand(ctx, which, shape)
+    if len(cases) == 1:
+        return [cases[0]]
+    if which.dtype == np.bool_:
+        return [ctx.op1("stablehlo.select", [which, cases[1], cases[0]], cases[0])]
+    out = cases[0]
+    for k in range(1, len(cases)):
+        at_least_k = hlo.compare_values(ctx, which, ctx.constant(k, which.dtype, shape), "GE")
+        out = ctx.op1("stablehlo.select", [at_least_k, cases[k], out], out)
+    return [out]
+
+
 select_n_p = Primitive("select_n")
+select_n_p.stablehlo = _select_n_stablehlo
 select_n_p.kind = Kind.ELEMENTWISE
 select_n_p.kernel_op = "select_n"
 select_n_p.impl = _select_n_impl
@@ -210,6 +229,7 @@ def _clamp_impl(lo, x, hi):
 
 
 clamp_p = Primitive("clamp")
+clamp_p.stablehlo = lambda ctx, lo, x, hi: [ctx.op1("stablehlo.clamp", [lo, x, hi], ctx.avals_out[0])]
 clamp_p.kind = Kind.ELEMENTWISE
 clamp_p.kernel_op = "clamp"
 clamp_p.impl = _clamp_impl

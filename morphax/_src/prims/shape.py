@@ -15,6 +15,7 @@ from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.index_expr import const
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.structural import broadcast_in_dim_p, reduce_sum, reshape_p, transpose_p
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._ad import deflinear
 from morphax._src.prims._shape_util import (
     SHAPE_DTYPES,
@@ -93,6 +94,7 @@ def _broadcast_in_dim_index_map(out_index, x, *, shape, broadcast_dimensions, sh
 broadcast_in_dim_p.impl = _broadcast_in_dim_impl
 broadcast_in_dim_p.abstract_eval = _broadcast_in_dim_abstract_eval
 broadcast_in_dim_p.kind = Kind.LAYOUT
+broadcast_in_dim_p.stablehlo = hlo.broadcast_in_dim
 broadcast_in_dim_p.index_map = _broadcast_in_dim_index_map
 broadcast_in_dim_p.is_identity = lambda aval, *, shape, broadcast_dimensions, sharding: (
     shape == aval.shape and broadcast_dimensions == tuple(range(aval.ndim))
@@ -301,6 +303,7 @@ def _reshape_index_map(out_index, x, *, new_sizes, dimensions, sharding):
 reshape_p.impl = _reshape_impl
 reshape_p.abstract_eval = _reshape_abstract_eval
 reshape_p.kind = Kind.LAYOUT
+reshape_p.stablehlo = hlo.reshape
 reshape_p.index_map = _reshape_index_map
 reshape_p.is_identity = lambda aval, *, new_sizes, dimensions, sharding: (
     dimensions is None and new_sizes == aval.shape
@@ -403,6 +406,7 @@ def _transpose_index_map(out_index, x, *, permutation):
 transpose_p.impl = lambda x, *, permutation: fresh(np.transpose(x, permutation))
 transpose_p.abstract_eval = _transpose_abstract_eval
 transpose_p.kind = Kind.LAYOUT
+transpose_p.stablehlo = hlo.transpose
 transpose_p.index_map = _transpose_index_map
 transpose_p.is_identity = lambda aval, *, permutation: permutation == tuple(range(aval.ndim))
 
@@ -483,6 +487,7 @@ def _squeeze_index_map(out_index, x, *, dimensions):
 
 
 squeeze_p = Primitive("squeeze")
+squeeze_p.stablehlo = lambda ctx, x, *, dimensions: [ctx.op1("stablehlo.reshape", [x], ctx.avals_out[0])]
 squeeze_p.impl = lambda x, *, dimensions: fresh(np.squeeze(x, axis=dimensions))
 squeeze_p.abstract_eval = _squeeze_abstract_eval
 squeeze_p.kind = Kind.LAYOUT
@@ -557,6 +562,7 @@ def _rev_index_map(out_index, x, *, dimensions):
 
 
 rev_p = Primitive("rev")
+rev_p.stablehlo = hlo.rev
 rev_p.impl = lambda x, *, dimensions: fresh(np.flip(x, dimensions) if dimensions else x)
 rev_p.abstract_eval = _rev_abstract_eval
 rev_p.is_identity = lambda aval, *, dimensions: dimensions == ()

@@ -18,6 +18,7 @@ from morphax._src.core.ad_util import (
 )
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._ad import deflinear
 from morphax._src.prims._operands import lax_binary_operands
 from morphax._src.prims._shape_util import (
@@ -91,6 +92,7 @@ def _slice_index_map(out_index, x, *, start_indices, limit_indices, strides):
 
 
 slice_p = Primitive("slice")
+slice_p.stablehlo = hlo.slice_
 slice_p.impl = _slice_impl
 slice_p.abstract_eval = _slice_abstract_eval
 slice_p.kind = Kind.LAYOUT
@@ -254,6 +256,7 @@ def _pad_piecewise_map(out_index, operand, padding_value, *, padding_config):
 
 
 pad_p = Primitive("pad")
+pad_p.stablehlo = hlo.pad
 pad_p.impl = _pad_impl
 pad_p.abstract_eval = _pad_abstract_eval
 

@@ -13,6 +13,7 @@ from morphax._src.core.ad_util import aval_of
 from morphax._src.core.avals import ShapedArray
 from morphax._src.core.lazy_import import LazyModule
 from morphax._src.core.primitive import Primitive
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._ad import defjvp
 from morphax._src.prims._operands import lax_binary_operands, lax_nary_operands
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, binary_cases, random_array
@@ -94,6 +95,7 @@ bessel_i0e_p = elementwise_unop(
 bessel_i1e_p = elementwise_unop(
     "bessel_i1e", _in_float64(_sp.deferred("i1e")), "float", spec=TestSpec(cases=_signed_unary_cases)
 )
+bessel_i1e_p.stablehlo = hlo.elementwise("chlo.bessel_i1e")
 
 
 def _i1e_derivative(ans, x):
@@ -479,6 +481,7 @@ zeta_p = binary_elementwise(
         grad_order=0,
     ),
 )
+zeta_p.stablehlo = hlo.elementwise("chlo.zeta")
 
 
 def _zeta_x_partial(g, ans, x, q):

@@ -19,6 +19,7 @@ from morphax._src.core.ad_util import aval_of
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.lazy_import import LazyModule
 from morphax._src.core.values import make_array
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._ad import defjvp
 from morphax._src.prims._operands import lax_binary_operands
 from morphax._src.prims._spec import (
@@ -178,15 +179,28 @@ def _in_float32(fn):
 # ---------------------------------------------------------------------------------------------
 # Exponentials and logarithms.
 
+
 # NB: the references are NumPy's (nearly correctly rounded), not XLA's polynomials, so float32
 # results can differ from JAX's in the last bit; the PRNG's normal sampler uses XLA's own log1p
 # order (xla_float32_log.py) where JAX's bits depend on it.
+def _exp2_stablehlo(ctx, x, **params):
+    # exp(x * ln 2), as JAX lowers it (StableHLO has no exp2).
+    ln2 = ctx.constant(np.log(2), x.dtype, x.shape)
+    return [ctx.op1("stablehlo.exponential", [ctx.op1("stablehlo.multiply", [ln2, x], x)], x)]
+
+
 exp_p = _with_accuracy("exp", np.exp, "inexact")
+exp_p.stablehlo = hlo.elementwise("stablehlo.exponential")
 exp2_p = _with_accuracy("exp2", np.exp2, "inexact")
+exp2_p.stablehlo = _exp2_stablehlo
 expm1_p = _with_accuracy("expm1", np.expm1, "inexact")
+expm1_p.stablehlo = hlo.elementwise("stablehlo.exponential_minus_one")
 log_p = _with_accuracy("log", np.log, "inexact", domain=(0.1, 5.0))
+log_p.stablehlo = hlo.elementwise("stablehlo.log")
 log1p_p = _with_accuracy("log1p", np.log1p, "inexact", domain=(-0.9, 5.0))
+log1p_p.stablehlo = hlo.elementwise("stablehlo.log_plus_one")
 tanh_p = _with_accuracy("tanh", np.tanh, "inexact")
+tanh_p.stablehlo = hlo.elementwise("stablehlo.tanh")
 
 
 def _logistic_impl(x):
@@ -206,6 +220,7 @@ logistic_p = _with_accuracy(
     "inexact",
     specials=(0.0, -0.0, 1.0, -1.0, 100.0, -100.0, np.inf, -np.inf, np.nan),
 )
+logistic_p.stablehlo = hlo.elementwise("stablehlo.logistic")
 
 
 _jvp(exp_p, lambda g, ans, x: mul(g, ans))
@@ -257,17 +272,28 @@ def logistic(x, *, accuracy=None):
 # Trigonometric and hyperbolic functions.
 
 sin_p = _with_accuracy("sin", np.sin, "inexact")
+sin_p.stablehlo = hlo.elementwise("stablehlo.sine")
 cos_p = _with_accuracy("cos", np.cos, "inexact")
+cos_p.stablehlo = hlo.elementwise("stablehlo.cosine")
 # Random points stay between the poles at +-pi/2 (the specials still cover the rest).
 tan_p = _with_accuracy("tan", np.tan, "inexact", domain=(-1.3, 1.3))
+tan_p.stablehlo = hlo.elementwise("stablehlo.tan")
 asin_p = _plain("asin", np.arcsin, "inexact", domain=(-0.99, 0.99))
+asin_p.stablehlo = hlo.elementwise("chlo.asin")
 acos_p = _plain("acos", np.arccos, "inexact", domain=(-0.99, 0.99))
+acos_p.stablehlo = hlo.elementwise("chlo.acos")
 atan_p = _plain("atan", np.arctan, "inexact")
+atan_p.stablehlo = hlo.elementwise("chlo.atan")
 sinh_p = _plain("sinh", np.sinh, "inexact")
+sinh_p.stablehlo = hlo.elementwise("chlo.sinh")
 cosh_p = _plain("cosh", np.cosh, "inexact")
+cosh_p.stablehlo = hlo.elementwise("chlo.cosh")
 asinh_p = _plain("asinh", np.arcsinh, "inexact")
+asinh_p.stablehlo = hlo.elementwise("chlo.asinh")
 acosh_p = _plain("acosh", np.arccosh, "inexact", domain=(1.0, 5.0))
+acosh_p.stablehlo = hlo.elementwise("chlo.acosh")
 atanh_p = _plain("atanh", np.arctanh, "inexact", domain=(-0.99, 0.99))
+atanh_p.stablehlo = hlo.elementwise("chlo.atanh")
 _jvp(sin_p, lambda g, ans, x: mul(g, cos(x)))
 _jvp(cos_p, lambda g, ans, x: neg(mul(g, sin(x))))
 _jvp(tan_p, lambda g, ans, x: mul(g, add(1, square(ans))))
@@ -343,7 +369,9 @@ def atanh(x):
 # checks on the spec's cases stay off the branch point; complex ones cover the whole plane.
 _ROOT_CASES = concat_cases(unary_cases("float", domain=(0.1, 5.0)), unary_cases("complex"))
 sqrt_p = _with_accuracy("sqrt", np.sqrt, "inexact", cases=_ROOT_CASES)
+sqrt_p.stablehlo = hlo.elementwise("stablehlo.sqrt")
 rsqrt_p = _with_accuracy("rsqrt", lambda x: np.divide(1, np.sqrt(x)), "inexact", cases=_ROOT_CASES)
+rsqrt_p.stablehlo = hlo.elementwise("stablehlo.rsqrt")
 
 
 def _cbrt_reference(x):
@@ -356,6 +384,7 @@ def _cbrt_reference(x):
 
 
 cbrt_p = _with_accuracy("cbrt", _cbrt_reference, "float")
+cbrt_p.stablehlo = hlo.elementwise("stablehlo.cbrt")
 _jvp(sqrt_p, lambda g, ans, x: mul(g, div(0.5, ans)))
 _jvp(rsqrt_p, lambda g, ans, x: mul(g, mul(-0.5, div(ans, x))))
 _jvp(cbrt_p, lambda g, ans, x: mul(g, mul(1.0 / 3.0, integer_pow(ans, -2))))
@@ -391,7 +420,9 @@ _SPECIAL_FN_SPECIALS = (0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, -2.5, np.inf
 _ERF_INV_SPECIALS = (0.0, -0.0, 0.5, -0.5, 0.999, 1.0, -1.0, 1.5, np.inf, np.nan)
 
 erf_p = _plain("erf", _in_float32(_sp.deferred("erf")), "float")
+erf_p.stablehlo = hlo.elementwise("chlo.erf")
 erfc_p = _plain("erfc", _in_float32(_sp.deferred("erfc")), "float")
+erfc_p.stablehlo = hlo.elementwise("chlo.erfc")
 # XLA's float32 ErfInv: Giles' single-precision polynomial ("Approximating the erfinv function",
 # 2010) in w = -log1p(-x^2) (that log1p also in XLA's operation order), each Horner step one
 # fused multiply-add. Matching it bit for bit makes random.normal reproduce JAX's numbers exactly.
@@ -435,12 +466,15 @@ erf_inv_p = elementwise_unop(
         )
     ),
 )
+erf_inv_p.stablehlo = hlo.elementwise("chlo.erf_inv")
 lgamma_p = _plain(
     "lgamma", _in_float32(_sp.deferred("gammaln")), "float", domain=(0.1, 5.0), specials=_SPECIAL_FN_SPECIALS
 )
+lgamma_p.stablehlo = hlo.elementwise("chlo.lgamma")
 digamma_p = _plain(
     "digamma", _in_float32(_digamma), "float", domain=(0.1, 5.0), specials=_SPECIAL_FN_SPECIALS
 )
+digamma_p.stablehlo = hlo.elementwise("chlo.digamma")
 
 
 def _polygamma_f(m, x):
@@ -481,6 +515,7 @@ def _polygamma_cases(rng):
 polygamma_p = binary_elementwise(
     "polygamma", _polygamma_impl, dtypes="float", spec=TestSpec(cases=_polygamma_cases)
 )
+polygamma_p.stablehlo = hlo.elementwise("chlo.polygamma")
 
 
 def _polygamma_m_partial(g, ans, m, x):
@@ -542,6 +577,11 @@ def _pow_abstract_eval(x, y):
     return ShapedArray(broadcasting_shape("pow", x, y), x.dtype, x.weak_type and y.weak_type)
 
 
+def _pow_stablehlo(ctx, x, y):
+    # An integer exponent is converted to the base's dtype first, as XLA (and the reference) do.
+    return hlo.elementwise("stablehlo.power")(ctx, x, ctx.convert(y, x.dtype))
+
+
 def _pow_impl(x, y):
     x, y = as_arrays(x, y)
     # XLA converts an integer exponent to the base's dtype, then takes pow in that dtype.
@@ -570,6 +610,7 @@ pow_p = elementwise_primitive(
         )
     ),
 )
+pow_p.stablehlo = _pow_stablehlo
 
 
 def _pow_x_partial(g, ans, x, y):

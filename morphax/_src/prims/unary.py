@@ -16,6 +16,7 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import is_zero
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._ad import defjvp_zero, deflinear
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, unary_cases
 from morphax._src.prims.builders import as_arrays, concat_cases, elementwise_unop
@@ -52,6 +53,7 @@ def _signed_of(dt):
 
 
 neg_p = elementwise_unop("neg", np.negative, "numeric", spec=TestSpec(cases=unary_cases("numeric")))
+neg_p.stablehlo = hlo.elementwise("stablehlo.negate")
 deflinear(neg_p, lambda ct, x: [ct if is_zero(ct) else neg(ct)])
 
 
@@ -78,6 +80,15 @@ def _sign_impl(x):
     return np.sign(x)
 
 
+def _sign_stablehlo(ctx, x):
+    if not _dtypes.is_unsigned(x.dtype):
+        return [ctx.op1("stablehlo.sign", [x], x)]
+    # StableHLO's sign takes no unsigned operand: 0 where x is 0, else 1.
+    zero, one = ctx.constant(0, x.dtype, x.shape), ctx.constant(1, x.dtype, x.shape)
+    is_zero = hlo.compare_values(ctx, x, zero, "EQ")
+    return [ctx.op1("stablehlo.select", [is_zero, zero, one], x)]
+
+
 sign_p = elementwise_unop(
     "sign",
     _sign_impl,
@@ -88,6 +99,7 @@ sign_p = elementwise_unop(
         )
     ),
 )
+sign_p.stablehlo = _sign_stablehlo
 
 
 def sign(x):
@@ -107,11 +119,13 @@ _ROUND_SPECIALS = FLOAT_SPECIALS + _HALVES
 floor_p = elementwise_unop(
     "floor", np.floor, "float", spec=TestSpec(cases=unary_cases("float", specials=_ROUND_SPECIALS))
 )
+floor_p.stablehlo = hlo.elementwise("stablehlo.floor")
 
 
 ceil_p = elementwise_unop(
     "ceil", np.ceil, "float", spec=TestSpec(cases=unary_cases("float", specials=_ROUND_SPECIALS))
 )
+ceil_p.stablehlo = hlo.elementwise("stablehlo.ceil")
 
 
 def floor(x):
@@ -136,6 +150,11 @@ def _round_impl(x, *, rounding_method):
     return np.where(frac >= 0.5, stepped, t).astype(x.dtype)  # t keeps the sign of -0.4 -> -0.0
 
 
+def _round_stablehlo(ctx, x, *, rounding_method):
+    op = "round_nearest_even" if rounding_method == RoundingMethod.TO_NEAREST_EVEN else "round_nearest_afz"
+    return [ctx.op1(f"stablehlo.{op}", [x], x)]
+
+
 round_p = elementwise_unop(
     "round",
     _round_impl,
@@ -148,6 +167,7 @@ round_p = elementwise_unop(
         )
     ),
 )
+round_p.stablehlo = _round_stablehlo
 
 
 def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001 - JAX's name
@@ -158,6 +178,7 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001 - JAX
 is_finite_p = elementwise_unop(
     "is_finite", np.isfinite, "float", out_dtype=lambda _: np.bool_, spec=TestSpec(cases=unary_cases("float"))
 )
+is_finite_p.stablehlo = hlo.elementwise("stablehlo.is_finite")
 
 
 def is_finite(x):
@@ -194,6 +215,7 @@ not_p = elementwise_unop(
         )
     ),
 )
+not_p.stablehlo = hlo.elementwise("stablehlo.not")
 
 
 def bitwise_not(x):
@@ -231,6 +253,7 @@ population_count_p = elementwise_unop(
     "integer",
     spec=TestSpec(cases=concat_cases(unary_cases("integer"), _int_edge_cases(_INT_DTYPES, "edges"))),
 )
+population_count_p.stablehlo = hlo.elementwise("stablehlo.popcnt")
 
 
 clz_p = elementwise_unop(
@@ -239,6 +262,7 @@ clz_p = elementwise_unop(
     "integer",
     spec=TestSpec(cases=concat_cases(unary_cases("integer"), _int_edge_cases(_INT_DTYPES, "edges"))),
 )
+clz_p.stablehlo = hlo.elementwise("stablehlo.count_leading_zeros")
 
 
 def population_count(x):

@@ -30,13 +30,13 @@ from morphax._src.config import config
 
 logger = logging.getLogger("morphax")
 
-NAMES = ("c", "numpy")
+NAMES = ("c", "numpy", "xla")
 _loaded: dict = {}
 _default: list = []
 
 
 def get_backend(name: str):
-    """The backend called `name` ("c" or "numpy"); "cpu" means the default CPU backend."""
+    """The backend called `name` ("c", "numpy" or "xla"); "cpu" means the default CPU backend."""
     if name in (None, "cpu"):
         name = default_backend_name()
     backend = _loaded.get(name)

@@ -1,0 +1,118 @@
+"""The `xla` backend: a whole optimized jaxpr lowered to one StableHLO module (lowering.py),
+compiled and run by a PJRT plugin (morphax._src.pjrt) -- XLA's CPU plugin here, an accelerator's
+plugin the same way. Inputs and outputs are NumPy arrays: each call copies its inputs to the
+device and its outputs back.
+
+Unlike the c and numpy backends it fuses nothing itself (XLA does), so it offers
+`compile_whole(closed, name) -> Executable` instead of building a Program's kernels.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+
+import numpy as np
+
+from morphax._src.compiler.backends.xla.lowering import lower_module
+from morphax._src.compiler.backends.xla.mlir_text import LoweringError
+
+__all__ = ["BACKEND", "LoweringError"]
+
+
+class _Caps:
+    """No fusion of the kernel IR: the module goes to XLA whole."""
+
+    native_scratch = None
+
+    def supports(self, eqn) -> bool:
+        return False
+
+    def fuses_view(self, eqn) -> bool:
+        return False
+
+
+# XLA flags that give JAX's semantics where a plugin's own defaults differ: XLA's CPU plugin on
+# PyPI builds min/max that drop NaN (`fast_min_max`), where jaxlib's XLA propagates it as
+# StableHLO specifies. A plugin reads XLA_FLAGS when its client is created; a flag the user set
+# wins. (An unknown flag aborts the process, so only flags every XLA build knows go here.)
+_JAX_SEMANTICS_FLAGS = ("--xla_cpu_enable_fast_min_max=false",)
+
+
+@contextlib.contextmanager
+def _jax_semantics_flags():
+    before = os.environ.get("XLA_FLAGS")
+    given = before or ""
+    extra = [f for f in _JAX_SEMANTICS_FLAGS if f.split("=")[0] not in given]
+    if extra:
+        os.environ["XLA_FLAGS"] = " ".join([given, *extra]).strip()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("XLA_FLAGS", None)
+        else:
+            os.environ["XLA_FLAGS"] = before
+
+
+class XlaBackend:
+    name = "xla"
+    caps = _Caps()
+
+    def __init__(self):
+        self._client = None
+        self._lock = threading.Lock()
+        self._reason = None
+
+    def client(self):
+        """The PJRT client of the plugin found (created once); raises what went wrong."""
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    from morphax._src.pjrt import client as pjrt_client
+
+                    with _jax_semantics_flags():
+                        self._client = pjrt_client.Client.for_plugin()
+        return self._client
+
+    def available(self) -> bool:
+        if self._reason is None:
+            try:
+                self.client()
+                self._reason = ""
+            except Exception as e:  # noqa: BLE001 - any failure means: not here
+                self._reason = f"{type(e).__name__}: {e}"
+        return not self._reason
+
+    def unavailable_reason(self) -> str:
+        self.available()
+        return self._reason
+
+    def build(self, program, on_ready=None):
+        raise LoweringError("the xla backend compiles whole programs (compile_whole), not kernels")
+
+    def compile_whole(self, closed, name: str):
+        from morphax._src.compiler.executor import Executable
+
+        text = lower_module(closed, f"jit_{name}")
+        client = self.client()
+        compiled = client.compile(text)
+        device = client.addressable_devices[0]
+        out_dtypes = [np.dtype(a.dtype) for a in closed.out_avals]
+        in_dtypes = [np.dtype(a.dtype) for a in closed.in_avals]
+
+        def run(*args, reuse=()):
+            buffers = [
+                client.buffer_from_host(np.asarray(a, dtype=d), device) for a, d in zip(args, in_dtypes)
+            ]
+            outs = compiled.execute(buffers)
+            return [o.to_numpy().astype(d, copy=False) for o, d in zip(outs, out_dtypes)]
+
+        executable = Executable(run, text, closed, name, "xla", [text], 1)
+        executable.stablehlo = text
+        executable.pjrt_executable = compiled
+        return executable
+
+
+BACKEND = XlaBackend()

@@ -1,0 +1,178 @@
+"""Lowering a closed jaxpr to a StableHLO module (MLIR text): arguments, constants, one call of
+each equation's primitive rule (its `stablehlo` slot, declared beside its other rules in
+prims/ and higher_order/), results. This module never asks a primitive's name: a primitive
+without a rule is a LoweringError that names it.
+
+A rule is `rule(ctx, *operands, **params) -> [Value]`: the operands are the Values of the
+equation's inputs, `ctx` a LoweringContext with the equation's avals and the builder's helpers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from morphax._src.compiler.backends.xla import mlir_text
+from morphax._src.compiler.backends.xla.mlir_text import Builder, LoweringError, Value
+from morphax._src.core.jaxpr import ClosedJaxpr, Literal
+
+
+class LoweringContext:
+    """What a primitive's rule sees: the equation's input and output avals and a builder."""
+
+    def __init__(self, module: ModuleLowering, avals_in, avals_out, name: str):
+        self.module = module
+        self.avals_in = avals_in
+        self.avals_out = avals_out
+        self.primitive_name = name  # for error messages only
+
+    @property
+    def builder(self) -> Builder:
+        return self.module.builder
+
+    def op(self, name: str, operands, results, attributes=None, regions=()) -> list[Value]:
+        """One StableHLO operation; `results` are avals, Values or (shape, dtype) pairs."""
+        return self.builder.op(name, operands, [_shape_dtype(r) for r in results], attributes, regions)
+
+    def op1(self, name: str, operands, result, attributes=None, regions=()) -> Value:
+        return self.op(name, operands, [result], attributes, regions)[0]
+
+    def constant(self, value, dtype=None, shape=None) -> Value:
+        """A constant holding `value` (broadcast to `shape` when given)."""
+        array = np.asarray(value, dtype=dtype)
+        if shape is not None and tuple(shape) != array.shape:
+            scalar = self.constant(array.reshape(()) if array.size == 1 else array)
+            return self.broadcast(scalar, shape)
+        if array.size == 0 and array.ndim != 1:
+            return self.broadcast(self.constant(np.zeros((), array.dtype)), array.shape)
+        return self.op1(
+            "stablehlo.constant", [], (array.shape, array.dtype), {"value": mlir_text.dense(array)}
+        )
+
+    def broadcast(self, value: Value, shape, dims=None) -> Value:
+        """`value` broadcast to `shape`; `dims`: which output dimension each operand dimension
+        becomes (default: the trailing ones, NumPy's rule)."""
+        shape = tuple(shape)
+        if dims is None:
+            dims = range(len(shape) - len(value.shape), len(shape))
+        if value.shape == shape and list(dims) == list(range(len(shape))):
+            return value
+        attrs = {"broadcast_dimensions": mlir_text.i64_array(dims)}
+        return self.op1("stablehlo.broadcast_in_dim", [value], (shape, value.dtype), attrs)
+
+    def convert(self, value: Value, dtype) -> Value:
+        if value.dtype == np.dtype(dtype):
+            return value
+        return self.op1("stablehlo.convert", [value], (value.shape, dtype))
+
+    def region(self, arg_avals, body) -> str:
+        """A region whose block takes `arg_avals` and yields what `body(*args)` returns."""
+        return self.builder.region([_shape_dtype(a) for a in arg_avals], body)
+
+    def lower_jaxpr(self, closed: ClosedJaxpr, operands) -> list[Value]:
+        """`closed` applied to `operands`, written inline (bodies of calls, regions)."""
+        return self.module.lower_jaxpr(closed.jaxpr, closed.consts, operands)
+
+    def scalar_region(self, dtype, op_name: str) -> str:
+        """A reduction body combining two scalars of `dtype` with one operation."""
+
+        def body(a, b):
+            return [self.op1(op_name, [a, b], ((), dtype))]
+
+        return self.region([((), dtype), ((), dtype)], body)
+
+
+def _shape_dtype(r):
+    if isinstance(r, tuple):
+        return r
+    return (tuple(r.shape), r.dtype)
+
+
+class ModuleLowering:
+    """One module: a `main` function over the jaxpr's inputs, its equations written in order."""
+
+    def __init__(self):
+        self.builder = Builder()
+
+    def lower_jaxpr(self, jaxpr, consts, operands) -> list[Value]:
+        env: dict = {}
+
+        def read(atom) -> Value:
+            if isinstance(atom, Literal):
+                return self._constant(atom.val, atom.aval.dtype)
+            return env[atom]
+
+        for var, value in zip(jaxpr.constvars, consts):
+            env[var] = self._constant(value, var.aval.dtype)
+        for var, value in zip(jaxpr.invars, operands):
+            env[var] = value
+        for eqn in jaxpr.eqns:
+            prim = eqn.primitive
+            rule = getattr(prim, "stablehlo", None)
+            if rule is None and prim.call_jaxpr_param is not None:
+                rule = _inline_call(prim.call_jaxpr_param)
+            if rule is None:
+                raise LoweringError(
+                    f"morphax cannot lower the primitive {prim.name!r} to StableHLO yet (backend "
+                    f"'xla'); run this program with backend='c' or 'numpy'."
+                )
+            ins = [read(v) for v in eqn.invars]
+            ctx = LoweringContext(
+                self, [v.aval for v in eqn.invars], [v.aval for v in eqn.outvars], prim.name
+            )
+            outs = rule(ctx, *ins, **eqn.params)
+            if not isinstance(outs, (list, tuple)):
+                outs = [outs]
+            if len(outs) != len(eqn.outvars):
+                raise LoweringError(
+                    f"the StableHLO rule of {prim.name!r} gave {len(outs)} results, not {len(eqn.outvars)}"
+                )
+            for var, value in zip(eqn.outvars, outs):
+                want = (tuple(var.aval.shape), np.dtype(var.aval.dtype))
+                if (value.shape, value.dtype) != want:
+                    raise LoweringError(
+                        f"the StableHLO rule of {prim.name!r} gave {value.type} where the jaxpr has "
+                        f"{mlir_text.tensor_type(*want)}"
+                    )
+                env[var] = value
+        return [read(v) for v in jaxpr.outvars]
+
+    def _constant(self, value, dtype) -> Value:
+        ctx = LoweringContext(self, [], [], "constant")
+        return ctx.constant(np.asarray(value, dtype))
+
+
+def _inline_call(param: str):
+    """The rule of a call-like primitive (jit, checkpoint, custom-rule calls): its jaxpr, inline."""
+
+    def rule(ctx, *operands, **params):
+        return ctx.lower_jaxpr(params[param], operands)
+
+    return rule
+
+
+def lower_module(closed: ClosedJaxpr, name: str = "main") -> str:
+    """The StableHLO module (MLIR text) of `closed`: `@main` takes its inputs, returns its outputs."""
+    module = ModuleLowering()
+    b = module.builder
+    args = [Value(f"%arg{k}", v.aval.shape, v.aval.dtype) for k, v in enumerate(closed.jaxpr.invars)]
+    b.push_block()
+    results = module.lower_jaxpr(closed.jaxpr, closed.consts, args)
+    b.op("func.return", results, [])
+    body = b.pop_block()
+    params = ", ".join(f"{a.name}: {a.type}" for a in args)
+    outs = ", ".join(r.type for r in results)
+    lines = [
+        f"module @{_symbol(name)} attributes {{mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32}} {{",
+        f"  func.func public @main({params}) -> ({outs}) {{",
+        *body,
+        "  }",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _symbol(name: str) -> str:
+    plain = "".join(c if c.isascii() and (c.isalnum() or c in "_.$") else "_" for c in name)
+    if not plain or plain[0].isdigit():
+        plain = "_" + plain
+    return plain
