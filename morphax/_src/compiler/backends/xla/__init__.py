@@ -110,8 +110,11 @@ class XlaBackend:
             return [o.to_numpy().astype(d, copy=False) for o, d in zip(outs, out_dtypes)]
 
         executable = Executable(run, text, closed, name, "xla", [text], 1)
-        executable.stablehlo = text
         executable.pjrt_executable = compiled
+        # The module as Lowered.as_text() shows it: the same, with JAX's names of the results.
+        executable.stablehlo_text = lambda result_names=None: lower_module(
+            closed, f"jit_{name}", result_names
+        )
         return executable
 
 

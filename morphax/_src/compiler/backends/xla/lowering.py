@@ -150,8 +150,10 @@ def _inline_call(param: str):
     return rule
 
 
-def lower_module(closed: ClosedJaxpr, name: str = "main") -> str:
-    """The StableHLO module (MLIR text) of `closed`: `@main` takes its inputs, returns its outputs."""
+def lower_module(closed: ClosedJaxpr, name: str = "main", result_names=None) -> str:
+    """The StableHLO module (MLIR text) of `closed`: `@main` takes its inputs, returns its outputs,
+    laid out as JAX prints its modules (`module @jit_f attributes {...}`, `func.func public @main`,
+    each result named by `jax.result_info` when `result_names` gives the names)."""
     module = ModuleLowering()
     b = module.builder
     args = [Value(f"%arg{k}", v.aval.shape, v.aval.dtype) for k, v in enumerate(closed.jaxpr.invars)]
@@ -160,7 +162,12 @@ def lower_module(closed: ClosedJaxpr, name: str = "main") -> str:
     b.op("func.return", results, [])
     body = b.pop_block()
     params = ", ".join(f"{a.name}: {a.type}" for a in args)
-    outs = ", ".join(r.type for r in results)
+    if result_names is not None and len(result_names) == len(results):
+        outs = ", ".join(
+            f'{r.type} {{jax.result_info = "{_escape(n)}"}}' for r, n in zip(results, result_names)
+        )
+    else:
+        outs = ", ".join(r.type for r in results)
     lines = [
         f"module @{_symbol(name)} attributes {{mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32}} {{",
         f"  func.func public @main({params}) -> ({outs}) {{",
@@ -171,8 +178,30 @@ def lower_module(closed: ClosedJaxpr, name: str = "main") -> str:
     return "\n".join(lines) + "\n"
 
 
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def _symbol(name: str) -> str:
     plain = "".join(c if c.isascii() and (c.isalnum() or c in "_.$") else "_" for c in name)
     if not plain or plain[0].isdigit():
         plain = "_" + plain
     return plain
+
+
+class StableHLOModule:
+    """What `Lowered.compiler_ir("stablehlo")` returns: the module of a traced jaxpr (before
+    morphax's passes, as JAX lowers before XLA optimizes); `str()` gives its text."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    @classmethod
+    def of(cls, closed: ClosedJaxpr, name: str, result_names=None) -> StableHLOModule:
+        return cls(lower_module(closed, f"jit_{name}", result_names))
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"StableHLOModule({self.text.splitlines()[0]} ...)"

@@ -1,0 +1,172 @@
+"""The xla backend end to end: programs lowered to StableHLO and run by a PJRT plugin (XLA's CPU
+plugin, `pip install --no-deps lammps-jax-pjrt-cpu`) give the results of the c and numpy
+backends, under grad, vmap, jvp and control flow; the module text is laid out as JAX prints it;
+a primitive without a lowering is an error that names it. Skipped without a plugin."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import morphax
+import morphax.numpy as jnp
+from morphax import lax
+from morphax._src.compiler import compile as compile_mod
+from morphax._src.compiler.backends import get_backend
+
+pytestmark = pytest.mark.skipif(
+    not get_backend("xla").available(), reason="no PJRT plugin (pip install --no-deps lammps-jax-pjrt-cpu)"
+)
+
+
+def _same(f, *args, backend="numpy", rtol=2e-5, atol=1e-6):
+    want = morphax.jit(f, backend=backend)(*args)
+    got = morphax.jit(f, backend="xla")(*args)
+    want_leaves, want_tree = morphax.tree_util.tree_flatten(want)
+    got_leaves, got_tree = morphax.tree_util.tree_flatten(got)
+    assert want_tree == got_tree
+    for g, w in zip(got_leaves, want_leaves):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        if g.dtype.kind in "biu":
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    return got
+
+
+def _mlp_params(rng, sizes=(8, 16, 4)):
+    return [
+        (rng.normal(size=(m, n)).astype(np.float32) / np.sqrt(m), np.zeros(n, np.float32))
+        for m, n in zip(sizes[:-1], sizes[1:])
+    ]
+
+
+def _mlp_loss(params, x, y):
+    h = x
+    for w, b in params[:-1]:
+        h = jnp.tanh(h @ w + b)
+    w, b = params[-1]
+    logits = h @ w + b
+    logp = logits - morphax.nn.logsumexp(logits, axis=1, keepdims=True)
+    return -jnp.mean(jnp.sum(logp * y, axis=1))
+
+
+def test_mlp_training_steps_match_the_c_backend():
+    rng = np.random.default_rng(0)
+    params = _mlp_params(rng)
+    x = rng.normal(size=(32, 8)).astype(np.float32)
+    y = np.eye(4, dtype=np.float32)[rng.integers(0, 4, 32)]
+
+    def step(params, x, y):
+        loss, grads = morphax.value_and_grad(_mlp_loss)(params, x, y)
+        return loss, morphax.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads)
+
+    p_xla = p_c = params
+    for _ in range(5):
+        loss_c, p_c = morphax.jit(step, backend="c")(p_c, x, y)
+        loss_x, p_xla = morphax.jit(step, backend="xla")(p_xla, x, y)
+        np.testing.assert_allclose(float(loss_x), float(loss_c), rtol=1e-5)
+    for a, b in zip(morphax.tree_util.tree_leaves(p_xla), morphax.tree_util.tree_leaves(p_c)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+
+
+def test_control_flow_under_transformations():
+    def program(x):
+        y = lax.cond(x[0] > 0, lambda v: jnp.sin(v) * 2, lambda v: jnp.cos(v) - 1, x)
+        _, z = lax.while_loop(lambda c: c[0] < 4, lambda c: (c[0] + 1, c[1] * 0.9 + 0.1), (0, y))
+        carry, ys = lax.scan(lambda c, xi: (c * 0.5 + xi, c * xi), jnp.zeros(()), z)
+        return jnp.sum(ys) + carry
+
+    def no_while(x):  # reverse mode: cond and scan (a while loop has no transpose, as in JAX)
+        y = lax.cond(x[0] > 0, lambda v: jnp.sin(v) * 2, lambda v: jnp.cos(v) - 1, x)
+        carry, ys = lax.scan(lambda c, xi: (c * 0.5 + xi, c * xi), jnp.zeros(()), y)
+        return jnp.sum(ys) + carry
+
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+    _same(program, x)
+    _same(morphax.grad(lambda v: no_while(v[0] * v) ** 2), x)
+    _same(lambda v: morphax.jvp(program, (v,), (jnp.ones_like(v),)), x)
+    _same(morphax.vmap(program), np.stack([x, -x, x * 2]))  # a batched predicate: select
+
+
+def test_reverse_scan_and_fori_loop():
+    def program(x):
+        _, ys = lax.scan(lambda c, xi: (c + xi, c), 0.0, x, reverse=True)
+        return ys, lax.fori_loop(0, 7, lambda i, c: c * 1.1 + i, x)
+
+    _same(program, np.arange(6, dtype=np.float32))
+
+
+def test_integer_and_bool_programs_are_exact():
+    def program(i, b):
+        j = (i * 7 + 3) // 2 - jnp.abs(i) % 5
+        return jnp.where(b, j, -j), jnp.argmax(j), jnp.sum(b), (i << 3) ^ (i >> 1)
+
+    i = np.array([-9, -2, 0, 3, 11, 2**30], np.int32)
+    b = np.array([True, False, True, True, False, False])
+    _same(program, i, b)
+
+
+def test_lowered_text_is_laid_out_as_jax_prints_it():
+    def f(x, y):
+        return {"s": jnp.sin(x) * y, "t": (x + 1, y)}
+
+    x = np.ones(3, np.float32)
+    text = morphax.jit(f, backend="xla").lower(x, x).as_text()
+    lines = text.splitlines()
+    assert (
+        lines[0] == "module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {"
+    )
+    assert lines[1].startswith("  func.func public @main(%arg0: tensor<3xf32>, %arg1: tensor<3xf32>) -> (")
+    for name in ("result['s']", "result['t'][0]", "result['t'][1]"):
+        assert f'{{jax.result_info = "{name}"}}' in lines[1]
+    assert '"stablehlo.sine"(%arg0)' in text
+    # compiler_ir("stablehlo") gives the module whatever the backend.
+    module = morphax.jit(f, backend="c").lower(x, x).compiler_ir("stablehlo")
+    assert str(module).startswith("module @jit_f")
+    with pytest.raises(ValueError, match="dialect"):
+        morphax.jit(f, backend="xla").lower(x, x).as_text(dialect="hlo")
+
+
+def test_one_compile_per_signature():
+    f = morphax.jit(lambda x: jnp.exp(x) - x, backend="xla")
+    before = compile_mod.counters.compiles
+    for _ in range(3):
+        f(np.ones(4, np.float32))
+    assert compile_mod.counters.compiles == before + 1
+    f(np.ones(5, np.float32))
+    assert compile_mod.counters.compiles == before + 2
+
+
+def test_a_primitive_without_a_lowering_is_an_error_that_names_it():
+    from morphax.extend.core import Primitive
+
+    mystery = Primitive("mystery_op")
+    mystery.def_impl(lambda x: x * 2)
+    mystery.def_abstract_eval(lambda x: x)
+    with pytest.raises(NotImplementedError, match="mystery_op.*StableHLO.*backend='c'"):
+        morphax.jit(lambda x: mystery.bind(x) + 1, backend="xla")(np.ones(2, np.float32))
+
+
+def test_eight_threads_call_one_program():
+    f = morphax.jit(lambda x, k: jnp.tanh(x * k).sum(), backend="xla")
+    x = np.linspace(-2, 2, 101).astype(np.float32)
+    f(x, np.float32(1))  # compiled once, before the threads
+    errors, results = [], {}
+
+    def work(k):
+        try:
+            for _ in range(20):
+                results[k] = float(f(x, np.float32(k)))
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for k in range(8):
+        np.testing.assert_allclose(results[k], np.tanh(x * k).sum(), rtol=1e-5, atol=1e-5)
