@@ -139,7 +139,9 @@ def _xla_tol(prim, case, aval):
     from morphax._src.core.primitive import Kind
 
     tol = _tol(prim, case)
-    if prim.kind in (Kind.ELEMENTWISE, Kind.REDUCE, Kind.OPAQUE) and prim.test_spec.differentiable:
+    # Arithmetic rounds XLA's way (scatter-mul's complex products, the generic reduce's order of
+    # combination too); moving data stays exact.
+    if prim.kind not in (Kind.LAYOUT, Kind.GATHER) and prim.test_spec.differentiable:
         tol = max(tol, _XLA_ULPS.get(aval.dtype.name, 0))
     return tol
 
@@ -161,6 +163,20 @@ _XLA_SPECIAL_VALUES = {
         "pow": ("complex64-specials",),
     }.items()
 }
+# The incomplete gamma family as JAX computes it (its series and continued fraction in float32,
+# ported as JAX writes them): igamma(0, x) is NaN there and 1 in the (SciPy) reference, and at
+# a = x = 1e6 JAX's float32 result is about 1% off the exact value the reference gives.
+_XLA_SPECIAL_VALUES.update(
+    {
+        name: (prefixes, "JAX's incomplete gamma algorithm differs from SciPy's at these values")
+        for name, prefixes in {
+            "igamma": ("float32-specials", "float16-specials", "bfloat16-specials"),
+            "igammac": ("float32-specials",),
+            "igamma_grad_a": ("float32-specials",),
+            "random_gamma_grad": ("float32-specials",),
+        }.items()
+    }
+)
 
 # XLA computes floating-point results its own way: its transcendental functions, complex products
 # and quotients, summation order and reciprocal of a broadcast divisor differ from NumPy's by a few

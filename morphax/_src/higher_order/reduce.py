@@ -20,6 +20,7 @@ from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
 from morphax._src.higher_order.host_eval import run_closed_jaxpr
 from morphax._src.higher_order.while_loop import while_loop
+from morphax._src.prims import _stablehlo_windows as hlo_windows
 from morphax._src.prims import lax_api as lax
 from morphax._src.prims._shape_util import as_lax_array
 from morphax._src.prims._spec import Case, TestSpec, random_array
@@ -94,6 +95,7 @@ def _tree_reduce(closed, dimensions, *args):
 reduce_p = Primitive("reduce", multiple_results=True)
 # Folds its jaxpr over the reduced axes: a loop with the jaxpr as body (not a REDUCE kernel op).
 reduce_p.kind = Kind.LOOP
+reduce_p.stablehlo = hlo_windows.reduce
 
 
 def _reduce_abstract_eval(*avals, computation, jaxpr, dimensions):

@@ -24,6 +24,7 @@ from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.higher_order.pjit import pjit_p
 from morphax._src.passes._util import cache_get, cache_put, eqn_has_effects
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._spec import DTYPES_FOR_CLASS, Case, TestSpec, random_array
 from morphax._src.prims.dot import dot_general_p
 from morphax._src.transforms import ad
@@ -55,6 +56,7 @@ name_p = Primitive("name")
 # The identity on its operand (the name only guides checkpoint policies).
 name_p.kind = Kind.ELEMENTWISE
 name_p.kernel_op = "name"
+name_p.stablehlo = hlo.same_as_operand
 
 
 def _name_jvp(primals, tangents, *, name):

@@ -38,16 +38,25 @@ def extremum(op_name: str, direction: str):
         if not _dtypes.is_complex(x.dtype):
             return plain(ctx, x, y)
         shape = ctx.avals_out[0].shape
-        x, y = broadcast_operand(ctx, x, shape), broadcast_operand(ctx, y, shape)
-        part = np.dtype(f"float{x.dtype.itemsize * 4}")
-        rx, ry = (ctx.op1("stablehlo.real", [v], (shape, part)) for v in (x, y))
-        ix, iy = (ctx.op1("stablehlo.imag", [v], (shape, part)) for v in (x, y))
-        by_real = compare_values(ctx, rx, ry, direction)
-        by_imag = compare_values(ctx, ix, iy, direction)
-        pick_x = ctx.op1("stablehlo.select", [compare_values(ctx, rx, ry, "EQ"), by_imag, by_real], by_real)
-        return [ctx.op1("stablehlo.select", [pick_x, x, y], x)]
+        return [
+            lexicographic_pick(
+                ctx, broadcast_operand(ctx, x, shape), broadcast_operand(ctx, y, shape), direction
+            )
+        ]
 
     return rule
+
+
+def lexicographic_pick(ctx, x, y, direction: str):
+    """x where it is greater (GT) or less (LT) than y comparing real parts, then imaginary parts;
+    else y (complex operands of one shape)."""
+    shape, part = x.shape, np.dtype(f"float{x.dtype.itemsize * 4}")
+    rx, ry = (ctx.op1("stablehlo.real", [v], (shape, part)) for v in (x, y))
+    ix, iy = (ctx.op1("stablehlo.imag", [v], (shape, part)) for v in (x, y))
+    by_real = compare_values(ctx, rx, ry, direction)
+    by_imag = compare_values(ctx, ix, iy, direction)
+    pick_x = ctx.op1("stablehlo.select", [compare_values(ctx, rx, ry, "EQ"), by_imag, by_real], by_real)
+    return ctx.op1("stablehlo.select", [pick_x, x, y], x)
 
 
 def compare_type(dtype) -> str:
@@ -85,10 +94,16 @@ def reduction(op_name: str, identity):
     """A reduction over `axes` with one combining operation; `identity(dtype)` is its initial
     value."""
 
+    direction = {"stablehlo.maximum": "GT", "stablehlo.minimum": "LT"}.get(op_name)
+
     def rule(ctx, x, *, axes, **params):
         out = ctx.avals_out[0]
         init = ctx.constant(identity(x.dtype), x.dtype)
-        body = ctx.scalar_region(x.dtype, op_name)
+        if direction and _dtypes.is_complex(x.dtype):  # lexicographic, as JAX's max/min
+            scalar = ((), x.dtype)
+            body = ctx.region([scalar, scalar], lambda a, b: [lexicographic_pick(ctx, a, b, direction)])
+        else:
+            body = ctx.scalar_region(x.dtype, op_name)
         attrs = {"dimensions": _i64_array(axes)}
         return [ctx.op1("stablehlo.reduce", [x, init], out, attrs, [body])]
 

@@ -24,6 +24,7 @@ from morphax._src.core import structural
 from morphax._src.core.ad_util import Zero, aval_of, is_undefined_primal, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray
 from morphax._src.prims import _stablehlo as hlo
+from morphax._src.prims import _stablehlo_bits as hlo_bits
 from morphax._src.prims._ad import defjvp, defjvp_zero, linear_operand_ct
 from morphax._src.prims._operands import lax_binary_operands, lax_nary_operands
 from morphax._src.prims._spec import (
@@ -365,6 +366,7 @@ def _mulhi_impl(x, y):
 mulhi_p = binary_elementwise(
     "mulhi", _mulhi_impl, dtypes="integer", spec=TestSpec(cases=binary_cases("integer"), differentiable=False)
 )
+mulhi_p.stablehlo = hlo_bits.mulhi
 
 
 defjvp_zero(mulhi_p)
@@ -632,6 +634,7 @@ def _fma_cases(rng):
 
 
 fma_p = elementwise_primitive("fma", _fma_impl, _fma_abstract_eval, TestSpec(cases=_fma_cases))
+fma_p.stablehlo = hlo_bits.fma
 defjvp(
     fma_p,
     lambda g, ans, a, b, c: mul(g, b),

@@ -123,6 +123,7 @@ optimization_barrier_p.batch = lambda vals, dims, *, axis_data: (
     optimization_barrier_p.bind(*vals),
     list(dims),
 )
+optimization_barrier_p.stablehlo = lambda ctx, *xs: ctx.op("stablehlo.optimization_barrier", xs, xs)
 
 
 def _barrier_jvp(primals, tangents):

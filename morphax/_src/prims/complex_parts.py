@@ -150,6 +150,20 @@ conj_p = elementwise_unop(
 )
 
 
+def _conj_stablehlo(ctx, x, *, input_dtype):
+    # complex(real(x), -imag(x)), as JAX lowers it; a real operand gets a zero imaginary part.
+    part = (x.shape, _dtypes.real_dtype(ctx.avals_out[0].dtype))
+    if _dtypes.is_complex(x.dtype):
+        re, im = ctx.op1("stablehlo.real", [x], part), ctx.op1("stablehlo.imag", [x], part)
+        im = ctx.op1("stablehlo.negate", [im], part)
+    else:
+        re, im = x, ctx.constant(0, x.dtype, x.shape)
+    return [ctx.op1("stablehlo.complex", [re, im], ctx.avals_out[0])]
+
+
+conj_p.stablehlo = _conj_stablehlo
+
+
 def _conj_transpose(ct, x, *, input_dtype):
     if is_zero(ct):
         return [Zero(x.aval)]

@@ -41,6 +41,22 @@ split_p = Primitive("split", multiple_results=True)
 split_p.kind = Kind.LAYOUT
 
 
+def _split_stablehlo(ctx, x, *, sizes, axis):
+    # One slice per piece, as JAX lowers split.
+    outs, start = [], 0
+    for size, aval in zip(sizes, ctx.avals_out):
+        lo, hi = [0] * len(x.shape), list(x.shape)
+        lo[axis], hi[axis] = start, start + size
+        attrs = {"start_indices": hlo.i64_array(lo), "limit_indices": hlo.i64_array(hi)}
+        attrs["strides"] = hlo.i64_array([1] * len(lo))
+        outs.append(ctx.op1("stablehlo.slice", [x], aval, attrs))
+        start += size
+    return outs
+
+
+split_p.stablehlo = _split_stablehlo
+
+
 def _split_abstract_eval(x, *, sizes, axis):
     if not isinstance(axis, (int, np.integer)) or not 0 <= axis < x.ndim:
         raise ValueError(f"split: axis {axis} is out of bounds for an operand of type {x.str_short()}")

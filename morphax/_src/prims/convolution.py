@@ -18,6 +18,7 @@ from morphax._src.core.ad_util import Zero, aval_of, is_undefined_primal, is_zer
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.prims import _stablehlo_windows as hlo_windows
 from morphax._src.prims._ad import defbilinear
 from morphax._src.prims._spec import Case, TestSpec, random_array
 from morphax._src.prims.conv_layouts import (
@@ -51,6 +52,7 @@ ConvGeneralDilatedDimensionNumbers = tuple | ConvDimensionNumbers | None
 
 
 conv_general_dilated_p = Primitive("conv_general_dilated")
+conv_general_dilated_p.stablehlo = hlo_windows.conv_general_dilated
 
 
 conv_general_dilated_p.kind = Kind.OPAQUE

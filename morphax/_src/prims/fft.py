@@ -18,6 +18,7 @@ from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._ad import deflinear
 from morphax._src.prims._spec import Case, TestSpec, random_array
 from morphax._src.prims.arithmetic import mul
@@ -56,7 +57,15 @@ def _real_dtype(dt) -> np.dtype:
 # ------------------------------------------------------------------------------------------------
 # The primitive.
 
+
+def _fft_stablehlo(ctx, x, *, fft_type, fft_lengths):
+    kind = ("FFT", "IFFT", "RFFT", "IRFFT")[int(fft_type)]
+    attrs = {"fft_type": f"#stablehlo<fft_type {kind}>", "fft_length": hlo.i64_array(fft_lengths)}
+    return [ctx.op1("stablehlo.fft", [x], ctx.avals_out[0], attrs)]
+
+
 fft_p = Primitive("fft")
+fft_p.stablehlo = _fft_stablehlo
 fft_p.kind = Kind.OPAQUE
 
 

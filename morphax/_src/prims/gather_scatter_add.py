@@ -24,6 +24,7 @@ from morphax._src.core.ad_util import (
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.prims import _stablehlo_indexing as hlo_indexing
 from morphax._src.prims._spec import Case, TestSpec, random_array
 from morphax._src.prims.gather_scatter_dims import (
     GATHER_FIELDS,
@@ -152,6 +153,7 @@ def _gather_impl(
 
 gather_p.impl = _gather_impl
 gather_p.abstract_eval = _gather_abstract_eval
+gather_p.stablehlo = hlo_indexing.gather(_default_fill)
 
 
 def _gdn(offset, collapsed, start_map, obatch=(), ibatch=()):
@@ -410,6 +412,7 @@ def _inverse_gather(x, indices, updates_shape, params, fill_value=0):
 
 
 scatter_add_p = _scatter_primitive("scatter-add", np.add, _ARITH)
+scatter_add_p.stablehlo = hlo_indexing.scatter("add")
 scatter_add = _scatter_wrapper(
     scatter_add_p,
     """Add `updates` into `operand` at the selected windows; duplicates accumulate.""",

@@ -15,6 +15,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.prims import _stablehlo_bits as hlo_bits
 from morphax._src.prims._ad import defjvp, defjvp_zero
 from morphax._src.prims._shape_util import as_lax_array, canonical_shape
 from morphax._src.prims._spec import Case, TestSpec
@@ -182,6 +183,7 @@ def _rbg_cases(rng):
 rng_bit_generator_p = Primitive("rng_bit_generator", multiple_results=True)
 # A pure function of its key: a library call (Philox/threefry/...) run as one node.
 rng_bit_generator_p.kind = Kind.OPAQUE
+rng_bit_generator_p.stablehlo = hlo_bits.rng_bit_generator
 rng_bit_generator_p.abstract_eval = _rbg_abstract_eval
 rng_bit_generator_p.impl = _rbg_impl
 rng_bit_generator_p.batch = _rbg_batch
@@ -285,6 +287,7 @@ def _uniform_partial(which):
 rng_uniform_p = Primitive("rng_uniform")
 # Stateful (a new draw per call, like XLA's RngUniform): never merged or reordered.
 rng_uniform_p.kind = Kind.EFFECT
+rng_uniform_p.stablehlo = hlo_bits.rng_uniform
 rng_uniform_p.abstract_eval = _uniform_abstract_eval
 rng_uniform_p.impl = _uniform_impl
 rng_uniform_p.batch = _uniform_batch

@@ -10,6 +10,7 @@ import numpy as np
 
 from morphax._src.core.avals import ShapedArray
 from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.prims import _stablehlo_bits as hlo_bits
 from morphax._src.prims._ad import defjvp_zero
 from morphax._src.prims._spec import Case, TestSpec
 from morphax._src.prims.builders import broadcasting_shape, elementwise_batcher
@@ -26,6 +27,7 @@ threefry2x32_p = Primitive("threefry2x32", multiple_results=True)
 # Two results, each elementwise in the four (broadcast) operands.
 threefry2x32_p.kind = Kind.ELEMENTWISE
 threefry2x32_p.kernel_op = "threefry2x32"
+threefry2x32_p.stablehlo = hlo_bits.threefry2x32(_ROTATIONS, _KS_PARITY)
 
 
 def _abstract_eval(key1, key2, x1, x2):

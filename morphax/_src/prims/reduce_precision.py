@@ -8,6 +8,7 @@ import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.ad_util import Zero, is_zero
+from morphax._src.prims import _stablehlo_bits as hlo_bits
 from morphax._src.prims._ad import deflinear
 from morphax._src.prims._shape_util import as_lax_array
 from morphax._src.prims._spec import TestSpec, unary_cases
@@ -120,6 +121,7 @@ reduce_precision_p = elementwise_unop(
         )
     ),
 )
+reduce_precision_p.stablehlo = hlo_bits.reduce_precision
 deflinear(
     reduce_precision_p,
     lambda ct, x, **params: [Zero(x.aval) if is_zero(ct) else reduce_precision_p.bind(ct, **params)],

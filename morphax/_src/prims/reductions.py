@@ -17,6 +17,7 @@ from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.structural import broadcast_in_dim, reshape, transpose
 from morphax._src.prims import _stablehlo as hlo
+from morphax._src.prims import _stablehlo_windows as hlo_windows
 from morphax._src.prims import arithmetic
 from morphax._src.prims._ad import defjvp, defjvp_zero, deflinear
 from morphax._src.prims._shape_util import axis_of_shape
@@ -655,6 +656,7 @@ _CUM_NUMERIC = ("float32", "float16", "bfloat16", "int32", "uint8", "int8", "com
 _CUM_REAL = ("float32", "float16", "bfloat16", "int32", "uint8", "int8")
 
 cumsum_p = _cumulative("cumsum", _acc(np.add, tree=True), "numeric", _CUM_NUMERIC)
+cumsum_p.stablehlo = hlo_windows.cumulative("stablehlo.add", lambda dtype: 0)
 
 
 def cumsum(operand, axis: int = 0, reverse: bool = False):
@@ -674,6 +676,7 @@ deflinear(cumsum_p, _cumsum_transpose)
 
 
 cumprod_p = _cumulative("cumprod", _acc(np.multiply, tree=True), "numeric", _CUM_NUMERIC)
+cumprod_p.stablehlo = hlo_windows.cumulative("stablehlo.multiply", lambda dtype: 1)
 
 
 def cumprod(operand, axis: int = 0, reverse: bool = False):
@@ -686,6 +689,7 @@ _scan_jvp(cumprod_p, _mul_combine)
 
 
 cummax_p = _cumulative("cummax", _acc(np.maximum), "real_numeric", _CUM_REAL)
+cummax_p.stablehlo = hlo_windows.cumulative("stablehlo.maximum", hlo.lowest)
 
 
 def cummax(operand, axis: int = 0, reverse: bool = False):
@@ -698,6 +702,7 @@ _scan_jvp(cummax_p, _extremum_combine(gt, arithmetic.max))
 
 
 cummin_p = _cumulative("cummin", _acc(np.minimum), "real_numeric", _CUM_REAL)
+cummin_p.stablehlo = hlo_windows.cumulative("stablehlo.minimum", hlo.highest)
 
 
 def cummin(operand, axis: int = 0, reverse: bool = False):
@@ -713,6 +718,7 @@ _scan_jvp(cummin_p, _extremum_combine(lt, arithmetic.min))
 cumlogsumexp_p = _cumulative(
     "cumlogsumexp", _acc(np.logaddexp, tree=True), "float", ("float32", "float16", "bfloat16")
 )
+cumlogsumexp_p.stablehlo = hlo_windows.cumulative("logaddexp", hlo.lowest)
 
 
 def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):

@@ -14,6 +14,7 @@ import numpy as np
 
 from morphax._src.core.ad_util import Zero, instantiate, is_undefined_primal, is_zero
 from morphax._src.core.avals import get_aval
+from morphax._src.prims import _stablehlo_indexing as hlo_indexing
 from morphax._src.prims import arithmetic
 from morphax._src.prims.arithmetic import add, div, mul
 from morphax._src.prims.compare import eq
@@ -59,6 +60,7 @@ def _winning_updates(indices, updates_shape, operand_shape, params):
 
 
 scatter_p = _scatter_primitive("scatter", None, _ANY)
+scatter_p.stablehlo = hlo_indexing.scatter()
 scatter = _scatter_wrapper(
     scatter_p,
     """Write `updates` into `operand` at the windows `scatter_indices` select. Out-of-bounds
@@ -91,6 +93,7 @@ def _scatter_cotangents(ct, indices, op_aval, up_aval, undef_op, undef_up, param
 def_scatter_jvp(scatter_p, _scatter_tangent)
 def_scatter_transpose(scatter_p, _scatter_cotangents)
 scatter_mul_p = _scatter_primitive("scatter-mul", np.multiply, _ARITH)
+scatter_mul_p.stablehlo = hlo_indexing.scatter("mul")
 scatter_mul = _scatter_wrapper(
     scatter_mul_p,
     """Multiply `operand` by `updates` at the selected windows; duplicates accumulate.""",
@@ -150,6 +153,7 @@ def _scatter_mul_transpose(ct, operand, indices, updates, **params):
 def_scatter_jvp(scatter_mul_p, _scatter_mul_tangent)
 scatter_mul_p.transpose = _scatter_mul_transpose
 scatter_min_p = _scatter_primitive("scatter-min", np.minimum, _ORDERED)
+scatter_min_p.stablehlo = hlo_indexing.scatter("min")
 scatter_min = _scatter_wrapper(
     scatter_min_p,
     """Elementwise minimum of `operand` and `updates` at the selected windows (NaN propagates).""",
@@ -183,6 +187,7 @@ def _scatter_extremum_jvp(prim):
 
 _scatter_extremum_jvp(scatter_min_p)
 scatter_max_p = _scatter_primitive("scatter-max", np.maximum, _ORDERED)
+scatter_max_p.stablehlo = hlo_indexing.scatter("max")
 scatter_max = _scatter_wrapper(
     scatter_max_p,
     """Elementwise maximum of `operand` and `updates` at the selected windows (NaN propagates).""",

@@ -16,6 +16,7 @@ from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.prims import _stablehlo_bits as hlo_bits
 from morphax._src.prims._shape_util import axis_of_shape
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, random_array
 from morphax._src.prims.builders import check_dtype
@@ -71,6 +72,7 @@ def _take_along_axis(x, idx, axis):
 
 sort_p = Primitive("sort", multiple_results=True)
 sort_p.kind = Kind.OPAQUE
+sort_p.stablehlo = hlo_bits.sort
 
 
 def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
@@ -212,6 +214,7 @@ def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
 
 top_k_p = Primitive("top_k", multiple_results=True)
 top_k_p.kind = Kind.OPAQUE
+top_k_p.stablehlo = hlo_bits.top_k
 
 
 def _topk_abstract_eval(operand, *, k, axis):

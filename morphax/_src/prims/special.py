@@ -14,6 +14,7 @@ from morphax._src.core.avals import ShapedArray
 from morphax._src.core.lazy_import import LazyModule
 from morphax._src.core.primitive import Primitive
 from morphax._src.prims import _stablehlo as hlo
+from morphax._src.prims import _stablehlo_special as hlo_special
 from morphax._src.prims._ad import defjvp
 from morphax._src.prims._operands import lax_binary_operands, lax_nary_operands
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, binary_cases, random_array
@@ -95,6 +96,7 @@ bessel_i0e_p = elementwise_unop(
 bessel_i1e_p = elementwise_unop(
     "bessel_i1e", _in_float64(_sp.deferred("i1e")), "float", spec=TestSpec(cases=_signed_unary_cases)
 )
+bessel_i0e_p.stablehlo = hlo_special.bessel_i0e
 bessel_i1e_p.stablehlo = hlo.elementwise("chlo.bessel_i1e")
 
 
@@ -300,24 +302,28 @@ igamma_p = binary_elementwise(
     dtypes="float",
     spec=TestSpec(cases=binary_cases("float", domain=_POSITIVE)),
 )
+igamma_p.stablehlo = hlo_special.igamma
 igammac_p = binary_elementwise(
     "igammac",
     _in_float64(_gammainc_like(_sp.deferred("gammaincc"))),
     dtypes="float",
     spec=TestSpec(cases=binary_cases("float", domain=_POSITIVE)),
 )
+igammac_p.stablehlo = hlo_special.igammac
 igamma_grad_a_p = binary_elementwise(
     "igamma_grad_a",
     _in_float64(_igamma_grad_a_ref),
     dtypes="float",
     spec=TestSpec(cases=binary_cases("float", domain=_POSITIVE)),
 )
+igamma_grad_a_p.stablehlo = hlo_special.igamma_grad_a
 random_gamma_grad_p = binary_elementwise(
     "random_gamma_grad",
     _in_float64(_random_gamma_grad_ref),
     dtypes="float",
     spec=TestSpec(cases=binary_cases("float", domain=_POSITIVE)),
 )
+random_gamma_grad_p.stablehlo = hlo_special.random_gamma_grad
 
 
 def _gamma_density(a, x):
@@ -431,6 +437,7 @@ elementwise_primitive(
     _betainc_abstract_eval,
     TestSpec(cases=_betainc_cases, grad_order=0),
 )
+regularized_incomplete_beta_p.stablehlo = hlo_special.regularized_incomplete_beta
 
 
 def _betainc_ab_partial(g, ans, a, b, x):

@@ -15,6 +15,8 @@ from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import bdim_to_front
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.trace import Tracer
+from morphax._src.prims import _stablehlo as hlo
+from morphax._src.prims import _stablehlo_windows as hlo_windows
 from morphax._src.prims import slicing
 from morphax._src.prims._ad import deflinear, linear_in_first
 from morphax._src.prims._spec import FLOAT_SPECIALS, Case, TestSpec, random_array
@@ -248,8 +250,11 @@ def _with_unit_window(params, d):
 
 
 reduce_window_sum_p = _reduce_window("sum", "numeric")
+reduce_window_sum_p.stablehlo = hlo_windows.reduce_window("stablehlo.add", lambda dtype: 0)
 reduce_window_max_p = _reduce_window("max", "any")
+reduce_window_max_p.stablehlo = hlo_windows.reduce_window("stablehlo.maximum", hlo.lowest)
 reduce_window_min_p = _reduce_window("min", "any")
+reduce_window_min_p.stablehlo = hlo_windows.reduce_window("stablehlo.minimum", hlo.highest)
 
 
 def _reduce_window_sum_transpose(ct, operand, **params):
@@ -339,6 +344,7 @@ def _check_select(name, a, x, select_prim, params, a_shape_is_out):
 
 select_and_gather_add_p = Primitive("select_and_gather_add")
 select_and_gather_add_p.kind = Kind.OPAQUE
+select_and_gather_add_p.stablehlo = hlo_windows.select_and_gather_add
 
 
 def _gather_abstract_eval(t, x, *, select_prim, **params):
@@ -360,6 +366,7 @@ select_and_gather_add_p.impl = _gather_impl
 
 select_and_scatter_add_p = Primitive("select_and_scatter_add")
 select_and_scatter_add_p.kind = Kind.OPAQUE
+select_and_scatter_add_p.stablehlo = hlo_windows.select_and_scatter_add
 
 
 def _scatter_abstract_eval(s, x, *, select_prim, **params):

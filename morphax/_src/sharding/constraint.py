@@ -8,6 +8,7 @@ from morphax._src.core import pytree
 from morphax._src.core.ad_util import is_zero
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import is_concrete_array
+from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims._shape_util import as_lax_array, fresh
 from morphax._src.prims._spec import Case, TestSpec, random_array
 from morphax._src.runtime import array as _array
@@ -21,6 +22,7 @@ sharding_constraint_p.param_defaults = {}
 sharding_constraint_p.abstract_eval = lambda x, *, sharding: x
 sharding_constraint_p.impl = lambda x, *, sharding: fresh(x)
 sharding_constraint_p.is_identity = lambda aval, *, sharding: True
+sharding_constraint_p.stablehlo = hlo.same_as_operand  # one device: the operand itself
 
 
 def _jvp(primals, tangents, *, sharding):

@@ -40,6 +40,9 @@ def _hermitian_pd(rng, shape, dt):
 
 cholesky_p = Primitive("cholesky")
 cholesky_p.kind = Kind.OPAQUE
+# StableHLO's cholesky reads the lower triangle, as the reference does (a matrix that is not
+# positive definite gives NaN in XLA and in JAX).
+cholesky_p.stablehlo = lambda ctx, x: [ctx.op1("stablehlo.cholesky", [x], x, {"lower": "true"})]
 
 
 def _cholesky_abstract_eval(x):

@@ -29,7 +29,27 @@ from morphax._src.prims.unary import neg
 __all__ = ["triangular_solve_p", "triangular_solve"]
 
 
+def _triangular_solve_stablehlo(ctx, a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    if conjugate_a and not transpose_a and a.dtype.kind == "c":  # conj(a) alone: conjugate it first
+        a = ctx.op1("chlo.conj", [a], a)
+    transpose = (
+        "ADJOINT"
+        if (conjugate_a and transpose_a and a.dtype.kind == "c")
+        else "TRANSPOSE"
+        if transpose_a
+        else "NO_TRANSPOSE"
+    )
+    attrs = {
+        "left_side": "true" if left_side else "false",
+        "lower": "true" if lower else "false",
+        "unit_diagonal": "true" if unit_diagonal else "false",
+        "transpose_a": f"#stablehlo<transpose {transpose}>",
+    }
+    return [ctx.op1("stablehlo.triangular_solve", [a, b], b, attrs)]
+
+
 triangular_solve_p = Primitive("triangular_solve")
+triangular_solve_p.stablehlo = _triangular_solve_stablehlo
 triangular_solve_p.kind = Kind.OPAQUE
 
 
