@@ -170,3 +170,52 @@ def test_eight_threads_call_one_program():
     assert not errors, errors
     for k in range(8):
         np.testing.assert_allclose(results[k], np.tanh(x * k).sum(), rtol=1e-5, atol=1e-5)
+
+
+def test_cnn_training_step_matches_the_c_backend():
+    dn = ("NHWC", "HWIO", "NHWC")
+
+    def loss(params, x, y):
+        k1, k2, w = params
+        h = jnp.maximum(lax.conv_general_dilated(x, k1, (1, 1), "SAME", dimension_numbers=dn), 0.0)
+        h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")  # max pool
+        h = jnp.maximum(lax.conv_general_dilated(h, k2, (2, 2), "SAME", dimension_numbers=dn), 0.0)
+        logits = h.reshape(h.shape[0], -1) @ w
+        return -jnp.mean(jnp.sum(y * morphax.nn.log_softmax(logits), axis=-1))
+
+    def step(params, x, y):
+        value, grads = morphax.value_and_grad(loss)(params, x, y)
+        return value, [p - 0.05 * g for p, g in zip(params, grads)]
+
+    rng = np.random.default_rng(1)
+    params = [
+        (rng.standard_normal((3, 3, 1, 4)) * 0.3).astype(np.float32),
+        (rng.standard_normal((3, 3, 4, 8)) * 0.2).astype(np.float32),
+        (rng.standard_normal((4 * 4 * 8, 10)) * 0.05).astype(np.float32),
+    ]
+    x = rng.standard_normal((8, 16, 16, 1)).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 8)]
+    p_c = p_x = params
+    for _ in range(3):
+        loss_c, p_c = morphax.jit(step, backend="c")(p_c, x, y)
+        loss_x, p_x = morphax.jit(step, backend="xla")(p_x, x, y)
+        np.testing.assert_allclose(float(loss_x), float(loss_c), rtol=1e-5)
+    for a, b in zip(p_x, p_c):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+
+
+def test_random_numbers_are_bit_identical():
+    def sample(key):
+        k1, k2 = morphax.random.split(key)
+        return (
+            morphax.random.normal(k1, (64,)),
+            morphax.random.uniform(k2, (3, 5)),
+            morphax.random.randint(morphax.random.fold_in(key, 7), (10,), -5, 100),
+            morphax.random.permutation(k2, 12),
+        )
+
+    key = morphax.random.PRNGKey(42)
+    want = morphax.jit(sample, backend="numpy")(key)
+    got = morphax.jit(sample, backend="xla")(key)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
