@@ -139,14 +139,38 @@ def test_one_compile_per_signature():
     assert compile_mod.counters.compiles == before + 2
 
 
-def test_a_primitive_without_a_lowering_is_an_error_that_names_it():
+def test_equations_without_a_lowering_run_on_the_host_between_device_programs():
     from morphax.extend.core import Primitive
 
     mystery = Primitive("mystery_op")
-    mystery.def_impl(lambda x: x * 2)
+    mystery.def_impl(lambda x: np.asarray(x) * 2)
     mystery.def_abstract_eval(lambda x: x)
-    with pytest.raises(NotImplementedError, match="mystery_op.*StableHLO.*backend='c'"):
-        morphax.jit(lambda x: mystery.bind(x) + 1, backend="xla")(np.ones(2, np.float32))
+    seen = []
+
+    def f(a):
+        q, r = jnp.linalg.qr(a @ a.T + 1.0)  # qr has no lowering: a host step
+        w = jnp.linalg.eigvalsh(a + a.T)
+        morphax.debug.callback(lambda t: seen.append(float(t)), jnp.trace(a))
+        return mystery.bind(jnp.sum(jnp.abs(r)) + jnp.sum(q * q)) + 1.0, w
+
+    a = np.random.default_rng(3).normal(size=(4, 4)).astype(np.float32)
+    got = _same(f, a, rtol=1e-5, atol=1e-5)
+    assert len(seen) == 2 and np.allclose(seen, np.trace(a), rtol=1e-6)  # numpy, then xla
+    compiled = morphax.jit(f, backend="xla").lower(a).compile()
+    assert compiled.num_kernels > 1  # several device programs, host steps between them
+    np.testing.assert_allclose(np.asarray(got[1]), np.linalg.eigvalsh(a + a.T), rtol=1e-4, atol=1e-5)
+
+
+def test_an_unlowerable_equation_inside_a_loop_runs_the_loop_on_the_host():
+    def f(xs):
+        def body(c, x):
+            q, _ = jnp.linalg.qr(x)
+            return c + jnp.sum(jnp.abs(q)), jnp.trace(q)
+
+        return lax.scan(body, 0.0, xs)
+
+    xs = np.random.default_rng(4).normal(size=(3, 4, 4)).astype(np.float32)
+    _same(f, xs, rtol=1e-5, atol=1e-5)
 
 
 def test_eight_threads_call_one_program():

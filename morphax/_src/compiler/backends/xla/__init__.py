@@ -15,8 +15,10 @@ import threading
 
 import numpy as np
 
+from morphax._src.compiler.backends.xla import host_steps
 from morphax._src.compiler.backends.xla.lowering import lower_module
 from morphax._src.compiler.backends.xla.mlir_text import LoweringError
+from morphax._src.core.jaxpr import Literal
 
 __all__ = ["BACKEND", "LoweringError"]
 
@@ -95,7 +97,24 @@ class XlaBackend:
     def compile_whole(self, closed, name: str):
         from morphax._src.compiler.executor import Executable
 
-        text = lower_module(closed, f"jit_{name}")
+        steps = host_steps.plan(closed.jaxpr)
+        if len(steps) == 1 and steps[0][0] == "device" or not closed.jaxpr.eqns:
+            text = lower_module(closed, f"jit_{name}")
+            run = self._device_call(closed, text)
+            sources = [text]
+        else:  # host steps between device programs (host_steps.py)
+            run, sources = self._split_program(closed, name, steps)
+            text = "\n\n".join(sources)
+        executable = Executable(run, text, closed, name, "xla", sources, len(sources))
+        # The module as Lowered.as_text() shows it: the same, with JAX's names of the results.
+        if len(sources) == 1:
+            executable.stablehlo_text = lambda result_names=None: lower_module(
+                closed, f"jit_{name}", result_names
+            )
+        return executable
+
+    def _device_call(self, closed, text):
+        """`run(*numpy arrays) -> [numpy arrays]` of one device program."""
         client = self.client()
         compiled = client.compile(text)
         device = client.addressable_devices[0]
@@ -109,13 +128,49 @@ class XlaBackend:
             outs = compiled.execute(buffers)
             return [o.to_numpy().astype(d, copy=False) for o, d in zip(outs, out_dtypes)]
 
-        executable = Executable(run, text, closed, name, "xla", [text], 1)
-        executable.pjrt_executable = compiled
-        # The module as Lowered.as_text() shows it: the same, with JAX's names of the results.
-        executable.stablehlo_text = lambda result_names=None: lower_module(
-            closed, f"jit_{name}", result_names
-        )
-        return executable
+        return run
+
+    def _split_program(self, closed, name, steps):
+        jaxpr = closed.jaxpr
+        later = host_steps.uses_after(jaxpr, steps)
+        runners, sources = [], []
+        for k, (kind, body) in enumerate(steps):
+            if kind == "device":
+                part = host_steps.device_program(body, later[k])
+                text = lower_module(part, f"jit_{name}_part{len(sources)}")
+                sources.append(text)
+                runners.append(
+                    ("device", part.jaxpr.invars, part.jaxpr.outvars, self._device_call(part, text))
+                )
+            else:
+                runners.append(("host", body.invars, body.outvars, _host_call(body)))
+        consts = list(zip(jaxpr.constvars, closed.consts))
+
+        def run(*args, reuse=()):
+            env = dict(consts)
+            env.update(zip(jaxpr.invars, args))
+
+            def read(v):
+                return np.asarray(v.val, v.aval.dtype) if isinstance(v, Literal) else env[v]
+
+            for _, ins, outs, call in runners:
+                env.update(zip(outs, call(*[read(v) for v in ins])))
+            return [read(v) for v in jaxpr.outvars]
+
+        return run, sources
+
+
+def _host_call(eqn):
+    """One equation by its NumPy reference, on the host."""
+    prim, params = eqn.primitive, eqn.params
+    dtypes = [np.dtype(v.aval.dtype) for v in eqn.outvars]
+
+    def call(*args):
+        outs = prim.impl(*args, **params)
+        outs = list(outs) if prim.multiple_results else [outs]
+        return [np.asarray(o, dtype=d) for o, d in zip(outs, dtypes)]
+
+    return call
 
 
 BACKEND = XlaBackend()
