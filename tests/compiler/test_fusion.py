@@ -461,3 +461,24 @@ def test_random_fusible_graphs_match_the_reference(graph):
     for k, (g, w, info) in enumerate(zip(got, want, infos)):
         program = [f"v{len(inputs) + n} = {name}{operands}" for n, (_, _, operands, name) in enumerate(steps)]
         _compare(g, w, info, f"output {k} (v{outs[k]}) of inputs {inputs}: {program}")
+
+
+@pytest.mark.skipif(not get_backend("xla").available(), reason="no PJRT plugin")
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(graphs())
+def test_random_fusible_graphs_on_xla_match_the_reference(graph):
+    """The same random programs compiled by XLA (the xla backend): exact values bit for bit,
+    approximate ones within the same tolerances."""
+    inputs, steps, outs, infos, seed = graph
+    f = _build(steps, outs)
+    args = _make_inputs(inputs, seed)
+    got = morphax.jit(f, backend="xla")(*args)
+    want = morphax.jit(f, backend="numpy")(*args)
+    for k, (g, w, info) in enumerate(zip(got, want, infos)):
+        program = [f"v{len(inputs) + n} = {name}{operands}" for n, (_, _, operands, name) in enumerate(steps)]
+        _compare(g, w, info, f"output {k} (v{outs[k]}) of inputs {inputs}: {program}")

@@ -243,3 +243,30 @@ def test_random_numbers_are_bit_identical():
     got = morphax.jit(sample, backend="xla")(key)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+def test_transformer_block_value_and_grad_matches_the_c_backend():
+    batch, seq, width, heads = 2, 8, 16, 2
+
+    def layer_norm(x):
+        mean = jnp.mean(x, axis=-1, keepdims=True)
+        return (x - mean) / jnp.sqrt(jnp.mean((x - mean) ** 2, axis=-1, keepdims=True) + 1e-5)
+
+    def loss(params, x):
+        wq, wk, wv, wo, w1, w2 = params
+        h = layer_norm(x)
+
+        def split(t):
+            return t.reshape(batch, seq, heads, width // heads).transpose(0, 2, 1, 3)
+
+        q, k, v = split(h @ wq), split(h @ wk), split(h @ wv)
+        scores = jnp.einsum("bhqd,bhkd->bhqk", q, k) / np.float32(np.sqrt(width // heads))
+        attn = jnp.einsum("bhqk,bhkd->bhqd", morphax.nn.softmax(scores, axis=-1), v)
+        x = x + attn.transpose(0, 2, 1, 3).reshape(batch, seq, width) @ wo
+        return jnp.mean((x + morphax.nn.gelu(layer_norm(x) @ w1) @ w2) ** 2)
+
+    rng = np.random.default_rng(5)
+    shapes = [(width, width)] * 4 + [(width, 4 * width), (4 * width, width)]
+    params = [(rng.standard_normal(s) / np.sqrt(s[0])).astype(np.float32) for s in shapes]
+    x = rng.standard_normal((batch, seq, width)).astype(np.float32)
+    _same(morphax.value_and_grad(loss), params, x, backend="c", rtol=1e-4, atol=1e-5)
