@@ -276,6 +276,7 @@ _LAZY_SUBMODULES = (
     "custom_batching",
     "dlpack",
     "experimental",
+    "export",
     "interpreters",
     "lib",
     "monitoring",

@@ -40,6 +40,7 @@ LAYERS = {
     "flatten_util": 9,
     "image": 9,
     "scipy": 9,
+    "export": 9,
     "test_util": 10,
 }
 PUBLIC = 11

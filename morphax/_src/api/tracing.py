@@ -23,7 +23,8 @@ class ShapeDtypeStruct:
     __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
     def __init__(self, shape, dtype, *, weak_type=False, sharding=None):
-        self.shape = tuple(int(d) for d in shape)
+        # A symbolic dimension (morphax.export.symbolic_shape) stays itself; the rest are ints.
+        self.shape = tuple(d if hasattr(d, "_get_vars") else int(d) for d in shape)
         # Extended dtypes (typed PRNG keys, ``key<fry>``) stand for key arrays (see _physical).
         self.dtype = _dtypes.canonicalize_dtype(dtype, allow_extended=True)
         self.weak_type = weak_type
