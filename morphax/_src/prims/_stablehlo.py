@@ -290,7 +290,27 @@ def dot_general(ctx, lhs, rhs, *, dimension_numbers, preferred_element_type=None
     ]
     text = ", ".join(f"{k} = [{', '.join(str(int(d)) for d in v)}]" for k, v in fields if len(v))
     attrs = {"dot_dimension_numbers": f"#stablehlo.dot<{text}>"}
+    config = precision_config(params.get("precision"))
+    if config:
+        attrs["precision_config"] = config
     return [ctx.op1("stablehlo.dot_general", [lhs, rhs], out, attrs)]
+
+
+def precision_config(precision) -> str | None:
+    """`precision_config` of a dot or convolution: the (lhs, rhs) Precision pair, as JAX writes it
+    (None when both are DEFAULT: XLA's own choice, bfloat16 passes on a TPU). A DotAlgorithm preset
+    is not written yet: the plugin's default applies."""
+    if precision is None:
+        return None
+    pair = precision if isinstance(precision, (tuple, list)) else (precision, precision)
+    names = [getattr(p, "name", None) for p in pair]
+    if (
+        len(names) != 2
+        or any(n not in ("DEFAULT", "HIGH", "HIGHEST") for n in names)
+        or names == ["DEFAULT"] * 2
+    ):
+        return None
+    return "[" + ", ".join(f"#stablehlo<precision {n}>" for n in names) + "]"
 
 
 # ----------------------------------------------------------------------------- control flow

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.prims._stablehlo import compare_values, highest, i64_array, lowest
+from morphax._src.prims._stablehlo import compare_values, highest, i64_array, lowest, precision_config
 
 
 def padding_attr(pads) -> str:
@@ -328,6 +328,9 @@ def conv_general_dilated(
         feature_group_count=f"{int(feature_group_count)} : i64",
         batch_group_count=f"{int(batch_group_count)} : i64",
     )
+    config = precision_config(precision)
+    if config:  # HIGHEST keeps float32 products exact on a TPU (bfloat16 passes otherwise)
+        attrs["precision_config"] = config
     res = ctx.op1("stablehlo.convolution", [lhs, rhs], (out.shape, dtype), attrs)
     if _dtypes.is_bool(out.dtype):
         res = compare_values(ctx, res, ctx.constant(0, dtype, out.shape), "NE")
