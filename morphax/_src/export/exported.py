@@ -63,6 +63,20 @@ class Exported:
     _stablehlo_version: tuple = dataclasses.field(default=STABLEHLO_VERSION, repr=False, compare=False)
     _instances: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
+    @classmethod
+    def unsharded(cls, **fields) -> Exported:
+        """An Exported whose inputs and outputs carry no sharding (every export morphax makes):
+        the sharding fields follow from the numbers of inputs and outputs."""
+        n_in, n_out = len(fields["in_avals"]), len(fields["out_avals"])
+        return cls(
+            _has_named_shardings=True,
+            _in_named_shardings=(None,) * n_in,
+            _out_named_shardings=(None,) * n_out,
+            in_shardings_hlo=(None,) * n_in,
+            out_shardings_hlo=(None,) * n_out,
+            **fields,
+        )
+
     def mlir_module(self, serialized: bool = True):
         """The StableHLO module as MLIR text (serialized=False: a StableHLOModule object)."""
         if self._lowering_error is not None:
@@ -140,7 +154,7 @@ def deserialize(blob) -> Exported:
     pickled jaxpr)."""
     from morphax._src.export import serialization
 
-    return serialization.deserialize(blob, Exported, _export_vjp)
+    return serialization.deserialize(blob, Exported.unsharded, _export_vjp)
 
 
 # ------------------------------------------------------------------------------------- export
@@ -274,17 +288,12 @@ def _make_exported(traced, template, platforms, disabled_checks, symbolic) -> Ex
     module, error = _module_text(pruned, kept, traced.fun_name, traced.out_tree, symbolic)
     effects = sorted(template.jaxpr.effects, key=lambda e: type(e).__name__)
     ordered = tuple(e for e in effects if isinstance(e, _effects.OrderedDebugEffect))
-    return Exported(
+    return Exported.unsharded(
         fun_name=traced.fun_name,
         in_tree=traced.in_tree,
         in_avals=in_avals,
         out_tree=traced.out_tree,
         out_avals=out_avals,
-        _has_named_shardings=True,
-        _in_named_shardings=(None,) * len(in_avals),
-        _out_named_shardings=(None,) * len(out_avals),
-        in_shardings_hlo=(None,) * len(in_avals),
-        out_shardings_hlo=(None,) * len(out_avals),
         nr_devices=1,
         platforms=platforms,
         ordered_effects=ordered,

@@ -110,7 +110,7 @@ def _sections(blob: bytes, start: int, count: int) -> list:
 
 
 def deserialize(blob, make, get_vjp):
-    """The Exported in `blob`, built with `make` (the Exported class); its `vjp` is the serialized
+    """The Exported in `blob`, built with `make` (Exported.unsharded); its `vjp` is the serialized
     one when there is one, else `get_vjp` (computed from the jaxpr)."""
     blob = bytes(blob)
     if not blob.startswith(MAGIC):
@@ -151,11 +151,6 @@ def deserialize(blob, make, get_vjp):
         in_avals=in_avals,
         out_tree=deserialize_treedef(h["out_tree"]),
         out_avals=out_avals,
-        _has_named_shardings=True,
-        _in_named_shardings=(None,) * len(in_avals),
-        _out_named_shardings=(None,) * len(out_avals),
-        in_shardings_hlo=(None,) * len(in_avals),
-        out_shardings_hlo=(None,) * len(out_avals),
         nr_devices=h["nr_devices"],
         platforms=tuple(h["platforms"]),
         ordered_effects=tuple(_EFFECTS[e] for e in h["ordered_effects"]),
