@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.prims._exact_float import two_product
 from morphax._src.prims._stablehlo import broadcast_operand, compare_type, i64_array
 from morphax._src.prims._stablehlo_expr import Expr, isnan, where, wrap
 
@@ -284,7 +285,7 @@ def fma(ctx, a, b, c):
             s = where(inexact & _is_even(r), _next_after(r, toward), r)
         result = s.astype(out.dtype)
     else:
-        p, e = _two_product(a, b)
+        p, e = two_product(a, b)
         hi = p + c
         v = hi - p
         lo = (p - (hi - v)) + (c - v)
@@ -315,13 +316,3 @@ def _round_to_odd_sum(x, y):
     err = (x - (s - v)) + (y - v)
     nudge = s.op("is_finite", dtype=_BOOL) & err.ne(0) & _is_even(s)
     return where(nudge, _next_after(s, where(err > 0, s.like(np.inf), -np.inf)), s)
-
-
-def _two_product(a, b):
-    """(p, e) with p + e == a * b exactly (Dekker's splitting)."""
-    p = a * b
-    split = 134217729.0  # 2**27 + 1
-    ah = a * split - (a * split - a)
-    bh = b * split - (b * split - b)
-    al, bl = a - ah, b - bh
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl

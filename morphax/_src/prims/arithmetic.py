@@ -26,6 +26,7 @@ from morphax._src.core.avals import ShapedArray
 from morphax._src.prims import _stablehlo as hlo
 from morphax._src.prims import _stablehlo_bits as hlo_bits
 from morphax._src.prims._ad import defjvp, defjvp_zero, linear_operand_ct
+from morphax._src.prims._exact_float import two_product
 from morphax._src.prims._operands import lax_binary_operands, lax_nary_operands
 from morphax._src.prims._spec import (
     Case,
@@ -566,17 +567,6 @@ def _round_to_odd_sum(x, y):
     return np.where(nudge, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
 
 
-def _two_product(a, b):
-    """(p, e) with p + e == a * b exactly, in float64 (Dekker's splitting)."""
-    p = a * b
-    split = 134217729.0  # 2**27 + 1
-    ah = a * split - (a * split - a)
-    bh = b * split - (b * split - b)
-    al, bl = a - ah, b - bh
-    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    return p, e
-
-
 def _fma_impl(a, b, c):
     a, b, c = np.broadcast_arrays(*as_arrays(a, b, c))
     out = _fma_finite_aware(a, b, c)
@@ -597,7 +587,7 @@ def _fma_finite_aware(a, b, c):
             return np.asarray(out.astype(dt))
         # float64: the product split exactly in two, summed with c exactly, the low parts rounded
         # to odd, then the final sum rounded once (Boldo and Melquiond's emulated FMA).
-        p, e = _two_product(a64, b64)
+        p, e = two_product(a64, b64)
         hi = p + c64
         v = hi - p
         lo = (p - (hi - v)) + (c64 - v)
