@@ -193,14 +193,16 @@ def _probe_key(cc: str) -> str | None:
     return h.hexdigest()[:32]
 
 
-def _probe_path(key: str) -> str | None:
-    root = disk_cache.directory()
-    return None if root is None else os.path.join(root, f"probe-{key}.json")
+def _probe_file(cc: str) -> tuple:
+    """(key, path) of the probe's answer for `cc`; path None where it cannot be kept."""
+    key, root = _probe_key(cc), disk_cache.directory()
+    if key is None or root is None:
+        return key, None
+    return key, os.path.join(root, f"probe-{key}.json")
 
 
 def _read_probe(cc: str) -> dict | None:
-    key = _probe_key(cc)
-    path = None if key is None else _probe_path(key)
+    key, path = _probe_file(cc)
     if path is None:
         return None
     got = disk_cache.read_record(path, "probe", key)
@@ -210,8 +212,7 @@ def _read_probe(cc: str) -> dict | None:
 
 
 def _write_probe(cc: str) -> None:
-    key = _probe_key(cc)
-    path = None if key is None else _probe_path(key)
+    key, path = _probe_file(cc)
     if path is None or not disk_cache.writable():
         return
     record = {"version": _probe["version"], "openmp": bool(_probe.get("openmp"))}
