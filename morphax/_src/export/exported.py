@@ -259,7 +259,7 @@ def _kept_vars(closed, symbolic: bool) -> tuple:
 def _module_text(closed, kept, fun_name, out_tree, symbolic):
     """The StableHLO module of `closed` over the kept arguments, with JAX's result names and module
     attributes; or (b"", why) when a primitive has no StableHLO rule."""
-    from morphax._src.compiler.backends.xla.lowering import lower_module
+    from morphax._src.compiler.backends.xla.lowering import lower_module, result_names
     from morphax._src.compiler.backends.xla.mlir_text import LoweringError
 
     jaxpr = closed.jaxpr
@@ -268,12 +268,11 @@ def _module_text(closed, kept, fun_name, out_tree, symbolic):
             jaxpr.constvars, [jaxpr.invars[i] for i in kept], jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info
         )
         closed = ClosedJaxpr(pruned, closed.consts)
-    placeholders = pytree.tree_unflatten(out_tree, list(range(out_tree.num_leaves)))
-    names = ["result" + pytree.keystr(path) for path, _ in pytree.tree_flatten_with_path(placeholders)[0]]
     try:
-        text = lower_module(closed, f"jit_{fun_name}", names)
+        text = lower_module(closed, f"jit_{fun_name}", result_names(out_tree))
     except LoweringError as e:
         return b"", str(e)
+    # NB: JAX serializes VHLO bytecode; morphax keeps the MLIR text (and the jaxpr, which runs).
     flag = "true" if symbolic else "false"
     text = text.replace("attributes {", f"attributes {{jax.uses_shape_polymorphism = {flag}, ", 1)
     return text.encode("utf-8"), None

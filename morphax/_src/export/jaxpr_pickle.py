@@ -2,6 +2,8 @@
 dimension expressions as their text (read back in the deserialized scope), arrays as NumPy arrays,
 no source info; calls whose params hold Python rules (custom_jvp/custom_vjp, checkpoint policies)
 become plain jit calls of their jaxprs; any other Python callable is an error naming its primitive.
+NB: JAX's deserialized functions have no VJP unless one was serialized (vjp_order); morphax's
+differentiate the reloaded computation, without its custom rules.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import numpy as np
 
 from morphax._src.compiler.backends.xla import mlir_text
 from morphax._src.compiler.backends.xla.mlir_text import Builder, LoweringError, Value
+from morphax._src.core import pytree
 from morphax._src.core.jaxpr import ClosedJaxpr, Literal
 
 
@@ -153,7 +154,9 @@ def _inline_call(param: str):
 def lower_module(closed: ClosedJaxpr, name: str = "main", result_names=None) -> str:
     """The StableHLO module (MLIR text) of `closed`: `@main` takes its inputs, returns its outputs,
     laid out as JAX prints its modules (`module @jit_f attributes {...}`, `func.func public @main`,
-    each result named by `jax.result_info` when `result_names` gives the names)."""
+    each result named by `jax.result_info` when `result_names` gives the names).
+    NB: the operations are in MLIR's generic form (`"stablehlo.add"(%a, %b) : ...`), which every
+    plugin parses; JAX prints the pretty form (`stablehlo.add %a, %b`), tied to one version."""
     module = ModuleLowering()
     b = module.builder
     args = [Value(f"%arg{k}", v.aval.shape, v.aval.dtype) for k, v in enumerate(closed.jaxpr.invars)]
@@ -176,6 +179,12 @@ def lower_module(closed: ClosedJaxpr, name: str = "main", result_names=None) -> 
         "}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def result_names(out_tree) -> list:
+    """JAX's `jax.result_info` of each output leaf of a tree: "result", "result[0]", "result['w']"."""
+    placeholders = pytree.tree_unflatten(out_tree, list(range(out_tree.num_leaves)))
+    return ["result" + pytree.keystr(path) for path, _ in pytree.tree_flatten_with_path(placeholders)[0]]
 
 
 def _escape(text: str) -> str:
