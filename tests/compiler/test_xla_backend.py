@@ -270,3 +270,25 @@ def test_transformer_block_value_and_grad_matches_the_c_backend():
     params = [(rng.standard_normal(s) / np.sqrt(s[0])).astype(np.float32) for s in shapes]
     x = rng.standard_normal((batch, seq, width)).astype(np.float32)
     _same(morphax.value_and_grad(loss), params, x, backend="c", rtol=1e-4, atol=1e-5)
+
+
+def test_cost_analysis_counts_as_the_c_backend_and_small_calls_run_inline():
+    """The xla backend's programs carry the same flop counts as the c backend's (XLA fuses, so
+    bytes accessed are the inputs and outputs), and a small program runs on the calling thread
+    rather than paying a handoff to the stream's worker."""
+    from morphax._src.runtime import dispatch
+
+    x = np.ones((4, 8), np.float32)
+    w = np.ones((8, 3), np.float32)
+
+    def f(x, w):
+        return jnp.tanh(x @ w) + 1.0
+
+    xla = morphax.jit(f, backend="xla").lower(x, w).compile()
+    c = morphax.jit(f, backend="c").lower(x, w).compile()
+    got, want = xla.cost_analysis(), c.cost_analysis()
+    assert got["flops"] == want["flops"] == 2 * 4 * 8 * 3 + 4 * 3
+    assert got["transcendentals"] == want["transcendentals"] == 12
+    assert got["bytes accessed"] == (4 * 8 + 8 * 3 + 4 * 3) * 4
+    assert xla.memory_analysis().argument_size_in_bytes == (4 * 8 + 8 * 3) * 4
+    assert dispatch.runs_inline(xla._executable)

@@ -33,6 +33,7 @@ HEADER_STRUCT_SIZES = {
     "Buffer_OnDeviceSizeInBytes_Args": 32,
     "Buffer_ReadyEvent_Args": 32,
     "Buffer_ToHostBuffer_Args": 56,
+    "Buffer_UnsafePointer_Args": 32,
     "Client_AddressableDevices_Args": 40,
     "Client_BufferFromHostBuffer_Args": 120,
     "Client_Compile_Args": 56,

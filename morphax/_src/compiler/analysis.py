@@ -88,6 +88,19 @@ def describe(program, reuse_plan: dict, code_size: int = 0) -> tuple:
     return cost, _memory(program, reuse_plan, code_size)
 
 
+def describe_whole(closed: ClosedJaxpr) -> tuple:
+    """(cost dict, CompiledMemoryStats) of a program handed whole to another compiler (the xla
+    backend): flops as `describe` counts them; bytes accessed and memory are the inputs and
+    outputs only, since that compiler's fusion and buffer assignment are its own."""
+    totals = {"flops": 0, "transcendentals": 0}
+    _op_costs(closed.jaxpr, totals)
+    arguments = sum(a.nbytes for a in closed.in_avals)
+    outputs = sum(a.nbytes for a in closed.out_avals)
+    totals["bytes accessed"] = arguments + outputs
+    cost = {k: float(v) for k, v in totals.items()}
+    return cost, CompiledMemoryStats(argument_size_in_bytes=arguments, output_size_in_bytes=outputs)
+
+
 def _memory(program, reuse_plan: dict, code_size: int) -> CompiledMemoryStats:
     jaxpr = program.closed.jaxpr
     outputs = {id(v) for v in jaxpr.outvars if type(v) is not Literal}

@@ -119,6 +119,7 @@ def _build(closed, name, chosen, donate, key):
     if whole is not None:  # the xla backend: one module for the whole program, XLA fuses
         with events.span(f"{chosen.name} backend build", "compile"):
             executable = whole(optimized, name)
+        _set_cost(executable, optimized, *analysis.describe_whole(optimized))
         return memo_put(closed, key, executable)
     with events.span("lower and fuse", "compile"):
         program = lower(optimized, chosen.caps, name=executor.identifier(name))
@@ -169,11 +170,15 @@ def _build(closed, name, chosen, donate, key):
             executable = executor.compile_program(
                 program, name, kernel_fns, compile_call, chosen.name, sources, opaque, reuse
             )
+    _set_cost(executable, optimized, cost, memory)
+    return memo_put(closed, key, executable)
+
+
+def _set_cost(executable, optimized, cost, memory):
     executable.cost, executable.memory = cost, memory
     # Loop bodies count once in the cost (as XLA counts them): with loops the work is unknown.
     if not any_eqn(optimized, lambda e: e.primitive.kind is Kind.LOOP):
         executable.work = sum(cost.values())
-    return memo_put(closed, key, executable)
 
 
 def _body_lowering(caps, native_scratch):

@@ -191,6 +191,16 @@ class Buffer:
         plugin.await_event(args.event, "PJRT_Buffer_ReadyEvent")
         return self
 
+    def unsafe_pointer(self) -> int:
+        """The buffer's address on its device (on a CPU plugin, host memory holding its value once
+        ready); valid while the buffer lives. NotImplementedError where the plugin gives none."""
+        plugin = self.client.plugin
+        if not plugin.has("Buffer_UnsafePointer"):
+            raise NotImplementedError(f"the {self.client.platform_name} plugin gives no buffer pointers")
+        args = c_api.new(c_api.Buffer_UnsafePointer_Args, buffer=self._handle("unsafe_pointer"))
+        plugin.call("Buffer_UnsafePointer", args)
+        return int(args.buffer_pointer)
+
     def is_ready(self) -> bool:
         """Whether the buffer's value is computed (or its computation failed); does not wait."""
         args = c_api.new(c_api.Buffer_ReadyEvent_Args, buffer=self._handle("is_ready"))

@@ -362,6 +362,8 @@ Buffer_Device_Args = _buffer_args("PJRT_Buffer_Device_Args", ("device", c_void_p
 Buffer_Delete_Args = _buffer_args("PJRT_Buffer_Delete_Args")
 Buffer_IsDeleted_Args = _buffer_args("PJRT_Buffer_IsDeleted_Args", ("is_deleted", c_bool))
 Buffer_ReadyEvent_Args = _buffer_args("PJRT_Buffer_ReadyEvent_Args", ("event", c_void_p))
+# The buffer's address on its device (host memory on a CPU plugin); uintptr_t out.
+Buffer_UnsafePointer_Args = _buffer_args("PJRT_Buffer_UnsafePointer_Args", ("buffer_pointer", c_size_t))
 
 Buffer_MemoryLayout_Tiled = _struct(
     "PJRT_Buffer_MemoryLayout_Tiled",
@@ -468,7 +470,7 @@ FUNCTIONS = (
     ("Buffer_ToHostBuffer", Buffer_ToHostBuffer_Args),
     ("Buffer_IsOnCpu", None),
     ("Buffer_ReadyEvent", Buffer_ReadyEvent_Args),
-    ("Buffer_UnsafePointer", None),
+    ("Buffer_UnsafePointer", Buffer_UnsafePointer_Args),
     ("Buffer_IncreaseExternalReferenceCount", None),
     ("Buffer_DecreaseExternalReferenceCount", None),
     ("Buffer_OpaqueDeviceMemoryDataPointer", None),

@@ -34,6 +34,7 @@ OPTIONAL = frozenset(
         "Executable_Fingerprint",
         "LoadedExecutable_AddressableDevices",
         "Buffer_OnDeviceSizeInBytes",
+        "Buffer_UnsafePointer",
     }
 )
 
@@ -229,6 +230,11 @@ class Plugin:
 
     def has(self, name: str) -> bool:
         return name in self.fn
+
+    def address(self, name: str) -> int:
+        """The C address of table entry `name` (0 where the plugin lacks it), for C callers."""
+        fn = self.fn.get(name)
+        return 0 if fn is None else ctypes.c_void_p.from_address(ctypes.addressof(fn)).value
 
     def call(self, name: str, args) -> None:
         """Calls table entry `name` with `args` (an args struct); a returned error becomes PjrtError."""

@@ -14,18 +14,8 @@ and every call takes the ctypes path.
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import importlib.machinery
-import importlib.util
-import logging
-import os
-import sys
-import sysconfig
+import sysconfig  # noqa: F401 - tests replace its get_paths to hide Python's headers
 import threading
-
-import numpy as np
-
-logger = logging.getLogger("morphax")
 
 SOURCE = r"""
 #define PY_SSIZE_T_CLEAN
@@ -212,97 +202,9 @@ def module():
 
 
 def _build():
-    from morphax._src.compiler.backends.c import build, disk_cache
+    from morphax._src.compiler.backends.c import extension
 
-    cc = build.compiler()
-    if cc is None:
-        return None
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    # The compiler's version as the probe recorded it on disk (once per machine), not a fresh
-    # `cc --version`: a subprocess here cost every new process 5-20 ms of its first call.
-    build.probe()
-    version = build._probe.get("version") or build._version(cc)
-    key = hashlib.sha256(
-        "\n".join([SOURCE, sys.version, np.__version__, cc, version, suffix, disk_cache.FORMAT]).encode()
-    ).hexdigest()[:24]
-    root = disk_cache.directory()
-    # Not named *.so: the disk cache's entries (programs, with their eviction) are the .so files
-    # under the cache directory; this is a module of its own, signed as they are.
-    path = None if root is None else os.path.join(root, "launch", f"mx_launch_{key}.ext")
-    try:
-        if path is not None and disk_cache.check_file(path, "launcher", key) == disk_cache.OK:
-            return _load(path)
-        if path is None or not disk_cache.writable():
-            return _build_privately(cc)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with disk_cache.lock(path + ".lock"):
-            if disk_cache.check_file(path, "launcher", key) != disk_cache.OK:  # not built meanwhile
-                tmp = f"{path}.{os.getpid()}.tmp"
-                if not _compile(cc, os.path.dirname(path), tmp):
-                    return None
-                disk_cache.publish_file(tmp, path, "launcher", key)
-        return _load(path)
-    except (OSError, ImportError) as e:
-        logger.info("morphax: the segment launcher extension is unavailable (%s); using ctypes.", e)
-        return None
-
-
-def _build_privately(cc: str):
-    """Build and load the extension in a temporary folder, removed at once (no writable cache)."""
-    import shutil
-    import tempfile
-
-    folder = tempfile.mkdtemp(prefix="morphax-launch-")
-    try:
-        built = os.path.join(folder, "mx_launch.ext")
-        return _load(built) if _compile(cc, folder, built) else None
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)  # a loaded module stays mapped (POSIX)
-
-
-def _compile(cc: str, folder: str, out: str) -> bool:
-    """Compile the extension to `out`; False (logged) where it cannot be built."""
-    # subprocess and sysconfig only here, to build: importing the one and the first call of the
-    # other cost a new process's first compiled call milliseconds each.
-    import subprocess
-
-    include = sysconfig.get_paths().get("include")
-    if not include or not os.path.exists(os.path.join(include, "Python.h")):
-        return False
-    src = os.path.join(folder, f"mx_launch.{os.getpid()}.{threading.get_ident()}.c")
-    with open(src, "w") as fh:
-        fh.write(SOURCE)
-    command = [
-        cc,
-        "-O2",
-        "-fPIC",
-        "-shared",
-        "-std=gnu11",
-        f"-I{include}",
-        f"-I{np.get_include()}",
-        src,
-        "-o",
-        out,
-    ]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.SubprocessError) as e:  # the compiler hung past the timeout
-        logger.info("morphax: the segment launcher extension did not build (%s); using ctypes.", e)
-        return False
-    finally:
-        os.remove(src)
-    if done.returncode != 0:
-        logger.info("morphax: the segment launcher extension did not build; using ctypes.\n%s", done.stderr)
-        return False
-    return True
-
-
-def _load(path: str):
-    loader = importlib.machinery.ExtensionFileLoader("mx_launch", path)
-    spec = importlib.util.spec_from_file_location("mx_launch", path, loader=loader)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return extension.build("mx_launch", SOURCE, "segment launcher extension")
 
 
 def launcher(fn, in_dtypes, out_specs, scratch: int, params):
