@@ -53,6 +53,7 @@ HEADER_STRUCT_SIZES = {
     "Device_IsAddressable_Args": 25,
     "Device_LocalHardwareId_Args": 28,
     "Error_Destroy_Args": 24,
+    "Executable_DeserializeAndLoad_Args": 72,
     "Error_GetCode_Args": 28,
     "Error_Message_Args": 40,
     "Event_Await_Args": 24,

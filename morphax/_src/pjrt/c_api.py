@@ -282,6 +282,16 @@ Executable_Serialize_Args = _struct(
     ("serialized_executable_deleter", c_void_p),
 )
 SerializedExecutableDeleter = ctypes.CFUNCTYPE(None, c_void_p)
+Executable_DeserializeAndLoad_Args = _struct(
+    "PJRT_Executable_DeserializeAndLoad_Args",
+    ("client", c_void_p),
+    ("serialized_executable", c_void_p),
+    ("serialized_executable_size", c_size_t),
+    ("loaded_executable", c_void_p),
+    ("overridden_serialized_compile_options", c_void_p),
+    ("overridden_serialized_compile_options_size", c_size_t),
+    ("load_options", c_void_p),
+)
 Executable_OutputElementTypes_Args = _struct(
     "PJRT_Executable_OutputElementTypes_Args",
     ("executable", c_void_p),
@@ -453,7 +463,7 @@ FUNCTIONS = (
     ("LoadedExecutable_Delete", None),
     ("LoadedExecutable_IsDeleted", None),
     ("LoadedExecutable_Execute", LoadedExecutable_Execute_Args),
-    ("Executable_DeserializeAndLoad", None),
+    ("Executable_DeserializeAndLoad", Executable_DeserializeAndLoad_Args),
     ("LoadedExecutable_Fingerprint", None),
     ("Buffer_Destroy", Buffer_Destroy_Args),
     ("Buffer_ElementType", Buffer_ElementType_Args),

@@ -236,6 +236,23 @@ class Executable:
         client.plugin.call("Client_Compile", args)
         return cls(client, args.executable, None if text is None else main_signature(text))
 
+    @classmethod
+    def deserialize(cls, client, data: bytes, text: str | None = None):
+        """The executable `serialize()` gave, loaded on `client` (a plugin of the same platform and
+        version). `text`, the module it was compiled from, gives the argument checks `compile`
+        has."""
+        if not client.plugin.has("Executable_DeserializeAndLoad"):
+            raise NotImplementedError(f"the {client.platform_name} plugin cannot load serialized executables")
+        data = bytes(data)
+        args = c_api.new(
+            c_api.Executable_DeserializeAndLoad_Args,
+            client=client._ptr,
+            serialized_executable=ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p),
+            serialized_executable_size=len(data),
+        )
+        client.plugin.call("Executable_DeserializeAndLoad", args)
+        return cls(client, args.loaded_executable, None if text is None else main_signature(text))
+
     # -- metadata
 
     def _output_avals(self):

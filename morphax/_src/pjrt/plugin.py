@@ -29,6 +29,7 @@ OPTIONAL = frozenset(
         "Executable_NumReplicas",
         "Executable_NumPartitions",
         "Executable_Serialize",
+        "Executable_DeserializeAndLoad",
         "Executable_OutputElementTypes",
         "Executable_OutputDimensions",
         "Executable_Fingerprint",

@@ -1,8 +1,9 @@
 """The C backend's disk cache as files: where they live, how each is signed with the key of the
 entry it belongs to and checked before anything reads it, locks, the size cap and clearing.
 
-build.py (program libraries, aliases, the compiler probe) and launch_ext.py (the launcher
-extension) keep their files here; this module knows nothing of what the files mean and imports
+build.py (program libraries, aliases, the compiler probe), extension.py (the launcher
+extensions) and the xla backend's executable_cache.py (programs compiled by a PJRT plugin, as
+`.pjrt` files) keep their files here; this module knows nothing of what the files mean and imports
 nothing of morphax.
 
 Every file read back is checked against a signature: the SHA-256 of the cache format, the file's
@@ -261,7 +262,7 @@ def lock(path: str):
 
 
 def _entries() -> list:
-    """(mtime, size, path) of every library and alias in the cache."""
+    """(mtime, size, path) of every library, alias and PJRT executable in the cache."""
     root = directory()
     out = []
     if root is None:
@@ -270,7 +271,7 @@ def _entries() -> list:
         if os.path.basename(folder).startswith("build-"):
             continue
         for f in files:
-            if f.endswith((".so", ".alias")):
+            if f.endswith((".so", ".alias", ".pjrt")):
                 p = os.path.join(folder, f)
                 try:
                     st = os.stat(p)

@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-from morphax._src.compiler.backends.xla import host_steps, launch
+from morphax._src.compiler.backends.xla import executable_cache, host_steps, launch
 from morphax._src.compiler.backends.xla.lowering import lower_module
 from morphax._src.compiler.backends.xla.mlir_text import LoweringError
 from morphax._src.core.jaxpr import Literal
@@ -131,7 +131,7 @@ class XlaBackend:
         """`run(*numpy arrays) -> [numpy arrays]` of one device program, and its C launcher
         (launch.py; None where it cannot be built), which `run` also calls first."""
         client = self.client()
-        compiled = client.compile(text)
+        compiled = executable_cache.compile(client, text)
         device = client.addressable_devices[0]
         out_dtypes = [np.dtype(a.dtype) for a in closed.out_avals]
         in_dtypes = [np.dtype(a.dtype) for a in closed.in_avals]

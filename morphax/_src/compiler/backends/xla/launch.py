@@ -20,7 +20,6 @@ time.
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 
 import numpy as np
@@ -562,7 +561,7 @@ SOURCE = SOURCE_TEMPLATE.replace("@STRUCTS@", "\n\n".join(c_struct(s) for s in _
 
 # Inputs of at least this many bytes are lent to a CPU plugin rather than copied: below it, a
 # copy costs less than the bookkeeping of a lent buffer.
-ZERO_COPY_BYTES = int(os.environ.get("MORPHAX_XLA_ZERO_COPY_BYTES", 1 << 16))
+ZERO_COPY_BYTES = 1 << 16
 
 _module: list = []
 _lock = threading.Lock()

@@ -1,0 +1,103 @@
+"""Compiled XLA programs kept on disk: a module the plugin compiled once is loaded by later
+processes with PJRT_Executable_DeserializeAndLoad instead of compiled again (the MLP training step
+on XLA's CPU plugin: 170 ms to compile, 5 ms to load).
+
+Entries live in the C backend's disk cache (c/disk_cache.py: its directory, signatures, locks,
+size cap and read-only mode), as `<key>.pjrt` files. The key is the SHA-256 of the module text,
+the compile options, and what identifies the plugin build: its platform name and version, its
+attributes (XLA and StableHLO versions), its API version and its library file (path, size,
+modification time), since a serialized executable loads only into the build that wrote it. A file
+that fails its signature is discarded and the module compiled again; one the plugin refuses to
+load is discarded the same way. A plugin that cannot serialize or load executables just compiles.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+
+from morphax._src.pjrt.errors import PjrtError
+from morphax._src.pjrt.executable import Executable, compile_options
+
+logger = logging.getLogger("morphax")
+
+KIND = "pjrt executable"
+SUFFIX = ".pjrt"
+
+
+def _plugin_identity(client) -> str:
+    plugin = client.plugin
+    try:
+        st = os.stat(plugin.path)
+        stamp = f"{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        stamp = "?"
+    attributes = sorted((k, repr(v)) for k, v in plugin.attributes.items())
+    return repr(
+        (client.platform_name, client.platform_version, plugin.api_version, attributes, plugin.path, stamp)
+    )
+
+
+def key_of(client, text: str) -> str:
+    h = hashlib.sha256()
+    for part in (_plugin_identity(client).encode(), compile_options(1, 1), text.encode()):
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()[:40]
+
+
+def compile(client, text: str) -> Executable:
+    """`client.compile(text)` (a one-device program), through the disk cache."""
+    from morphax._src.compiler.backends.c import disk_cache
+
+    plugin = client.plugin
+    usable = plugin.has("Executable_Serialize") and plugin.has("Executable_DeserializeAndLoad")
+    path = disk_cache.entry_path(key_of(client, text), SUFFIX) if usable else None
+    if path is None:
+        return client.compile(text)
+    key = os.path.basename(path)[: -len(SUFFIX)]
+    loaded = _load(client, path, key, text)
+    if loaded is not None:
+        return loaded
+    compiled = client.compile(text)
+    if disk_cache.writable():
+        try:
+            _store(compiled, path, key)
+        except (OSError, PjrtError) as e:  # a full disk, a plugin that will not serialize this one
+            logger.info("morphax: a compiled XLA program was not cached on disk (%s)", e)
+    return compiled
+
+
+def _load(client, path: str, key: str, text: str):
+    from morphax._src.compiler.backends.c import disk_cache
+
+    if disk_cache.check_file(path, KIND, key) != disk_cache.OK:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        loaded = Executable.deserialize(client, data, text)
+    except OSError:
+        return None
+    except PjrtError as e:  # signed by us, yet refused by this plugin build
+        disk_cache.discard(path, f"the plugin could not load it ({e.code})")
+        return None
+    disk_cache.touch(path)
+    return loaded
+
+
+def _store(compiled: Executable, path: str, key: str) -> None:
+    from morphax._src.compiler.backends.c import disk_cache
+
+    data = compiled.serialize()
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    with disk_cache.lock(path + ".lock"):
+        if disk_cache.check_file(path, KIND, key) == disk_cache.OK:
+            return  # another process stored it meanwhile
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        disk_cache.publish_file(tmp, path, KIND, key)
+    disk_cache.evict(keep=path)
