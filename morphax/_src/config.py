@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
+import re
 import threading
 import weakref
 
@@ -333,6 +334,19 @@ class Config(threading.local):
 
 
 config = Config()
+
+_XLA_DEVICE_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
+
+
+def requested_cpu_devices() -> int:
+    """How many CPU devices this process asks for: `jax_num_cpu_devices` when set, else XLA_FLAGS's
+    `--xla_force_host_platform_device_count`, else one (runtime/devices.py makes them; the xla
+    backend opens XLA's CPU plugin with as many)."""
+    n = config.num_cpu_devices
+    if n is not None and n > 0:
+        return int(n)
+    found = _XLA_DEVICE_COUNT.findall(os.environ.get("XLA_FLAGS", ""))
+    return int(found[-1]) if found else 1
 
 
 def make_user_context(default_value=None):

@@ -103,6 +103,20 @@ class Executable:
         return "\n\n".join([*sources, f"{header}\n# the program, run by the executor\n{self.source}"])
 
 
+class ReplicatedProgram:
+    """A pmap's program that a backend runs on all its devices at once, collectives inside
+    (compile.compile_replicated): `run(per_device_args) -> per_device_outputs`."""
+
+    def __init__(self, run, source: str, replicas: int):
+        self.run = run
+        self.source = source
+        self.replicas = replicas
+        self.calls_host = False
+
+    def __repr__(self):
+        return f"<program of {self.replicas} replicas>"
+
+
 def _as_array(dtype):
     def cast(x):
         if type(x) is np.ndarray and x.dtype == dtype:

@@ -34,6 +34,7 @@ from morphax._src.core.ad_util import Zero, is_zero, tangent_aval
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import bdim_to_front, moveaxis
 from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.prims import _stablehlo_collectives as hlo_collectives
 from morphax._src.prims import collectives_on_devices as _on_devices
 from morphax._src.prims._ad import defjvp_zero, deflinear
 from morphax._src.prims.arithmetic import add, div, mul
@@ -122,6 +123,9 @@ def _psum_unmapped(v, size):
 psum_p = _reduction_collective("psum", lambda: reduce_sum, _psum_unmapped)
 pmax_p = _reduction_collective("pmax", lambda: reduce_max, lambda v, size: v)
 pmin_p = _reduction_collective("pmin", lambda: reduce_min, lambda v, size: v)
+psum_p.stablehlo = hlo_collectives.all_reduce("stablehlo.add")
+pmax_p.stablehlo = hlo_collectives.all_reduce("stablehlo.maximum")
+pmin_p.stablehlo = hlo_collectives.all_reduce("stablehlo.minimum")
 
 
 def _psum_transpose(cts, *args, axes, axis_index_groups):
@@ -224,6 +228,7 @@ axis_index_p.kind = Kind.OPAQUE
 axis_index_p.named_axes_param = "axis_name"
 axis_index_p.impl = _on_devices.axis_index_impl
 axis_index_p.abstract_eval = lambda *, axis_name: ShapedArray((), np.dtype(np.int32))
+axis_index_p.stablehlo = hlo_collectives.axis_index
 axis_index_p.test_spec = _spec()
 
 
@@ -273,6 +278,7 @@ all_gather_p.kind = Kind.OPAQUE
 all_gather_p.named_axes_param = "axis_name"
 all_gather_p.impl = _on_devices.all_gather_impl
 all_gather_p.abstract_eval = _all_gather_abstract_eval
+all_gather_p.stablehlo = hlo_collectives.all_gather
 all_gather_p.test_spec = _spec()
 
 
@@ -323,6 +329,7 @@ psum_scatter_p.kind = Kind.OPAQUE
 psum_scatter_p.named_axes_param = "axis_name"
 psum_scatter_p.impl = _on_devices.psum_scatter_impl
 psum_scatter_p.abstract_eval = _psum_scatter_abstract_eval
+psum_scatter_p.stablehlo = hlo_collectives.psum_scatter
 psum_scatter_p.test_spec = _spec()
 
 
@@ -450,6 +457,7 @@ def _ppermute_abstract_eval(x, *, axis_name, perm):
 
 
 ppermute_p.abstract_eval = _ppermute_abstract_eval
+ppermute_p.stablehlo = hlo_collectives.ppermute
 
 
 def _check_perm(perm, size):
@@ -546,6 +554,7 @@ all_to_all_p.kind = Kind.OPAQUE
 all_to_all_p.named_axes_param = "axis_name"
 all_to_all_p.impl = _on_devices.all_to_all_impl
 all_to_all_p.abstract_eval = _all_to_all_abstract_eval
+all_to_all_p.stablehlo = hlo_collectives.all_to_all
 all_to_all_p.test_spec = _spec()
 
 

@@ -75,7 +75,8 @@ def psum_scatter_impl(x, *, axis_name, scatter_dimension, axis_index_groups, axi
     if tiled:
         m = total.shape[sd] // comm.size
         return np.ascontiguousarray(np.take(total, np.arange(rank * m, (rank + 1) * m), axis=sd))
-    return np.ascontiguousarray(np.take(total, rank, axis=sd))
+    # np.array, not ascontiguousarray: that makes a 0-d result (of a 1-d operand) 1-d.
+    return np.array(np.take(total, rank, axis=sd), order="C")
 
 
 def ppermute_impl(x, *, axis_name, perm):

@@ -6,11 +6,9 @@ process's devices."""
 from __future__ import annotations
 
 import enum
-import os
-import re
 import threading
 
-from morphax._src.config import config
+from morphax._src.config import config, requested_cpu_devices
 
 
 class MemorySpace(enum.Enum):
@@ -51,15 +49,10 @@ _process_count = 1
 _lock = threading.Lock()
 # JAX numbers a CPU device of a multi-process run process_index * 2048 + its local index.
 CPU_IDS_PER_PROCESS = 2048
-_XLA_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
 
 
 def _requested_count() -> int:
-    n = config.num_cpu_devices
-    if n is not None and n > 0:
-        return int(n)
-    found = _XLA_COUNT.findall(os.environ.get("XLA_FLAGS", ""))
-    return int(found[-1]) if found else 1
+    return requested_cpu_devices()
 
 
 def _all() -> list[Device]:

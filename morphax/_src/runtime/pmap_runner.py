@@ -18,7 +18,8 @@ import threading
 
 import numpy as np
 
-from morphax._src.compiler.compile import compile_jaxpr
+from morphax._src.compiler.compile import compile_jaxpr, compile_replicated
+from morphax._src.compiler.executor import ReplicatedProgram
 from morphax._src.core.avals import get_aval
 from morphax._src.core.jaxpr import any_eqn
 from morphax._src.core.memo import memoized
@@ -47,8 +48,9 @@ __all__ = [
 ]
 
 _launch_lock = threading.Lock()
-# Per-device programs launched (one per device per call): tests count these.
-stats = {"launches": 0}
+# Per-device programs launched (one per device per call), and of those the calls of programs a
+# backend ran on all the devices at once (compile_replicated): tests count these.
+stats = {"launches": 0, "replicated": 0}
 
 
 def check_device_count(name, size, devices=None):
@@ -159,6 +161,9 @@ def launch(executable, ids, args_for, bindings, on_done) -> None:
     bindings, so the others stop at their next collective. A device whose stream is the calling
     thread runs its share here, after the others are queued."""
     n = len(ids)
+    if isinstance(executable, ReplicatedProgram):
+        _launch_replicated(executable, ids, args_for, on_done)
+        return
     programs = executable if isinstance(executable, (list, tuple)) else [executable] * n
     results: list = [None] * n
     errors: list = [None] * n
@@ -201,6 +206,28 @@ def launch(executable, ids, args_for, bindings, on_done) -> None:
             stream.submit(job_for(r))
     if here is not None:
         job_for(here)()
+
+
+def _launch_replicated(program, ids, args_for, on_done) -> None:
+    """`launch` of a program the backend runs on all the devices at once: one job, on the first
+    device's stream (or here, when this thread is that stream's worker)."""
+    n = len(ids)
+
+    def job():
+        try:
+            results, errors = program.run([args_for(r) for r in range(n)]), [None] * n
+        except BaseException as e:  # noqa: BLE001 - handed to on_done
+            results, errors = [None] * n, [e] * n
+        on_done(results, errors)
+
+    with _launch_lock:
+        stats["launches"] += n
+        stats["replicated"] += 1
+        stream = dispatch.stream_for(ids[0])
+        if not stream.is_worker():
+            stream.submit(job)
+            return
+    job()
 
 
 def run_on_devices(executable, ids, per_device_args, bindings) -> list:
@@ -268,6 +295,12 @@ def _prepare(jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, n
     ids, ranks, layout = participants(axis_size, global_size, devices)
     # Across processes every process needs every output: no device's share is enough.
     split = replicated_outputs.plan(jaxpr, mesh_axes, in_axes, out_axes, len(ids) if layout is None else 1)
+    if layout is None and not split.split:
+        # One program over all the devices, collectives inside, where the backend can (xla).
+        with _pmap.axis_frame(mesh_axes):
+            replicated = compile_replicated(split.programs[0], f"pmap_{name}", backend, tuple(mesh_axes))
+        if replicated is not None:
+            return ids, replicated, split.owner, False, None, None
     # Compiled with the axis names bound: loop forms retrace bodies that hold collectives.
     with _pmap.axis_frame(mesh_axes):
         compiled = [

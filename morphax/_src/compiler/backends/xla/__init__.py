@@ -18,6 +18,7 @@ import numpy as np
 from morphax._src.compiler.backends.xla import executable_cache, host_steps, launch
 from morphax._src.compiler.backends.xla.lowering import lower_module
 from morphax._src.compiler.backends.xla.mlir_text import LoweringError
+from morphax._src.config import requested_cpu_devices
 from morphax._src.core.jaxpr import Literal
 
 __all__ = ["BACKEND", "LoweringError"]
@@ -66,7 +67,10 @@ def _open_client(pjrt_client):
     client = pjrt_client.Client.for_plugin()
     if client.platform_name != "cpu":
         return client
-    return pjrt_client.Client(client.plugin, {"asynchronous": False})
+    # As many devices as morphax's CPU devices (a pmap's replicas run on them), at least the
+    # plugin's own default.
+    count = max(requested_cpu_devices(), len(client.devices))
+    return pjrt_client.Client(client.plugin, {"asynchronous": False, "cpu_device_count": count})
 
 
 class XlaBackend:
@@ -150,6 +154,38 @@ class XlaBackend:
 
         return run, direct
 
+    def compile_replicated(self, closed, name: str, axis_env: tuple):
+        from morphax._src.compiler.executor import ReplicatedProgram
+
+        """A pmap's per-device program as one module of N replicas (N the product of the axes'
+        sizes), its collectives cross-replica operations: `run(per_device_args) ->
+        per_device_outputs` runs it on the plugin's first N devices at once. None where a step
+        must run on the host (a callback, a decomposition without a lowering) or the plugin has
+        fewer devices."""
+        axes = frozenset(n for n, _ in axis_env)
+        steps = host_steps.plan(closed.jaxpr, axes)
+        if any(kind == "host" for kind, _ in steps):
+            return None
+        client = self.client()
+        replicas = int(np.prod([size for _, size in axis_env], dtype=np.int64))
+        devices = client.addressable_devices[:replicas]
+        if len(devices) < replicas:
+            return None
+        text = lower_module(closed, f"pmap_{name}", axis_env=axis_env)
+        compiled = client.compile(text, num_replicas=replicas, device_assignment=[[d] for d in devices])
+        in_dtypes = [np.dtype(a.dtype) for a in closed.in_avals]
+        out_dtypes = [np.dtype(a.dtype) for a in closed.out_avals]
+
+        def run(per_device_args):
+            buffers = [
+                [client.buffer_from_host(np.asarray(a, dtype=t), d) for a, t in zip(args, in_dtypes)]
+                for args, d in zip(per_device_args, devices)
+            ]
+            outs = compiled.execute_replicated(buffers)
+            return [[o.to_numpy().astype(t, copy=False) for o, t in zip(row, out_dtypes)] for row in outs]
+
+        return ReplicatedProgram(run, text, replicas)
+
     def _split_program(self, closed, name, steps):
         jaxpr = closed.jaxpr
         later = host_steps.uses_after(jaxpr, steps)
@@ -181,9 +217,16 @@ class XlaBackend:
 
 
 def _host_call(eqn):
-    """One equation by its NumPy reference, on the host."""
+    """One equation by its NumPy reference, on the host; a loop or branch by its host rule, its
+    bodies compiled for this backend (whose own steps may run on the host again)."""
+    from morphax._src.compiler.executor import _host_rule_call
+    from morphax._src.higher_order.host_eval import host_rules
+
     prim, params = eqn.primitive, eqn.params
     dtypes = [np.dtype(v.aval.dtype) for v in eqn.outvars]
+    rule = host_rules.get(prim)
+    if rule is not None:
+        return _host_rule_call(rule, params, "xla", dtypes)
 
     def call(*args):
         outs = prim.impl(*args, **params)

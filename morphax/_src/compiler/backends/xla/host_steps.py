@@ -10,28 +10,37 @@ from __future__ import annotations
 from morphax._src.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, Literal, any_eqn, sub_jaxprs
 
 
-def _has_rule(eqn) -> bool:
+def _has_rule(eqn, axes=frozenset()) -> bool:
+    """Whether `eqn` has a lowering in a module whose named axes are `axes`: a collective over an
+    axis the module does not have (a pmap's program run per device) has none there."""
     prim = eqn.primitive
+    if prim.named_axes_param is not None:
+        names = eqn.params.get(prim.named_axes_param)
+        names = names if isinstance(names, (tuple, list)) else (names,)
+        if not set(names) <= axes:
+            return False
     return getattr(prim, "stablehlo", None) is not None or prim.call_jaxpr_param is not None
 
 
-def lowers(eqn) -> bool:
-    """Whether `eqn`, with every jaxpr nested in it, lowers to StableHLO."""
-    if not _has_rule(eqn) or eqn.primitive.calls_host:
+def lowers(eqn, axes=frozenset()) -> bool:
+    """Whether `eqn`, with every jaxpr nested in it, lowers to StableHLO in a module whose named
+    axes are `axes`."""
+    if not _has_rule(eqn, axes) or eqn.primitive.calls_host:
         return False
     if eqn.primitive.higher_order:
         return not any(
-            any_eqn(sub, lambda e: not _has_rule(e) or e.primitive.calls_host)
+            any_eqn(sub, lambda e: not _has_rule(e, axes) or e.primitive.calls_host)
             for sub in sub_jaxprs(eqn.params)
         )
     return True
 
 
-def plan(jaxpr) -> list:
-    """[("device", [eqns]) | ("host", eqn)] in program order."""
+def plan(jaxpr, axes=frozenset()) -> list:
+    """[("device", [eqns]) | ("host", eqn)] in program order, for a module whose named axes are
+    `axes`."""
     steps: list = []
     for eqn in jaxpr.eqns:
-        if lowers(eqn):
+        if lowers(eqn, axes):
             if steps and steps[-1][0] == "device":
                 steps[-1][1].append(eqn)
             else:

@@ -73,6 +73,40 @@ class LoweringContext:
         """`closed` applied to `operands`, written inline (bodies of calls, regions)."""
         return self.module.lower_jaxpr(closed.jaxpr, closed.consts, operands)
 
+    # -- named axes (a module lowered for several replicas, one per device of a pmap)
+
+    def axis_size(self, name) -> int:
+        return self.module.axis_sizes()[self.module.axis_position(name, self.primitive_name)]
+
+    def replica_groups(self, names, index_groups=None) -> str:
+        """The `replica_groups` attribute of a collective over the axes `names`: the replicas that
+        differ only along those axes, one group per line; `index_groups` (positions along a
+        single axis, as axis_index_groups) split each line further."""
+        lines = self.module.lines(names, self.primitive_name)
+        if index_groups is not None:
+            lines = np.array([[line[int(i)] for i in g] for line in lines for g in index_groups])
+        return mlir_text.dense(np.asarray(lines, np.int64))
+
+    def source_target_pairs(self, name, perm) -> str:
+        """ppermute's (source, destination) positions along `name` as replica pairs."""
+        lines = self.module.lines((name,), self.primitive_name)
+        pairs = [[line[int(s)], line[int(t)]] for line in lines for s, t in perm]
+        return mlir_text.dense(np.asarray(pairs, np.int64).reshape(len(pairs), 2))
+
+    def axis_index(self, name) -> Value:
+        """This replica's position along `name` (int32): its replica id, row-major over the
+        module's axes, taken apart."""
+        sizes = self.module.axis_sizes()
+        position = self.module.axis_position(name, self.primitive_name)
+        stride = int(np.prod(sizes[position + 1 :], dtype=np.int64))
+        replica = self.op1("stablehlo.replica_id", [], ((), np.uint32))
+        index = self.convert(replica, np.int32)
+        if stride != 1:
+            index = self.op1("stablehlo.divide", [index, self.constant(stride, np.int32)], index)
+        if position != 0:
+            index = self.op1("stablehlo.remainder", [index, self.constant(sizes[position], np.int32)], index)
+        return index
+
     def scalar_region(self, dtype, op_name: str) -> str:
         """A reduction body combining two scalars of `dtype` with one operation."""
 
@@ -89,10 +123,40 @@ def _shape_dtype(r):
 
 
 class ModuleLowering:
-    """One module: a `main` function over the jaxpr's inputs, its equations written in order."""
+    """One module: a `main` function over the jaxpr's inputs, its equations written in order.
+    `axis_env` ((name, size), ..., outermost first) names the axes of a module run on several
+    replicas (a pmap's devices, numbered row-major over the axes): the collectives' rules read
+    their replica groups from it."""
 
-    def __init__(self):
+    def __init__(self, axis_env=()):
         self.builder = Builder()
+        self.axis_env = tuple((name, int(size)) for name, size in axis_env)
+
+    def axis_sizes(self) -> list:
+        return [size for _, size in self.axis_env]
+
+    def axis_position(self, name, primitive_name: str) -> int:
+        for k, (bound, _) in enumerate(self.axis_env):
+            if bound == name:
+                return k
+        raise LoweringError(
+            f"{primitive_name}: the axis name {name!r} is not an axis of this module (its axes: "
+            f"{[n for n, _ in self.axis_env]}); collectives lower only inside a pmap's program"
+        )
+
+    def lines(self, names, primitive_name: str):
+        """Replica ids grouped by the axes `names`: one row per combination of the other axes,
+        ordered row-major over `names` as given."""
+        names = tuple(names) if isinstance(names, (tuple, list)) else (names,)
+        positions = [self.axis_position(n, primitive_name) for n in names]
+        sizes = self.axis_sizes()
+        ranks = np.arange(int(np.prod(sizes, dtype=np.int64))).reshape(sizes)
+        moved = np.moveaxis(ranks, positions, list(range(len(sizes) - len(positions), len(sizes))))
+        width = int(np.prod([sizes[p] for p in positions], dtype=np.int64))
+        return moved.reshape(-1, width)
+
+    def num_replicas(self) -> int:
+        return int(np.prod(self.axis_sizes(), dtype=np.int64))
 
     def lower_jaxpr(self, jaxpr, consts, operands) -> list[Value]:
         env: dict = {}
@@ -151,13 +215,14 @@ def _inline_call(param: str):
     return rule
 
 
-def lower_module(closed: ClosedJaxpr, name: str = "main", result_names=None) -> str:
+def lower_module(closed: ClosedJaxpr, name: str = "main", result_names=None, axis_env=()) -> str:
     """The StableHLO module (MLIR text) of `closed`: `@main` takes its inputs, returns its outputs,
     laid out as JAX prints its modules (`module @jit_f attributes {...}`, `func.func public @main`,
     each result named by `jax.result_info` when `result_names` gives the names).
     NB: the operations are in MLIR's generic form (`"stablehlo.add"(%a, %b) : ...`), which every
-    plugin parses; JAX prints the pretty form (`stablehlo.add %a, %b`), tied to one version."""
-    module = ModuleLowering()
+    plugin parses; JAX prints the pretty form (`stablehlo.add %a, %b`), tied to one version.
+    `axis_env`: the named axes of a program run on several replicas (ModuleLowering)."""
+    module = ModuleLowering(axis_env)
     b = module.builder
     args = [Value(f"%arg{k}", v.aval.shape, v.aval.dtype) for k, v in enumerate(closed.jaxpr.invars)]
     b.push_block()
@@ -172,7 +237,8 @@ def lower_module(closed: ClosedJaxpr, name: str = "main", result_names=None) -> 
     else:
         outs = ", ".join(r.type for r in results)
     lines = [
-        f"module @{_symbol(name)} attributes {{mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32}} {{",
+        f"module @{_symbol(name)} attributes {{mhlo.num_partitions = 1 : i32, "
+        f"mhlo.num_replicas = {module.num_replicas()} : i32}} {{",
         f"  func.func public @main({params}) -> ({outs}) {{",
         *body,
         "  }",
