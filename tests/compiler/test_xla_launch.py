@@ -196,3 +196,23 @@ def test_large_inputs_lent_to_the_plugin_are_never_aliased_by_outputs(mod):
     np.testing.assert_array_equal(a, kept)
     np.testing.assert_array_equal(b, kept[::2])
     np.testing.assert_array_equal(c, kept + kept)
+
+
+def test_an_output_passed_back_goes_in_uncopied_and_views_do_not(mod):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    direct = _direct(lambda a: a * 2 + 1, x)
+    (y,) = direct(x)
+    before = mod.uncopied_inputs()
+    (z,) = direct(y)  # y is an output of this client and device: passed as its PJRT buffer
+    assert mod.uncopied_inputs() == before + 1
+    np.testing.assert_array_equal(z, (x * 2 + 1) * 2 + 1)
+    # Not the whole buffer, another shape or dtype of the same memory: copied.
+    flat = _direct(lambda a: a - 1, y.reshape(-1))
+    (w,) = flat(y.reshape(-1))
+    np.testing.assert_array_equal(w, y.reshape(-1) - 1)
+    (v,) = direct(y.view(np.int32).view(np.float32))
+    np.testing.assert_array_equal(v, y * 2 + 1)
+    assert mod.uncopied_inputs() == before + 2  # only the last: a view of the whole, same type
+    sub = _direct(lambda a: a + 0.5, y[1:])
+    np.testing.assert_array_equal(sub(y[1:])[0], y[1:] + 0.5)
+    assert mod.uncopied_inputs() == before + 2

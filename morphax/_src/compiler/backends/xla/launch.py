@@ -8,8 +8,8 @@ makes the same calls in C with the GIL released: each input is copied into a new
 the program runs, every output's ready event is awaited (an error of the computation is raised
 here), and the outputs come back as NumPy arrays. On a CPU plugin an output's device buffer *is*
 host memory: the array views it (a `HeldBuffer` owns the PJRT buffer and destroys it when the
-array goes), so nothing is copied back; elsewhere each output is copied with
-PJRT_Buffer_ToHostBuffer. An input that is not a C-contiguous NumPy array of its expected dtype
+array goes), so nothing is copied back, and such an array passed to a later program goes in as
+that buffer, not copied; elsewhere each output is copied with PJRT_Buffer_ToHostBuffer. An input that is not a C-contiguous NumPy array of its expected dtype
 and shape makes the call return None, and the ctypes path (morphax._src.pjrt) runs it.
 
 The PJRT argument structs are written into the C source from their ctypes mirrors
@@ -146,14 +146,22 @@ static void destroy_buffer(pjrt_fn *fn, void *buffer, Failure *f) {
 
 /* ------------------------------------------------------------------ HeldBuffer */
 
-/* A PJRT buffer in host memory that a NumPy array views (its base): destroyed with the array. */
+/* A PJRT buffer in host memory that a NumPy array views (its base): destroyed with the array.
+ * What it holds is recorded, so that the array passed back to a program of the same client and
+ * device goes in as this buffer, uncopied (`lent_buffer`). */
+#define HELD_MAX_DIMS 32
 typedef struct {
   PyObject_HEAD
   pjrt_fn destroy, error_destroy;
   void *buffer;
+  void *client, *device, *data;
+  Py_ssize_t nbytes;
+  int type_num, ndim;
+  npy_intp dims[HELD_MAX_DIMS];
 } HeldBuffer;
 
 static Py_ssize_t live_held = 0;
+static long long inputs_passed_uncopied = 0;  /* counted with the GIL held */
 
 static void held_dealloc(HeldBuffer *self) {
   if (self->buffer != NULL) {
@@ -344,11 +352,18 @@ static PyObject *view_output(Launcher *self, Py_ssize_t k, void *buffer, Failure
     destroy_buffer(self->fn, buffer, f);
     return NULL;
   }
+  void *data = (void *)p.buffer_pointer;
   held->destroy = self->fn[BUFFER_DESTROY];
   held->error_destroy = self->fn[ERROR_DESTROY];
   held->buffer = buffer;
+  held->client = self->client;
+  held->device = self->device;
+  held->data = data;
+  held->type_num = self->out_descr[k]->type_num;
+  held->ndim = self->out_ndim[k] <= HELD_MAX_DIMS ? self->out_ndim[k] : -1;
+  held->nbytes = -1;  /* set from the array below */
+  for (int d = 0; d < self->out_ndim[k] && d < HELD_MAX_DIMS; d++) held->dims[d] = self->out_dims[k][d];
   live_held++;
-  void *data = (void *)p.buffer_pointer;
   Py_INCREF(self->out_descr[k]);
   PyObject *array;
   if (data == NULL) {  /* a zero-size buffer may have no memory: an empty array of its own */
@@ -363,6 +378,7 @@ static PyObject *view_output(Launcher *self, Py_ssize_t k, void *buffer, Failure
     Py_DECREF(held);
     return NULL;
   }
+  held->nbytes = PyArray_NBYTES((PyArrayObject *)array);
   if (PyArray_SetBaseObject((PyArrayObject *)array, (PyObject *)held) < 0) {
     Py_DECREF(array);
     return NULL;
@@ -370,21 +386,38 @@ static PyObject *view_output(Launcher *self, Py_ssize_t k, void *buffer, Failure
   return array;
 }
 
+/* The PJRT buffer an input array *is* (the whole of an output of a program of this client and
+ * device, with its shape and dtype), or NULL: it goes into the program without a copy. */
+static void *lent_buffer(Launcher *self, PyArrayObject *a) {
+  PyObject *base = PyArray_BASE(a);
+  while (base != NULL && PyArray_Check(base)) base = PyArray_BASE((PyArrayObject *)base);  /* views */
+  if (base == NULL || Py_TYPE(base) != &HeldBufferType) return NULL;
+  HeldBuffer *h = (HeldBuffer *)base;
+  if (h->buffer == NULL || h->client != self->client || h->device != self->device ||
+      h->data != PyArray_DATA(a) || h->nbytes != PyArray_NBYTES(a) ||
+      h->type_num != PyArray_DESCR(a)->type_num || h->ndim != PyArray_NDIM(a) ||
+      !PyArray_CompareLists(h->dims, PyArray_DIMS(a), h->ndim))
+    return NULL;
+  return h->buffer;
+}
+
 /* launcher(*inputs) -> [outputs], or None when an input is not a C-contiguous NumPy array of its
  * expected dtype and shape (the caller takes the ctypes path). */
 static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwds) {
   Py_ssize_t n_in = self->n_in, n_out = self->n_out;
   if (kwds != NULL || PyTuple_GET_SIZE(args) != n_in) Py_RETURN_NONE;
-  void *stack_data[SMALL], *stack_in[SMALL], *stack_out[SMALL], *stack_lent[SMALL];
+  void *stack_data[SMALL], *stack_in[SMALL], *stack_out[SMALL], *stack_lent[SMALL], *stack_held[SMALL];
   Py_ssize_t stack_nbytes[SMALL];
   int small = n_in <= SMALL && n_out <= SMALL;
   void **data = small ? stack_data : PyMem_Calloc(n_in + 1, sizeof(void *));
   void **in_buffers = small ? stack_in : PyMem_Calloc(n_in + 1, sizeof(void *));
   void **lent = small ? stack_lent : PyMem_Calloc(n_in + 1, sizeof(void *));
+  void **held = small ? stack_held : PyMem_Calloc(n_in + 1, sizeof(void *));
   Py_ssize_t *nbytes = small ? stack_nbytes : PyMem_Calloc(n_in + 1, sizeof(Py_ssize_t));
   void **out_buffers = small ? stack_out : PyMem_Calloc(n_out + 1, sizeof(void *));
   PyObject *result = NULL;
-  if (data == NULL || in_buffers == NULL || lent == NULL || nbytes == NULL || out_buffers == NULL) {
+  if (data == NULL || in_buffers == NULL || lent == NULL || held == NULL || nbytes == NULL ||
+      out_buffers == NULL) {
     PyErr_NoMemory();
     goto done;
   }
@@ -398,7 +431,9 @@ static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwds) {
       goto decline;
     data[k] = PyArray_DATA(a);
     nbytes[k] = PyArray_NBYTES(a);
-    in_buffers[k] = lent[k] = NULL;
+    lent[k] = NULL;
+    in_buffers[k] = held[k] = lent_buffer(self, a);
+    if (held[k] != NULL) inputs_passed_uncopied++;
   }
   for (Py_ssize_t k = 0; k < n_out; k++) out_buffers[k] = NULL;
   Failure f = {NULL, NULL};
@@ -407,6 +442,7 @@ static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwds) {
   /* The inputs: small ones copied into new device buffers; large ones, on a plugin whose device
    * memory is host memory, lent to it (zero copy) until their buffers are destroyed below. */
   for (Py_ssize_t k = 0; k < n_in && f.error == NULL; k++) {
+    if (held[k] != NULL) continue;  /* already the plugin's buffer */
     PJRT_Client_BufferFromHostBuffer_Args h;
     memset(&h, 0, sizeof h);
     h.struct_size = PJRT_Client_BufferFromHostBuffer_Args_SIZE;
@@ -453,7 +489,8 @@ static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwds) {
     note(&f, error, "PJRT_Buffer_ReadyEvent", fn[ERROR_DESTROY]);
     if (error == NULL) await_event(fn, r.event, &f, "PJRT_LoadedExecutable_Execute");
   }
-  for (Py_ssize_t k = 0; k < n_in; k++) destroy_buffer(fn, in_buffers[k], &f);
+  for (Py_ssize_t k = 0; k < n_in; k++)
+    if (held[k] == NULL) destroy_buffer(fn, in_buffers[k], &f);
   /* The lent arrays are the plugin's until it says it is done with them. */
   for (Py_ssize_t k = 0; k < n_in; k++) await_event(fn, lent[k], &f, "PJRT_Client_BufferFromHostBuffer");
   Py_END_ALLOW_THREADS
@@ -512,6 +549,7 @@ done:
     PyMem_Free(data);
     PyMem_Free(in_buffers);
     PyMem_Free(lent);
+    PyMem_Free(held);
     PyMem_Free(nbytes);
     PyMem_Free(out_buffers);
   }
@@ -534,9 +572,15 @@ static PyObject *live_held_buffers(PyObject *module, PyObject *unused) {
   return PyLong_FromSsize_t(live_held);
 }
 
+static PyObject *uncopied_inputs(PyObject *module, PyObject *unused) {
+  return PyLong_FromLongLong(inputs_passed_uncopied);
+}
+
 static PyMethodDef methods[] = {
   {"live_held_buffers", live_held_buffers, METH_NOARGS,
    "How many output buffers NumPy arrays view right now."},
+  {"uncopied_inputs", uncopied_inputs, METH_NOARGS,
+   "How many inputs went into programs as the plugin's own buffers (outputs passed back)."},
   {NULL, NULL, 0, NULL},
 };
 
