@@ -7,8 +7,10 @@ morphax hands XLA should be as good as what JAX hands it. Timed in one process, 
 - a transformer block (batch 8, sequence 128, width 128, 4 heads), value and grad;
 - the per-call cost of a jitted ``x + 1`` on an (8,) array (with its wait).
 
-Columns: morphax with backend="xla" (StableHLO through the PJRT plugin), morphax's C backend,
-and JAX; the ratio is xla / jax, the goal 1.1 (1.0 for the call). Needs the plugin
+Columns: morphax with backend="xla" (StableHLO through the PJRT plugin) on inputs that live in
+the plugin's memory (outputs of an xla program, which later programs read uncopied, as JAX's
+inputs live on its device), the same on host NumPy inputs (copied in each call), morphax's C
+backend, and JAX; the ratio is xla / jax, the goal 1.1 (1.0 for the call). Needs the plugin
 (`pip install --no-deps lammps-jax-pjrt-cpu`) and, for the JAX column, JAX in the same
 environment (a scratch venv: the project never depends on it).
 
@@ -56,29 +58,41 @@ WORKLOADS = {
 }
 
 
+def _host(lib, inputs):
+    return lib.tree_util.tree_map(lib.numpy.asarray, inputs)
+
+
+def _on_plugin(lib, inputs):
+    """The inputs as outputs of an xla program: arrays in the plugin's memory, which later xla
+    programs read without a copy (as JAX's arrays live on its device)."""
+    arrays = _host(lib, inputs)
+    return lib.jit(lambda t: lib.tree_util.tree_map(lambda a: a + 0, t), backend="xla")(arrays)
+
+
 def libraries():
+    """(label, library, jit, how the inputs are made)."""
     import morphax
 
     morphax.config.update("morphax_compile_in_background", False)
     out = [
-        ("morphax[xla]", morphax, lambda f: morphax.jit(f, backend="xla")),
-        ("morphax[c]", morphax, lambda f: morphax.jit(f, backend="c")),
+        ("morphax[xla]", morphax, lambda f: morphax.jit(f, backend="xla"), _on_plugin),
+        ("morphax[xla] host in", morphax, lambda f: morphax.jit(f, backend="xla"), _host),
+        ("morphax[c]", morphax, lambda f: morphax.jit(f, backend="c"), _host),
     ]
     try:
         import jax
     except ImportError:
         return out
-    return [*out, ("jax", jax, jax.jit)]
+    return [*out, ("jax", jax, jax.jit, _host)]
 
 
 def measure(name, repeat):
     """{label: best seconds per call}, the libraries' calls interleaved (a busy moment on a shared
     machine slows all of them alike)."""
     fns = {}
-    for label, lib, jit in libraries():
+    for label, lib, jit, make in libraries():
         f, inputs = WORKLOADS[name](lib)
-        inputs = lib.tree_util.tree_map(lib.numpy.asarray, inputs)
-        fns[label] = blocked(lib, jit(f), *inputs)
+        fns[label] = blocked(lib, jit(f), *make(lib, inputs))
         fns[label]()  # compile
     return {label: best for label, (best, _) in interleaved(fns, repeat).items()}
 
@@ -96,8 +110,8 @@ def main():
         print(f"jax {jax.__version__}; {thread_env()}")
     except ImportError:
         print(f"jax not installed: no JAX column; {thread_env()}")
-    cols = ("morphax[xla]", "morphax[c]", "jax")
-    head = f"{'workload (ms)':<34s}" + "".join(f"{c:>14s}" for c in cols) + f"{'xla/jax':>9s}{'goal':>7s}"
+    cols = ("morphax[xla]", "morphax[xla] host in", "morphax[c]", "jax")
+    head = f"{'workload (ms)':<34s}" + "".join(f"{c:>21s}" for c in cols) + f"{'xla/jax':>9s}{'goal':>7s}"
     print(head)
     print("-" * len(head))
     for name in args.only or WORKLOADS:
@@ -107,7 +121,7 @@ def main():
             print(f"{name}: FAILED: {type(e).__name__}: {e}", file=sys.stderr)
             continue
         line = f"{DESCRIPTIONS[name]:<34s}" + "".join(
-            f"{times[c] * 1e3:>14.3f}" if c in times else f"{'-':>14s}" for c in cols
+            f"{times[c] * 1e3:>21.3f}" if c in times else f"{'-':>21s}" for c in cols
         )
         if "jax" in times and "morphax[xla]" in times:
             line += f"{times['morphax[xla]'] / times['jax']:>9.2f}{GOALS[name]:>7.1f}"
