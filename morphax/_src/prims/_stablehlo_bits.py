@@ -272,8 +272,15 @@ def mulhi(ctx, x, y):
 def fma(ctx, a, b, c):
     """`a * b + c` rounded once, as the reference computes it (StableHLO has no fma): narrower
     formats multiply exactly in float64 and add rounding to odd (then to float32, also to odd),
-    so the last rounding is the only one; float64 splits the product exactly (Dekker)."""
+    so the last rounding is the only one; float64 splits the product exactly (Dekker).
+
+    On a TPU (no float64) it is what JAX writes where morphax binds fma (the samplers: JAX's
+    `u * (hi - lo) + lo`): a multiply and an add, whose rounding XLA's TPU compiler decides as it
+    does for JAX's program, so the numbers are JAX's on that chip."""
     out = ctx.avals_out[0]
+    if ctx.platform == "tpu":
+        a, b, c = (broadcast_operand(ctx, v, out.shape) for v in (a, b, c))
+        return [ctx.op1("stablehlo.add", [ctx.op1("stablehlo.multiply", [a, b], out), c], out)]
     a, b, c = wrap(ctx, a, b, c, shape=out.shape)
     f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
     if out.dtype.itemsize < 8:

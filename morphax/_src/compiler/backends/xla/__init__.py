@@ -102,6 +102,10 @@ class XlaBackend:
                 self._reason = f"{type(e).__name__}: {e}"
         return not self._reason
 
+    def platform(self) -> str:
+        """The PJRT platform of the plugin found ("cpu", "tpu")."""
+        return self.client().platform_name
+
     def unavailable_reason(self) -> str:
         self.available()
         return self._reason
@@ -114,7 +118,7 @@ class XlaBackend:
 
         steps = host_steps.plan(closed.jaxpr)
         if len(steps) == 1 and steps[0][0] == "device" or not closed.jaxpr.eqns:
-            text = lower_module(closed, f"jit_{name}")
+            text = lower_module(closed, f"jit_{name}", platform=self.platform())
             run, direct = self._device_call(closed, text)
             sources = [text]
         else:  # host steps between device programs (host_steps.py)
@@ -127,7 +131,7 @@ class XlaBackend:
         # The module as Lowered.as_text() shows it: the same, with JAX's names of the results.
         if len(sources) == 1:
             executable.stablehlo_text = lambda result_names=None: lower_module(
-                closed, f"jit_{name}", result_names
+                closed, f"jit_{name}", result_names, platform=self.platform()
             )
         return executable
 
@@ -171,7 +175,7 @@ class XlaBackend:
         devices = client.addressable_devices[:replicas]
         if len(devices) < replicas:
             return None
-        text = lower_module(closed, f"pmap_{name}", axis_env=axis_env)
+        text = lower_module(closed, f"pmap_{name}", axis_env=axis_env, platform=client.platform_name)
         compiled = client.compile(text, num_replicas=replicas, device_assignment=[[d] for d in devices])
         in_dtypes = [np.dtype(a.dtype) for a in closed.in_avals]
         out_dtypes = [np.dtype(a.dtype) for a in closed.out_avals]
@@ -193,7 +197,7 @@ class XlaBackend:
         for k, (kind, body) in enumerate(steps):
             if kind == "device":
                 part = host_steps.device_program(body, later[k])
-                text = lower_module(part, f"jit_{name}_part{len(sources)}")
+                text = lower_module(part, f"jit_{name}_part{len(sources)}", platform=self.platform())
                 sources.append(text)
                 runners.append(
                     ("device", part.jaxpr.invars, part.jaxpr.outvars, self._device_call(part, text)[0])

@@ -30,6 +30,12 @@ class LoweringContext:
     def builder(self) -> Builder:
         return self.module.builder
 
+    @property
+    def platform(self) -> str:
+        """The PJRT platform the module is for ("cpu", "tpu"): where JAX's lowering of a
+        primitive differs between platforms, the rule follows it."""
+        return self.module.platform
+
     def op(self, name: str, operands, results, attributes=None, regions=()) -> list[Value]:
         """One StableHLO operation; `results` are avals, Values or (shape, dtype) pairs."""
         return self.builder.op(name, operands, [_shape_dtype(r) for r in results], attributes, regions)
@@ -128,9 +134,10 @@ class ModuleLowering:
     replicas (a pmap's devices, numbered row-major over the axes): the collectives' rules read
     their replica groups from it."""
 
-    def __init__(self, axis_env=()):
+    def __init__(self, axis_env=(), platform: str = "cpu"):
         self.builder = Builder()
         self.axis_env = tuple((name, int(size)) for name, size in axis_env)
+        self.platform = platform
 
     def axis_sizes(self) -> list:
         return [size for _, size in self.axis_env]
@@ -215,14 +222,17 @@ def _inline_call(param: str):
     return rule
 
 
-def lower_module(closed: ClosedJaxpr, name: str = "main", result_names=None, axis_env=()) -> str:
+def lower_module(
+    closed: ClosedJaxpr, name: str = "main", result_names=None, axis_env=(), platform: str = "cpu"
+) -> str:
     """The StableHLO module (MLIR text) of `closed`: `@main` takes its inputs, returns its outputs,
     laid out as JAX prints its modules (`module @jit_f attributes {...}`, `func.func public @main`,
     each result named by `jax.result_info` when `result_names` gives the names).
     NB: the operations are in MLIR's generic form (`"stablehlo.add"(%a, %b) : ...`), which every
     plugin parses; JAX prints the pretty form (`stablehlo.add %a, %b`), tied to one version.
-    `axis_env`: the named axes of a program run on several replicas (ModuleLowering)."""
-    module = ModuleLowering(axis_env)
+    `axis_env`: the named axes of a program run on several replicas (ModuleLowering); `platform`:
+    the PJRT platform it is for (a few rules differ by platform, as JAX's do)."""
+    module = ModuleLowering(axis_env, platform)
     b = module.builder
     args = [Value(f"%arg{k}", v.aval.shape, v.aval.dtype) for k, v in enumerate(closed.jaxpr.invars)]
     b.push_block()
