@@ -229,7 +229,19 @@ def _clamp_impl(lo, x, hi):
 
 
 clamp_p = Primitive("clamp")
-clamp_p.stablehlo = lambda ctx, lo, x, hi: [ctx.op1("stablehlo.clamp", [lo, x, hi], ctx.avals_out[0])]
+
+
+def _clamp_stablehlo(ctx, lo, x, hi):
+    out = ctx.avals_out[0]
+    if out.dtype == np.bool_:
+        # min(max(x, lo), hi) of booleans is (x | lo) & hi: XLA's TPU compiler has no boolean
+        # clamp ("not implemented for these element types"), every compiler has `or` and `and`.
+        lo, hi = (hlo.broadcast_operand(ctx, v, out.shape) for v in (lo, hi))
+        return [ctx.op1("stablehlo.and", [ctx.op1("stablehlo.or", [x, lo], out), hi], out)]
+    return [ctx.op1("stablehlo.clamp", [lo, x, hi], out)]
+
+
+clamp_p.stablehlo = _clamp_stablehlo
 clamp_p.kind = Kind.ELEMENTWISE
 clamp_p.kernel_op = "clamp"
 clamp_p.impl = _clamp_impl
