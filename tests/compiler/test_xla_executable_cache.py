@@ -122,3 +122,8 @@ def test_the_key_names_the_module_and_the_plugin_build():
     text = 'module @m { func.func public @main() -> () { "func.return"() : () -> () } }'
     assert executable_cache.key_of(client, text) == executable_cache.key_of(client, text)
     assert executable_cache.key_of(client, text) != executable_cache.key_of(client, text + " ")
+    # A pmap's program: the replicas and their devices are part of the key.
+    assert executable_cache.key_of(client, text, 2, [0, 1]) != executable_cache.key_of(client, text)
+    assert executable_cache.key_of(client, text, 2, [0, 1]) != executable_cache.key_of(
+        client, text, 2, [1, 0]
+    )

@@ -176,7 +176,7 @@ class XlaBackend:
         if len(devices) < replicas:
             return None
         text = lower_module(closed, f"pmap_{name}", axis_env=axis_env, platform=client.platform_name)
-        compiled = client.compile(text, num_replicas=replicas, device_assignment=[[d] for d in devices])
+        compiled = executable_cache.compile(client, text, devices)
         in_dtypes = [np.dtype(a.dtype) for a in closed.in_avals]
         out_dtypes = [np.dtype(a.dtype) for a in closed.out_avals]
 

@@ -39,28 +39,38 @@ def _plugin_identity(client) -> str:
     )
 
 
-def key_of(client, text: str) -> str:
+def key_of(client, text: str, num_replicas: int = 1, device_ids=None) -> str:
+    options = compile_options(
+        num_replicas, 1, None, None if device_ids is None else [[i] for i in device_ids]
+    )
     h = hashlib.sha256()
-    for part in (_plugin_identity(client).encode(), compile_options(1, 1), text.encode()):
+    for part in (_plugin_identity(client).encode(), options, text.encode()):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
     return h.hexdigest()[:40]
 
 
-def compile(client, text: str) -> Executable:
-    """`client.compile(text)` (a one-device program), through the disk cache."""
+def compile(client, text: str, devices=None) -> Executable:
+    """`client.compile(text)` through the disk cache: a one-device program, or with `devices` a
+    program of one replica on each of them (a pmap's)."""
     from morphax._src.compiler.backends.c import disk_cache
+
+    def compile_now():
+        if devices is None:
+            return client.compile(text)
+        return client.compile(text, num_replicas=len(devices), device_assignment=[[d] for d in devices])
 
     plugin = client.plugin
     usable = plugin.has("Executable_Serialize") and plugin.has("Executable_DeserializeAndLoad")
-    path = disk_cache.entry_path(key_of(client, text), SUFFIX) if usable else None
+    ids = None if devices is None else [d.id for d in devices]
+    key = key_of(client, text, 1 if devices is None else len(devices), ids)
+    path = disk_cache.entry_path(key, SUFFIX) if usable else None
     if path is None:
-        return client.compile(text)
-    key = os.path.basename(path)[: -len(SUFFIX)]
+        return compile_now()
     loaded = _load(client, path, key, text)
     if loaded is not None:
         return loaded
-    compiled = client.compile(text)
+    compiled = compile_now()
     if disk_cache.writable():
         try:
             _store(compiled, path, key)
