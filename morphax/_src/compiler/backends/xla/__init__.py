@@ -1,10 +1,12 @@
 """The `xla` backend: a whole optimized jaxpr lowered to one StableHLO module (lowering.py),
 compiled and run by a PJRT plugin (morphax._src.pjrt) -- XLA's CPU plugin here, an accelerator's
-plugin the same way. Inputs and outputs are NumPy arrays: each call copies its inputs to the
-device and its outputs back.
+plugin the same way. Inputs and outputs are NumPy arrays; a call goes through the C launcher
+(launch.py): on XLA's CPU plugin outputs view XLA's buffers and pass back in uncopied, elsewhere
+each call copies its inputs to the device and its outputs back.
 
 Unlike the c and numpy backends it fuses nothing itself (XLA does), so it offers
-`compile_whole(closed, name) -> Executable` instead of building a Program's kernels.
+`compile_whole(closed, name) -> Executable` instead of building a Program's kernels, and
+`compile_replicated` for a pmap's program run on several devices at once.
 """
 
 from __future__ import annotations
