@@ -246,6 +246,21 @@ def test_without_env_var_the_cpu_package_or_nothing(monkeypatch):
         plugin.load()
 
 
+def test_libtpu_is_found_as_jax_finds_it_without_opening_it(monkeypatch, tmp_path):
+    monkeypatch.setenv(plugin.TPU_ENV_VAR, str(tmp_path / "elsewhere" / "libtpu.so"))
+    assert plugin.find_tpu_plugin() == str(tmp_path / "elsewhere" / "libtpu.so")
+    monkeypatch.delenv(plugin.TPU_ENV_VAR)
+    package = tmp_path / "site" / "fake_libtpu_pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("raise ImportError('finding the library must not import it')\n")
+    (package / plugin.TPU_LIBRARY).write_bytes(b"")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setattr(plugin, "TPU_PACKAGE", "fake_libtpu_pkg")
+    assert plugin.find_tpu_plugin() == str(package / plugin.TPU_LIBRARY)
+    monkeypatch.setattr(plugin, "TPU_PACKAGE", "morphax_no_such_package_here")
+    assert plugin.find_tpu_plugin() is None
+
+
 def test_a_library_without_get_pjrt_api_is_refused():
     import numpy.random._common as some_extension  # any loaded shared object that is not a plugin
 

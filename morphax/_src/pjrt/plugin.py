@@ -73,14 +73,33 @@ def find_plugin() -> str | None:
     env = os.environ.get(ENV_VAR)
     if env:
         return env
+    return _package_file(CPU_PACKAGE, CPU_LIBRARY)
+
+
+TPU_ENV_VAR = "TPU_LIBRARY_PATH"
+TPU_PACKAGE = "libtpu"
+TPU_LIBRARY = "libtpu.so"
+
+
+def find_tpu_plugin() -> str | None:
+    """The path of libtpu, as JAX finds it: `$TPU_LIBRARY_PATH` when set, else `libtpu.so` in the
+    installed package `libtpu` (located without importing it), else None. Finding it opens
+    nothing: the chip admits one process at a time."""
+    env = os.environ.get(TPU_ENV_VAR)
+    if env:
+        return env
+    return _package_file(TPU_PACKAGE, TPU_LIBRARY)
+
+
+def _package_file(package: str, name: str) -> str | None:
     try:
-        spec = importlib.util.find_spec(CPU_PACKAGE)
+        spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
         return None
     if spec is None:
         return None
     for folder in spec.submodule_search_locations or ():
-        candidate = os.path.join(folder, CPU_LIBRARY)
+        candidate = os.path.join(folder, name)
         if os.path.isfile(candidate):
             return candidate
     return None
