@@ -66,13 +66,17 @@ def _open_client(pjrt_client):
     ("asynchronous": false): morphax's own streams make dispatch asynchronous, and a PJRT
     execution handed to the plugin's threads cost a thread handoff per call (a jitted
     per-example gradient took 120 us instead of 25)."""
-    client = pjrt_client.Client.for_plugin()
-    if client.platform_name != "cpu":
-        return client
+    from morphax._src.pjrt import plugin as pjrt_plugin
+
+    plugin = pjrt_plugin.load()
+    if os.path.basename(plugin.path) != pjrt_plugin.CPU_LIBRARY:  # not known by its name: ask it
+        client = pjrt_client.Client.for_plugin(plugin)
+        if client.platform_name != "cpu":
+            return client
     # As many devices as morphax's CPU devices (a pmap's replicas run on them), at least the
-    # plugin's own default.
-    count = max(requested_cpu_devices(), len(client.devices))
-    return pjrt_client.Client(client.plugin, {"asynchronous": False, "cpu_device_count": count})
+    # plugin's default of 4.
+    count = max(requested_cpu_devices(), 4)
+    return pjrt_client.Client(plugin, {"asynchronous": False, "cpu_device_count": count})
 
 
 class XlaBackend:
