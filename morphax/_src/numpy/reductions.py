@@ -57,15 +57,13 @@ def _identity(kind, dtype):
 
 
 def reduction_axes(name, shape, axis):
-    """Sorted non-negative axes to reduce; `axis` must be concrete (int, tuple or None)."""
+    """Sorted non-negative axes to reduce; `axis` must be concrete: None, an int, or a sequence
+    of ints (a tuple, list, range or 1-D array, as JAX takes)."""
     nd = len(shape)
     if axis is None:
         return tuple(range(nd))
     axis = concrete_value(axis, f"It arose in the axis argument to jnp.{name}().")
-    if isinstance(axis, (tuple, list)):
-        axes = [operator.index(a) for a in axis]
-    else:
-        axes = [operator.index(axis)]
+    axes = [operator.index(a) for a in util.axis_sequence(axis)]
     out = []
     for a in axes:
         if not -nd <= a < nd:

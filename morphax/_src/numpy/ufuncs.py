@@ -552,11 +552,27 @@ def logaddexp(x1, x2, /):
 @custom_jvp
 def _logaddexp(x, y):
     amax = L.max_p.bind(x, y)
+    if _dtypes.is_complex(_dtype_of(x)):
+        # As JAX: amax (lexicographic) plus log1p(exp(x + y - 2 amax)), the imaginary part
+        # wrapped into [-pi, pi].
+        two = util.convert_element_type(2, _dtype_of(x))
+        delta = L.sub_p.bind(L.add_p.bind(x, y), L.mul_p.bind(amax, two))
+        out = L.add_p.bind(amax, L.log1p(L.exp(delta)))
+        return L.complex(real(out), _wrap_between(imag(out), np.pi))
     delta = L.sub_p.bind(x, y)
     finite = L.log1p(L.exp(L.neg_p.bind(L.abs_p.bind(delta))))
     out = L.add_p.bind(amax, finite)
     # inf - inf is nan: equal infinities return themselves.
     return where(isnan(delta), L.add_p.bind(x, y), out)
+
+
+def _wrap_between(x, bound):
+    """`x` moved by multiples of 2 bound into [-bound, bound]."""
+    dt = _dtype_of(x)
+    a, two_a = util.convert_element_type(bound, dt), util.convert_element_type(2 * bound, dt)
+    rem = L.rem(L.add_p.bind(x, a), two_a)
+    rem = where(L.lt(rem, util.convert_element_type(0, dt)), L.add_p.bind(rem, two_a), rem)
+    return L.sub_p.bind(rem, a)
 
 
 def _posinf_to_zero(x):

@@ -245,12 +245,22 @@ def canonicalize_axis(axis, ndim: int, fun_name: str = "", argname: str = "axis"
     return axis % ndim if ndim else 0
 
 
+def axis_sequence(axis) -> tuple:
+    """An `axis` argument as a tuple of its entries: a tuple, list, range or 1-D array gives its
+    elements (JAX takes any of them), anything else is one axis."""
+    if isinstance(axis, np.ndarray) and axis.ndim == 1:
+        return tuple(axis.tolist())
+    if isinstance(axis, (tuple, list, range)):
+        return tuple(axis)
+    return (axis,)
+
+
 def canonicalize_axes(axis, ndim: int, fun_name: str = "") -> tuple:
     """None -> all axes; int or sequence -> sorted tuple of non-negative axes (no duplicates)."""
     if axis is None:
         return tuple(range(ndim))
-    if isinstance(axis, (tuple, list)):
-        axes = tuple(canonicalize_axis(a, ndim, fun_name) for a in axis)
+    if isinstance(axis, (tuple, list, range)) or (isinstance(axis, np.ndarray) and axis.ndim == 1):
+        axes = tuple(canonicalize_axis(a, ndim, fun_name) for a in axis_sequence(axis))
         if len(set(axes)) != len(axes):
             raise ValueError(f"{fun_name}: duplicate value in 'axis': {axis}")
         return tuple(sorted(axes))

@@ -1,0 +1,65 @@
+"""Small API behaviours the scientific JAX libraries (diffrax, lineax, optimistix, equinox) rely
+on (issue 33, item 4): `axis` given as any sequence, and complex `logaddexp`/`softplus`. Expected
+values are NumPy's (complex128) and what JAX 0.10.2 gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import morphax
+import morphax.numpy as jnp
+
+
+@pytest.mark.parametrize(
+    "axis", [range(2), range(1, 3), [0, 2], (2,), np.array([0, 1]), np.array(1), np.int64(2)], ids=str
+)
+@pytest.mark.parametrize("name", ["sum", "max", "mean", "var", "prod", "any"])
+def test_reductions_take_axis_as_any_sequence(name, axis):
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 7 - 1
+    want = getattr(np, name)(x, axis=tuple(np.asarray(axis).reshape(-1).tolist()))
+    got = getattr(jnp, name)(x, axis=axis)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
+    jitted = morphax.jit(lambda v: getattr(jnp, name)(v, axis=axis))(x)
+    np.testing.assert_allclose(np.asarray(jitted), want, rtol=1e-6, atol=1e-6)
+
+
+def test_axis_sequences_keep_numpys_errors():
+    x = jnp.ones((2, 3))
+    with pytest.raises(ValueError, match="duplicate"):
+        jnp.sum(x, axis=[1, 1])
+    with pytest.raises(ValueError, match="out of bounds"):
+        jnp.sum(x, axis=range(3))
+
+
+def _complex_cases():
+    rng = np.random.default_rng(0)
+    a = (rng.normal(size=8) * 3 + 1j * rng.normal(size=8) * 3).astype(np.complex64)
+    b = (rng.normal(size=8) * 3 + 1j * rng.normal(size=8) * 3).astype(np.complex64)
+    return a, b
+
+
+def _wrapped(z):
+    """log(exp(a) + exp(b)) in complex128 with its imaginary part in [-pi, pi] (a branch of it)."""
+    return z.real + 1j * np.angle(np.exp(1j * z.imag))
+
+
+def test_complex_logaddexp_is_jaxs():
+    a, b = _complex_cases()
+    want = _wrapped(np.log(np.exp(a.astype(np.complex128)) + np.exp(b.astype(np.complex128))))
+    for got in (jnp.logaddexp(a, b), morphax.jit(jnp.logaddexp)(a, b)):
+        got = np.asarray(got)
+        assert got.dtype == np.complex64
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+    # JAX 0.10.2's value at one point.
+    one = np.asarray(jnp.logaddexp(np.complex64(1 + 2j), np.complex64(0.5 - 1j)))
+    np.testing.assert_allclose(one, 0.10499287 + 1.7889593j, rtol=1e-5)
+
+
+def test_complex_softplus_is_jaxs():
+    a, _ = _complex_cases()
+    want = _wrapped(np.log1p(np.exp(a.astype(np.complex128))))
+    np.testing.assert_allclose(np.asarray(morphax.nn.softplus(a)), want, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(
+        np.asarray(morphax.nn.softplus(np.complex64(1 + 2j))), 0.9063238 + 1.6238286j, rtol=1e-5
+    )
