@@ -63,3 +63,35 @@ def test_complex_softplus_is_jaxs():
     np.testing.assert_allclose(
         np.asarray(morphax.nn.softplus(np.complex64(1 + 2j))), 0.9063238 + 1.6238286j, rtol=1e-5
     )
+
+
+# JAX 0.10.2's answers: with wrap_negative_indices=False a negative index is out of bounds, and
+# the mode decides (a static one in a basic get clamps; 'fill' fills; scatters drop it).
+_V = np.arange(5.0, dtype=np.float32)
+_X = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+_WRAP_CASES = [
+    (lambda x, v: x.at[-1].get(wrap_negative_indices=False), _X[0]),
+    (lambda x, v: x.at[-1].get(), _X[1]),
+    (lambda x, v: x.at[0, -1].get(wrap_negative_indices=False, mode="fill", fill_value=-7), np.full(4, -7.0)),
+    (lambda x, v: v.at[-1].set(99, wrap_negative_indices=False, mode="drop"), _V),
+    (lambda x, v: v.at[-1].set(99), np.array([0, 1, 2, 3, 99.0])),
+    (
+        lambda x, v: v.at[jnp.array([-1, 2])].add(10, wrap_negative_indices=False),
+        np.array([0, 1, 12, 3, 4.0]),
+    ),
+    (
+        lambda x, v: v.at[jnp.array([-1, 2])].get(wrap_negative_indices=False, mode="fill"),
+        np.array([np.nan, 2.0]),
+    ),
+    (lambda x, v: v.at[-2].apply(lambda t: t * 100, wrap_negative_indices=False), _V),
+    (lambda x, v: v.at[-2].multiply(3, wrap_negative_indices=False), _V),
+    (lambda x, v: v.at[-2].divide(2, wrap_negative_indices=False), _V),
+    (lambda x, v: v.at[-2].max(50, wrap_negative_indices=True), np.array([0, 1, 2, 50, 4.0])),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_WRAP_CASES)))
+def test_wrap_negative_indices_as_jax(case):
+    f, want = _WRAP_CASES[case]
+    np.testing.assert_array_equal(np.asarray(f(jnp.asarray(_X), jnp.asarray(_V))), want)
+    np.testing.assert_array_equal(np.asarray(morphax.jit(f)(_X, _V)), want)

@@ -189,7 +189,9 @@ def _slice_entry(dim, s: slice, n: int) -> Entry:
     return Entry(SLICE, dim, start=start, step=step, count=count)
 
 
-def parse_index(shape, idx, *, clip_ints: bool = False, check_ints: bool = False) -> ParsedIndex:
+def parse_index(
+    shape, idx, *, clip_ints: bool = False, check_ints: bool = False, wrap_ints: bool = True
+) -> ParsedIndex:
     """Expand `idx` against `shape` (NumPy rules; a list is an advanced index).
 
     NB: JAX raises TypeError for a bare list as the whole index (``x[[1, 2]]``, "non-tuple
@@ -198,7 +200,8 @@ def parse_index(shape, idx, *, clip_ints: bool = False, check_ints: bool = False
     In-bounds negative static ints are normalized. Out-of-bounds ones raise IndexError only with
     `check_ints` (the jax_check_static_indices option); otherwise (JAX's default policy) with
     `clip_ints` they clamp, else they are left as given, for the dynamic_slice, gather or scatter
-    they end up in to handle under its mode (normalizing once, as JAX does).
+    they end up in to handle under its mode (normalizing once, as JAX does). Without `wrap_ints`
+    (`wrap_negative_indices=False`) a negative static int is out of bounds like any other.
     """
     items = idx if isinstance(idx, tuple) else (idx,)
     comps = [_classify(item, pos) for pos, item in enumerate(items)]
@@ -232,7 +235,7 @@ def parse_index(shape, idx, *, clip_ints: bool = False, check_ints: bool = False
             dim += 1
         elif kind == "int":
             n = shape[dim]
-            i = value + n if value < 0 else value
+            i = value + n if value < 0 and wrap_ints else value
             if not 0 <= i < n:
                 if check_ints:
                     raise IndexError(f"index {value} out of bounds for axis {dim} with size {n}")

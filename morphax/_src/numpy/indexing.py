@@ -127,7 +127,9 @@ def _rewriting_take(
     gmode = _parse_mode(mode, "indexing")
     fill = gmode == L.GatherScatterMode.FILL_OR_DROP
     check = config.check_static_indices and gmode in (None, L.GatherScatterMode.PROMISE_IN_BOUNDS)
-    parsed = parse_index(aval.shape, idx, clip_ints=gmode == L.GatherScatterMode.CLIP, check_ints=check)
+    parsed = parse_index(
+        aval.shape, idx, clip_ints=gmode == L.GatherScatterMode.CLIP, check_ints=check, wrap_ints=normalize
+    )
     y = _insert_axes(arr, parsed)
     if not parsed.has_array and not (fill and parsed.has_int):
         return _basic_take(y, parsed, normalize)
@@ -259,7 +261,7 @@ def _as_values(fun, values):
 
 
 def _scatter_update(
-    x, idx, values, op, *, mode=None, unique_indices=False, indices_are_sorted=False, fun=None
+    x, idx, values, op, *, mode=None, unique_indices=False, indices_are_sorted=False, fun=None, normalize=True
 ):
     fun = fun or f"x.at[idx].{op}"
     values = _as_values(fun, values)
@@ -267,7 +269,7 @@ def _scatter_update(
     xa = get_aval(x)
     values = util.convert_element_type(values, xa.dtype, xa.weak_type)
     smode = _parse_mode(mode, fun) or L.GatherScatterMode.FILL_OR_DROP
-    parsed = parse_index(xa.shape, idx, clip_ints=smode == L.GatherScatterMode.CLIP)
+    parsed = parse_index(xa.shape, idx, clip_ints=smode == L.GatherScatterMode.CLIP, wrap_ints=normalize)
     plan = Plan(parsed.shape, parsed.entries)
     values = _broadcast_values(values, plan.result_shape, fun)
     if op == "sub":
@@ -277,7 +279,7 @@ def _scatter_update(
     if plan.none_dims:
         values = L.squeeze(values, plan.none_dims)
     operand = _insert_axes(x, parsed)
-    indices, index_map = plan.indices()
+    indices, index_map = plan.indices(normalize)
     dnums = L.ScatterDimensionNumbers(
         update_window_dims=plan.offset_dims,
         inserted_window_dims=plan.collapsed,
@@ -313,8 +315,17 @@ class _IndexUpdateRef:
     def __repr__(self):
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
-    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
-        """`x[idx]`, with a choice of out-of-bounds `mode` ('fill' returns `fill_value`)."""
+    def get(
+        self,
+        *,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=None,
+        fill_value=None,
+        wrap_negative_indices=True,
+    ):
+        """`x[idx]`, with a choice of out-of-bounds `mode` ('fill' returns `fill_value`). With
+        `wrap_negative_indices=False` a negative index is out of bounds (as JAX)."""
         return _rewriting_take(
             self.array,
             self.index,
@@ -322,9 +333,10 @@ class _IndexUpdateRef:
             fill_value=fill_value,
             unique_indices=unique_indices,
             indices_are_sorted=indices_are_sorted,
+            normalize=bool(wrap_negative_indices),
         )
 
-    def _update(self, op, values, indices_are_sorted, unique_indices, mode, name):
+    def _update(self, op, values, indices_are_sorted, unique_indices, mode, name, wrap=True):
         return _scatter_update(
             self.array,
             self.index,
@@ -334,48 +346,81 @@ class _IndexUpdateRef:
             unique_indices=unique_indices,
             indices_are_sorted=indices_are_sorted,
             fun=f"x.at[idx].{name}",
+            normalize=bool(wrap),
         )
 
-    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def set(
+        self, values, *, indices_are_sorted=False, unique_indices=False, mode=None, wrap_negative_indices=True
+    ):
         """`x[idx] = values`; with repeated indices the last update wins."""
-        return self._update("set", values, indices_are_sorted, unique_indices, mode, "set")
+        return self._update(
+            "set", values, indices_are_sorted, unique_indices, mode, "set", wrap_negative_indices
+        )
 
-    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def add(
+        self, values, *, indices_are_sorted=False, unique_indices=False, mode=None, wrap_negative_indices=True
+    ):
         """`x[idx] += values`; repeated indices accumulate (like `np.add.at`)."""
-        return self._update("add", values, indices_are_sorted, unique_indices, mode, "add")
+        return self._update(
+            "add", values, indices_are_sorted, unique_indices, mode, "add", wrap_negative_indices
+        )
 
-    def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def subtract(
+        self, values, *, indices_are_sorted=False, unique_indices=False, mode=None, wrap_negative_indices=True
+    ):
         """`x[idx] -= values`; repeated indices accumulate."""
-        return self._update("sub", values, indices_are_sorted, unique_indices, mode, "subtract")
+        return self._update(
+            "sub", values, indices_are_sorted, unique_indices, mode, "subtract", wrap_negative_indices
+        )
 
-    def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def multiply(
+        self, values, *, indices_are_sorted=False, unique_indices=False, mode=None, wrap_negative_indices=True
+    ):
         """`x[idx] *= values`; repeated indices accumulate."""
-        return self._update("mul", values, indices_are_sorted, unique_indices, mode, "multiply")
+        return self._update(
+            "mul", values, indices_are_sorted, unique_indices, mode, "multiply", wrap_negative_indices
+        )
 
     mul = multiply
 
-    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def min(
+        self, values, *, indices_are_sorted=False, unique_indices=False, mode=None, wrap_negative_indices=True
+    ):
         """`x[idx] = minimum(x[idx], values)`."""
-        return self._update("min", values, indices_are_sorted, unique_indices, mode, "min")
+        return self._update(
+            "min", values, indices_are_sorted, unique_indices, mode, "min", wrap_negative_indices
+        )
 
-    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def max(
+        self, values, *, indices_are_sorted=False, unique_indices=False, mode=None, wrap_negative_indices=True
+    ):
         """`x[idx] = maximum(x[idx], values)`."""
-        return self._update("max", values, indices_are_sorted, unique_indices, mode, "max")
+        return self._update(
+            "max", values, indices_are_sorted, unique_indices, mode, "max", wrap_negative_indices
+        )
 
-    def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def divide(
+        self, values, *, indices_are_sorted=False, unique_indices=False, mode=None, wrap_negative_indices=True
+    ):
         """`x[idx] /= values`, as JAX computes it: `x / ones_like(x).at[idx].mul(values)`, so the
         result has `true_divide`'s dtype (integers give floats) and repeated indices compound."""
         x = util.asarray_like(self.array)
-        scale = self._ones_times(x, values, indices_are_sorted, unique_indices, mode, "divide")
+        scale = self._ones_times(
+            x, values, indices_are_sorted, unique_indices, mode, "divide", wrap_negative_indices
+        )
         return ufuncs.true_divide(x, scale)
 
-    def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def power(
+        self, values, *, indices_are_sorted=False, unique_indices=False, mode=None, wrap_negative_indices=True
+    ):
         """`x[idx] **= values`, as JAX computes it: `x ** ones_like(x).at[idx].mul(values)`."""
         x = util.asarray_like(self.array)
-        exponent = self._ones_times(x, values, indices_are_sorted, unique_indices, mode, "power")
+        exponent = self._ones_times(
+            x, values, indices_are_sorted, unique_indices, mode, "power", wrap_negative_indices
+        )
         return ufuncs.power(x, exponent)
 
-    def _ones_times(self, x, values, indices_are_sorted, unique_indices, mode, method):
+    def _ones_times(self, x, values, indices_are_sorted, unique_indices, mode, method, wrap=True):
         """ones_like(x).at[idx].mul(values): the per-element divisor or exponent of divide/power."""
         return _scatter_update(
             _ones_like(x),
@@ -386,23 +431,31 @@ class _IndexUpdateRef:
             unique_indices=unique_indices,
             indices_are_sorted=indices_are_sorted,
             fun=f"x.at[idx].{method}",
+            normalize=bool(wrap),
         )
 
-    def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def apply(
+        self, func, *, indices_are_sorted=False, unique_indices=False, mode=None, wrap_negative_indices=True
+    ):
         """`func` applied to the indexed elements. Unlike `ufunc.at`, a location named several
         times is transformed once (read, transform, write back)."""
         x = util.asarray_like(self.array)
         xa = get_aval(x)
+        wrap = bool(wrap_negative_indices)
         smode = _parse_mode(mode, "x.at[idx].apply") or L.GatherScatterMode.FILL_OR_DROP
-        parsed = parse_index(xa.shape, self.index, clip_ints=smode == L.GatherScatterMode.CLIP)
+        parsed = parse_index(
+            xa.shape, self.index, clip_ints=smode == L.GatherScatterMode.CLIP, wrap_ints=wrap
+        )
         plan = Plan(parsed.shape, parsed.entries)
         if 0 in plan.gather_shape or plan.empty_axis_indexed:
             return x
         operand = _insert_axes(x, parsed)
-        current = _gather(operand, plan, L.GatherScatterMode.CLIP, None, unique_indices, indices_are_sorted)
+        current = _gather(
+            operand, plan, L.GatherScatterMode.CLIP, None, unique_indices, indices_are_sorted, wrap
+        )
         new = util.convert_element_type(util.asarray_like(func(current)), xa.dtype, xa.weak_type)
         new = _broadcast_values(new, plan.gather_shape, "x.at[idx].apply")
-        indices, index_map = plan.indices()
+        indices, index_map = plan.indices(wrap)
         dnums = L.ScatterDimensionNumbers(
             update_window_dims=plan.offset_dims,
             inserted_window_dims=plan.collapsed,
