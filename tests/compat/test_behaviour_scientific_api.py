@@ -95,3 +95,32 @@ def test_wrap_negative_indices_as_jax(case):
     f, want = _WRAP_CASES[case]
     np.testing.assert_array_equal(np.asarray(f(jnp.asarray(_X), jnp.asarray(_V))), want)
     np.testing.assert_array_equal(np.asarray(morphax.jit(f)(_X, _V)), want)
+
+
+@pytest.mark.parametrize(
+    "shape,dtype",
+    [((4, 3), np.float32), ((3, 5), np.complex64), ((2, 4, 4), np.float32), ((0, 2), np.float32)],
+)
+def test_qr_raw_is_numpys_householder_form(shape, dtype):
+    """jnp.linalg.qr(mode="raw") as JAX and NumPy return it: h (..., N, M), LAPACK's geqrf packed
+    matrix transposed, and tau; its reflectors rebuild Q with A = Q R."""
+    from morphax._src.prims.linalg.householder import householder_product
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * rng.standard_normal(shape)
+    a = a.astype(dtype)
+    tol = 1e-5
+    h, tau = jnp.linalg.qr(a, mode="raw")
+    want_h, want_tau = np.linalg.qr(a, mode="raw")
+    assert h.shape == want_h.shape and h.dtype == a.dtype and tau.shape == want_tau.shape
+    np.testing.assert_allclose(np.asarray(h), want_h, rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.asarray(tau), want_tau, rtol=tol, atol=tol)
+    jitted = morphax.jit(lambda x: jnp.linalg.qr(x, mode="raw"))(a)
+    np.testing.assert_allclose(np.asarray(jitted[0]), want_h, rtol=tol, atol=tol)
+    if a.size and shape[-2] >= shape[-1]:
+        packed = np.swapaxes(np.asarray(h), -1, -2)
+        q = np.asarray(householder_product(packed, tau))
+        r = np.triu(packed)[..., : shape[-1], :]
+        np.testing.assert_allclose(q @ r, a, rtol=10 * tol, atol=10 * tol)

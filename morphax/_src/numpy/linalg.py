@@ -38,6 +38,7 @@ from morphax._src.prims import lax_api as L
 from morphax._src.prims import linalg as _la
 from morphax._src.prims.linalg import matrix_ops as _matrix_ops
 from morphax._src.prims.linalg.lu import lu_solve as _lu_solve
+from morphax._src.prims.linalg.qr import geqrf as _geqrf
 from morphax._src.transforms.custom import custom_jvp
 
 __all__ = [
@@ -166,12 +167,15 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
 
 
 def qr(a, mode: str = "reduced"):
-    """QR decomposition: QRResult(Q, R) for modes 'reduced' and 'complete', R alone for 'r'."""
+    """QR decomposition: QRResult(Q, R) for modes 'reduced' and 'complete', R alone for 'r', and
+    for 'raw' LAPACK's Householder form as NumPy returns it: (h, tau), h of shape (..., N, M)."""
     (a,) = _inexact("jnp.linalg.qr", a)
     if len(_shape(a)) < 2:
         raise ValueError(f"jnp.linalg.qr requires an array of rank >= 2, got shape {_shape(a)}")
     if mode == "raw":
-        raise NotImplementedError("jnp.linalg.qr: mode='raw' (Householder reflectors) is not supported.")
+        # As JAX (and NumPy): geqrf's packed matrix, transposed, and its scalar factors.
+        h, taus = _geqrf(a)
+        return QRResult(manipulation.matrix_transpose(h), taus)
     if mode in ("reduced", "r", "full"):
         full = False
     elif mode == "complete":

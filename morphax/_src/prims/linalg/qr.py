@@ -1,5 +1,7 @@
 """`qr`: Householder QR (geqrf/orgqr), column-pivoted with `pivoting` (geqp3), with its derivative
-(Townsend's for the thin part; arXiv:2409.13374 for a full Q's extra columns)."""
+(Townsend's for the thin part; arXiv:2409.13374 for a full Q's extra columns); and `geqrf`, the
+Householder form itself (R above the diagonal, the reflectors below, their scalar factors), which
+`jnp.linalg.qr(mode="raw")` returns. Like JAX's, geqrf has no derivative."""
 
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ from morphax._src.prims.linalg.matrix_ops import (
 from morphax._src.prims.linalg.triangular_solve import _trisolve
 from morphax._src.prims.selection import select_n
 
-__all__ = ["qr_p", "qr"]
+__all__ = ["qr_p", "qr"]  # geqrf_p and geqrf are not jax.lax.linalg names: imported by name
 
 
 qr_p = Primitive("qr", multiple_results=True)
@@ -183,3 +185,53 @@ def _qr_jvp(primals, tangents, *, pivoting, full_matrices, use_magma):
 
 
 qr_p.jvp = _qr_jvp
+
+
+# ------------------------------------------------------------------------------------------------
+# geqrf: the Householder form of a QR decomposition, as LAPACK's geqrf leaves it.
+
+geqrf_p = Primitive("geqrf", multiple_results=True)
+geqrf_p.kind = Kind.OPAQUE
+
+
+def _geqrf_abstract_eval(x):
+    _check_operand("geqrf", x)
+    m, n = x.shape[-2:]
+    return [ShapedArray(x.shape, x.dtype), ShapedArray(x.shape[:-2] + (min(m, n),), x.dtype)]
+
+
+def _geqrf_impl(x):
+    x = np.asarray(x)
+    m, n = x.shape[-2:]
+    if x.size == 0:
+        return [x.copy(), np.zeros(x.shape[:-2] + (min(m, n),), x.dtype)]
+    # NumPy's "raw" mode is LAPACK's geqrf, its packed matrix transposed (Fortran order).
+    h, tau = np.linalg.qr(x, mode="raw")
+    return [np.ascontiguousarray(np.swapaxes(h, -1, -2)).astype(x.dtype), tau.astype(x.dtype)]
+
+
+def _geqrf_cases(rng):
+    out = []
+    for dt in ("float32", "complex64"):
+        for shape in ((4, 3), (3, 5), (2, 3, 3), (1, 1), (0, 2)):
+            out.append(Case((_randn(rng, shape, dt),), {}, f"{dt}{list(shape)}"))
+    return out
+
+
+geqrf_p.abstract_eval = _geqrf_abstract_eval
+
+
+geqrf_p.impl = _geqrf_impl
+
+
+geqrf_p.test_spec = TestSpec(cases=_geqrf_cases, tol=_F32_TOL, differentiable=False)
+
+
+_unary_batcher(geqrf_p)
+
+
+def geqrf(x):
+    """(a, taus): R in a's upper triangle, the Householder reflectors below its diagonal (unit
+    diagonal implied), taus their scalar factors; Q = householder_product(a, taus)."""
+    a, taus = geqrf_p.bind(x)
+    return a, taus
