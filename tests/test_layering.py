@@ -32,6 +32,8 @@ LAYERS = {
     "distributed": 6,
     "numpy": 7,
     "api": 8,
+    "interpreters": 8,  # JAX's rule tables by their jax._src names (morphax.compat)
+    "ad_util": 8,
     "profiler": 8,
     "checkify": 8,
     "nn": 9,

@@ -189,3 +189,21 @@ def test_python_m_morphax_help_and_usage_errors(tmp_path):
     ]:
         done = _run(args, tmp_path)
         assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
+
+
+def test_private_modules_libraries_import(hook):
+    """lineax imports `jax._src.ad_util.stop_gradient_p` at import, diffrax's tests
+    `jax._src.interpreters.ad`: both are morphax's own objects under JAX's names, the same as the
+    public `jax.interpreters` ones, and work as JAX's do."""
+    import jax
+    from jax._src.ad_util import Zero, stop_gradient_p
+    from jax._src.interpreters import ad, batching, partial_eval
+    from jax.interpreters import ad as public_ad
+
+    assert ad is importlib.import_module("morphax._src.interpreters.ad")
+    assert ad.Zero is public_ad.Zero is Zero and ad.primitive_jvps is public_ad.primitive_jvps
+    assert batching.not_mapped is None and partial_eval.PartialVal is not None
+    # stop_gradient_p bound directly: the value passes, the derivative does not.
+    x = np.float32(3.0)
+    assert float(stop_gradient_p.bind(x)) == 3.0
+    assert float(jax.grad(lambda v: stop_gradient_p.bind(v) * v)(x)) == 3.0
