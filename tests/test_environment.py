@@ -82,3 +82,18 @@ def test_version_matches_pyproject():
 
     meta = tomllib.loads((pathlib.Path(__file__).parents[1] / "pyproject.toml").read_text())
     assert morphax.__version__ == meta["project"]["version"]
+
+
+def test_environment_info_names_the_pjrt_plugins_found(monkeypatch, tmp_path):
+    """The plugins are found as the xla backend and JAX find them, and named without being
+    opened (a TPU admits one process at a time)."""
+    monkeypatch.setenv("MORPHAX_PJRT_PLUGIN", str(tmp_path / "plugin.so"))
+    monkeypatch.setenv("TPU_LIBRARY_PATH", str(tmp_path / "libtpu.so"))
+    text = morphax.print_environment_info(return_string=True)
+    assert f"PJRT plugin: {tmp_path / 'plugin.so'}" in text
+    assert f"libtpu: {tmp_path / 'libtpu.so'}" in text
+    monkeypatch.delenv("TPU_LIBRARY_PATH")
+    from morphax._src.pjrt import plugin
+
+    monkeypatch.setattr(plugin, "TPU_PACKAGE", "morphax_no_such_package_here")
+    assert "libtpu: not found" in morphax.print_environment_info(return_string=True)

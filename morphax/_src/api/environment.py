@@ -259,6 +259,7 @@ host_ids = _renamed("host_ids", process_indices)
 
 def print_environment_info(return_string: bool = False):
     """The versions and platform to quote in a bug report (printed, or returned as a string)."""
+    from morphax._src.pjrt import plugin as pjrt_plugin
     from morphax._src.version import __version__
 
     devices = local_devices()
@@ -271,6 +272,9 @@ def print_environment_info(return_string: bool = False):
             f"process_count: {process_count()}",
             f"platform: {platform.uname()}",
             f"backend: {config.morphax_backend}",
+            # Found, not opened (a TPU admits one process): what the xla backend would use.
+            f"PJRT plugin: {pjrt_plugin.find_plugin() or 'none found'}",
+            f"libtpu: {pjrt_plugin.find_tpu_plugin() or 'not found'}",
         ]
     )
     if return_string:
