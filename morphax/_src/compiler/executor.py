@@ -111,7 +111,6 @@ class ReplicatedProgram:
         self.run = run
         self.source = source
         self.replicas = replicas
-        self.calls_host = False
 
     def __repr__(self):
         return f"<program of {self.replicas} replicas>"

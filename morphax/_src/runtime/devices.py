@@ -51,16 +51,12 @@ _lock = threading.Lock()
 CPU_IDS_PER_PROCESS = 2048
 
 
-def _requested_count() -> int:
-    return requested_cpu_devices()
-
-
 def _all() -> list[Device]:
     global _devices
     if _devices is None:
         with _lock:
             if _devices is None:
-                _devices = [Device("cpu", i) for i in range(_requested_count())]
+                _devices = [Device("cpu", i) for i in range(requested_cpu_devices())]
                 made = len(_devices)
             else:
                 made = 0
@@ -78,7 +74,7 @@ def initialized() -> bool:
 
 def requested_local_count() -> int:
     """How many CPU devices this process will make (its config, read now)."""
-    return len(_devices) if _devices is not None else _requested_count()
+    return len(_devices) if _devices is not None else requested_cpu_devices()
 
 
 def register_processes(process_index: int, local_ids: list[list[int]]) -> None:

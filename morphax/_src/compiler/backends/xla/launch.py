@@ -148,7 +148,7 @@ static void destroy_buffer(pjrt_fn *fn, void *buffer, Failure *f) {
 
 /* A PJRT buffer in host memory that a NumPy array views (its base): destroyed with the array.
  * What it holds is recorded, so that the array passed back to a program of the same client and
- * device goes in as this buffer, uncopied (`lent_buffer`). */
+ * device goes in as this buffer, uncopied (`plugin_buffer`). */
 #define HELD_MAX_DIMS 32
 typedef struct {
   PyObject_HEAD
@@ -388,7 +388,7 @@ static PyObject *view_output(Launcher *self, Py_ssize_t k, void *buffer, Failure
 
 /* The PJRT buffer an input array *is* (the whole of an output of a program of this client and
  * device, with its shape and dtype), or NULL: it goes into the program without a copy. */
-static void *lent_buffer(Launcher *self, PyArrayObject *a) {
+static void *plugin_buffer(Launcher *self, PyArrayObject *a) {
   PyObject *base = PyArray_BASE(a);
   while (base != NULL && PyArray_Check(base)) base = PyArray_BASE((PyArrayObject *)base);  /* views */
   if (base == NULL || Py_TYPE(base) != &HeldBufferType) return NULL;
@@ -432,7 +432,7 @@ static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwds) {
     data[k] = PyArray_DATA(a);
     nbytes[k] = PyArray_NBYTES(a);
     lent[k] = NULL;
-    in_buffers[k] = held[k] = lent_buffer(self, a);
+    in_buffers[k] = held[k] = plugin_buffer(self, a);
     if (held[k] != NULL) inputs_passed_uncopied++;
   }
   for (Py_ssize_t k = 0; k < n_out; k++) out_buffers[k] = NULL;
