@@ -74,6 +74,19 @@ def python_child():
 
 
 @pytest.fixture
+def rss_bytes():
+    """`rss_bytes()`: this process's resident memory in bytes (/proc; skips elsewhere)."""
+    if not os.path.exists("/proc/self/statm"):
+        pytest.skip("resident memory is read from /proc/self/statm (Linux only)")
+
+    def read() -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    return read
+
+
+@pytest.fixture
 def private_disk_cache(tmp_path, monkeypatch):
     """For tests that call morphax.clear_caches(), which empties the disk cache as well: a
     private cache directory and library tables, so the suite's shared cache (and every later

@@ -7,7 +7,6 @@ without the extension. Skipped without a plugin or a C compiler."""
 from __future__ import annotations
 
 import gc
-import os
 import threading
 
 import numpy as np
@@ -124,13 +123,7 @@ def test_a_plugin_error_is_a_pjrt_error_never_a_crash(mod):
     np.testing.assert_array_equal(good(x)[0], x + 1)
 
 
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
-def test_no_leaks_over_ten_thousand_calls(mod):
+def test_no_leaks_over_ten_thousand_calls(mod, rss_bytes):
     from morphax._src import pjrt
 
     x = np.arange(1024, dtype=np.float32)
@@ -139,10 +132,10 @@ def test_no_leaks_over_ten_thousand_calls(mod):
     live, held = pjrt.live_objects(), mod.live_held_buffers()
     for _ in range(500):  # warm up allocators and caches
         direct(x, x)
-    rss = _rss_bytes()
+    rss = rss_bytes()
     for _ in range(10_000):  # 4 buffers of 4 KiB a call: any leaked would be 160 MiB
         outs = direct(x, x)
-    grown = _rss_bytes() - rss
+    grown = rss_bytes() - rss
     assert grown < 8 * 2**20, f"RSS grew by {grown / 2**20:.1f} MiB over 10,000 calls"
     np.testing.assert_array_equal(outs[0], x + x)
     del outs

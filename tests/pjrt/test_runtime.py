@@ -6,7 +6,6 @@ dtype, hand-written StableHLO modules compiled and run, errors as PjrtError or c
 from __future__ import annotations
 
 import gc
-import os
 import threading
 import zlib
 
@@ -448,13 +447,7 @@ def test_eight_threads_share_one_executable(client):
     assert not errors, errors
 
 
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
-def test_no_leaks_over_ten_thousand_calls(client):
+def test_no_leaks_over_ten_thousand_calls(client, rss_bytes):
     gc.collect()
     base = pjrt.live_objects()
     exe = client.compile(ADD_BIG)
@@ -466,9 +459,9 @@ def test_no_leaks_over_ten_thousand_calls(client):
             out.to_numpy()
 
     calls(exe, 500)  # warm up allocators and caches
-    rss = _rss_bytes()
+    rss = rss_bytes()
     calls(exe, 10_000)  # 3 buffers of 4 KiB a call: a leak of any of them would be 40 MiB and more
-    grown = _rss_bytes() - rss
+    grown = rss_bytes() - rss
     assert grown < 8 * 2**20, f"RSS grew by {grown / 2**20:.1f} MiB over 10,000 calls"
     del exe
     gc.collect()
@@ -489,3 +482,19 @@ def test_every_object_is_destroyed(client):
     del exe, a, outs
     gc.collect()
     assert pjrt.live_objects() == base
+
+
+def test_unsafe_pointer_is_the_cpu_buffers_memory(client):
+    """On the CPU plugin a buffer's device address is host memory holding its value."""
+    import ctypes
+
+    if client.platform_name != "cpu":
+        pytest.skip("device addresses are host memory only on a CPU plugin")
+    x = np.arange(6, dtype=np.float32) * 1.5
+    buf = client.buffer_from_host(x).block_until_ready()
+    address = buf.unsafe_pointer()
+    view = np.frombuffer((ctypes.c_char * x.nbytes).from_address(address), np.float32)
+    np.testing.assert_array_equal(view, x)
+    buf.delete()
+    with pytest.raises(RuntimeError):
+        buf.unsafe_pointer()
