@@ -100,7 +100,6 @@ NO_EFFECT: dict = {
     "jax_pgle_profiling_runs": (3, _XLA),
     "jax_pjrt_client_create_options": (None, _XLA),
     "jax_platform_name": ("", "platform choice; morphax has one platform, the CPU"),
-    "jax_platforms": (None, "platform choice; morphax has one platform, the CPU"),
     "jax_pprint_use_color": (True, "jaxpr printing colour; morphax prints plain text"),
     "jax_ragged_dot_use_gpu_pallas_triton_lowering": (False, _ACCELERATOR),
     "jax_ragged_dot_use_ragged_dot_instruction": (True, _XLA),

@@ -396,10 +396,14 @@ def test_same_bits_eager_jit_vmap(name, mode):
     batched = np.asarray(morphax.vmap(fn)(keys))
     for i in range(3):
         got = np.asarray(jitted(keys[i]))
-        if got.dtype.kind == "f" and morphax._src.compiler.backends.default_backend_name() == "c":
+        if got.dtype.kind == "f" and (
+            morphax._src.compiler.backends.default_backend_name() == "c" or morphax.default_backend() != "cpu"
+        ):
             # NB: eager runs NumPy's math functions and jit the native backend's, which agree to
             # a few ulp (tests/compiler/test_cmath.py), amplified by the samplers' log-space
-            # arithmetic to ~30 ulp; integer and boolean results stay exact.
+            # arithmetic to ~30 ulp; integer and boolean results stay exact. On a device platform
+            # eager runs one XLA program per operation and jit one fused program, which XLA may
+            # round differently by an ulp.
             np.testing.assert_allclose(got, eager[i], rtol=2e-5, atol=1e-6)
         else:
             np.testing.assert_array_equal(got, eager[i])

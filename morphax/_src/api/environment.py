@@ -163,7 +163,7 @@ enable_custom_prng = _flag("jax_enable_custom_prng", "Accepted for JAX compatibi
 
 
 def live_arrays(platform=None):
-    """Every Array of this process that is alive and not deleted (one CPU platform)."""
+    """Every Array of this process that is alive and not deleted (on any platform)."""
     import gc
 
     return [x for x in gc.get_objects() if type(x) is Array and not x.is_deleted()]
@@ -175,8 +175,8 @@ def checking_leaks():
 
 
 def default_device(device):
-    """Context manager placing new arrays on `device` (one CPU device: the only choice)."""
-    if device is not None and device not in local_devices():
+    """Context manager placing new arrays on `device` (one of this process's devices)."""
+    if device is not None and device not in local_devices() and device not in local_devices(backend="cpu"):
         raise ValueError(f"default_device: {device!r} is not one of morphax.devices() = {local_devices()}")
     return config._override("jax_default_device", device)
 

@@ -698,4 +698,8 @@ def block_until_ready(tree):
 
 
 def default_backend() -> str:
-    return "cpu"
+    """The platform computations run on by default: "cpu", or "tpu" where libtpu is found and
+    opens (jax_platforms / JAX_PLATFORMS choose)."""
+    from morphax._src.runtime import devices as _devices
+
+    return _devices.platform()

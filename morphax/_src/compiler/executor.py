@@ -75,6 +75,9 @@ class Executable:
         # A program that is one native segment, with the program's inputs and outputs as its
         # own: its launcher, which the fast path of a call (runtime/call_fast.py) runs directly.
         self.direct = None
+        # An xla program on a device platform (a TPU): `device_run(inputs) -> outputs` takes
+        # device buffers (or host arrays) and returns device buffers (runtime/dispatch.py).
+        self.device_run = None
 
     def __call__(self, *args, reuse=()):
         if reuse:

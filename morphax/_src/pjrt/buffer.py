@@ -229,6 +229,32 @@ class Buffer:
         del minor_to_major
         return out
 
+    def to_numpy_async(self):
+        """Starts the copy to a new NumPy array and returns `finish() -> array`, which waits for
+        it (and raises what went wrong)."""
+        if self.is_deleted():
+            raise RuntimeError("to_numpy: the buffer was deleted (or donated to a computation)")
+        out = np.empty(self.shape, self.dtype)
+        layout, minor_to_major = _dense_layout(out.ndim)
+        args = c_api.new(
+            c_api.Buffer_ToHostBuffer_Args,
+            src=self._ptr,
+            host_layout=ctypes.pointer(layout),
+            dst=out.ctypes.data,
+            dst_size=out.nbytes,
+        )
+        plugin = self.client.plugin
+        plugin.call("Buffer_ToHostBuffer", args)
+        event = args.event
+        keep = [args, layout, minor_to_major]  # the plugin reads the layout until the copy is done
+
+        def finish():
+            plugin.await_event(event, "PJRT_Buffer_ToHostBuffer")
+            keep.clear()
+            return out
+
+        return finish
+
     def __array__(self, dtype=None, copy=None):
         out = self.to_numpy()
         return out if dtype is None else out.astype(dtype, copy=False)

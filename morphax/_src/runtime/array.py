@@ -14,7 +14,7 @@ from morphax._src import errors, events
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, pytype_aval_mappings
 from morphax._src.core.trace import Tracer
-from morphax._src.runtime.buffers import DeletedBuffer, PendingBuffer, ProcessLocalBuffer
+from morphax._src.runtime.buffers import DeletedBuffer, DeviceBuffer, PendingBuffer, ProcessLocalBuffer
 
 
 class _ArrayMeta(type):
@@ -99,7 +99,8 @@ class Array(metaclass=_ArrayMeta):
                     value = buf.result()
             else:
                 value = buf.result()
-            self._buf = value
+            if type(buf) is not DeviceBuffer:  # a device array keeps its buffer (and the copy)
+                self._buf = value
             return value
         return buf
 
@@ -108,7 +109,11 @@ class Array(metaclass=_ArrayMeta):
         return not isinstance(buf, PendingBuffer) or buf.done()
 
     def block_until_ready(self):
-        self._settle()
+        buf = self._buf
+        if type(buf) is DeviceBuffer:
+            buf.wait()  # the computation, not a copy to the host
+        else:
+            self._settle()
         return self
 
     def is_deleted(self) -> bool:
@@ -118,6 +123,8 @@ class Array(metaclass=_ArrayMeta):
         """Free the buffer; later reads raise "Array has been deleted"."""
         buf = self._buf
         self._buf = DeletedBuffer(buf.shape, buf.dtype)
+        if type(buf) is DeviceBuffer:
+            buf.pjrt.delete()  # device memory is freed now (after work already queued on it)
 
     @property
     def aval(self) -> ShapedArray:
@@ -172,7 +179,7 @@ class Array(metaclass=_ArrayMeta):
         return host.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self):
-        return (1, 0)  # (kDLCPU, device 0): morphax's buffers live in host memory
+        return (1, 0)  # (kDLCPU, device 0): exported from host memory (a device array's copy)
 
     def _scalar(self, fn, name):
         if self.size != 1:
@@ -265,7 +272,18 @@ class Array(metaclass=_ArrayMeta):
         return format(str(self), spec)
 
     def copy_to_host_async(self):
-        return None
+        """Start copying a device array's value to the host; a later read waits for the copy."""
+        buf = self._buf
+        if type(buf) is DeviceBuffer:
+            buf.start_copy()
+
+    def unsafe_buffer_pointer(self) -> int:
+        """The address of the array's buffer: device memory for a device array (where the plugin
+        gives one), else its host memory."""
+        buf = self._buf
+        if type(buf) is DeviceBuffer:
+            return buf.pjrt.unsafe_pointer()
+        return int(self._value.ctypes.data)
 
     # -- placement (runtime/placement.py) ------------------------------------------------------
     def devices(self) -> set:

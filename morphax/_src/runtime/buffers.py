@@ -56,6 +56,51 @@ class PendingBuffer:
         return self._value
 
 
+class DeviceBuffer(PendingBuffer):
+    """An array's value in a device's memory (a TPU's): `pjrt` is the plugin's buffer (a
+    morphax._src.pjrt Buffer), freed when the last Array holding it goes. Everything that reads
+    the value (`result`) gets a host copy, made once; `wait` waits for the computation without
+    copying. A failed computation raises at either."""
+
+    __slots__ = ("pjrt", "_copying")
+
+    def __init__(self, pjrt_buffer, shape, dtype):
+        self.shape = shape
+        self.dtype = dtype
+        self._event = None
+        self._value = None
+        self._error = None
+        self._traceback = None
+        self.pjrt = pjrt_buffer
+        self._copying = None
+
+    def done(self) -> bool:
+        return self._value is not None or self.pjrt.is_ready()
+
+    def wait(self) -> None:
+        if self._value is None:
+            self.pjrt.block_until_ready()
+
+    def start_copy(self) -> None:
+        """Begin the copy to the host (copy_to_host_async); `result` finishes it."""
+        if self._value is None and self._copying is None:
+            self._copying = self.pjrt.to_numpy_async()
+
+    def result(self) -> np.ndarray:
+        value = self._value
+        if value is None:
+            copying, self._copying = self._copying, None
+            value = copying() if copying is not None else self.pjrt.to_numpy()
+            value.flags.writeable = False
+            self._value = value
+        return value
+
+    def set_result(self, value):
+        raise TypeError("a DeviceBuffer holds a computed value")
+
+    set_error = set_result
+
+
 class ProcessLocalBuffer:
     """The buffer of an array that spans the devices of several processes (after
     morphax.distributed.initialize) without being replicated on all of them: `data` has the

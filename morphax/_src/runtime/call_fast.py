@@ -57,7 +57,7 @@ def remember(table: FastCalls, args, closed, name, backend, out_tree, single) ->
     if eager._placed and any(type(a) is Array and a._place is not None for a in args):
         return  # placed inputs always take the general path (`run` declines them)
     executable = _compile.compile_jaxpr(closed, name, backend)  # the memoized one just run
-    if not dispatch.runs_inline(executable):
+    if executable.device_run is not None or not dispatch.runs_inline(executable):
         return  # queued on the stream: the general path's cost is small beside the work
     key = tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args])
     table[key] = _Entry(config._call_state, _compile._generation, executable, out_tree, single)

@@ -39,6 +39,26 @@ class Device:
         return f"{self.platform}:{self.id}"
 
 
+class PjrtDevice(Device):
+    """A device of a PJRT plugin (a TPU core; XLA's CPU plugin as "xla_cpu"): arrays on it hold
+    the plugin's buffers (runtime/buffers.py's DeviceBuffer). Described as the plugin describes
+    it, as JAX shows it: ``TpuDevice(id=0, process_index=0, coords=(0,0,0), core_on_chip=0)``."""
+
+    def __init__(self, pjrt_device, platform: str):
+        super().__init__(platform, pjrt_device.id, pjrt_device.process_index, pjrt_device.local_hardware_id)
+        self.pjrt = pjrt_device
+        self.device_kind = pjrt_device.kind or platform
+        for name, value in pjrt_device.attributes.items():
+            if name in ("coords", "core_on_chip", "num_cores"):
+                setattr(self, name, value)
+
+    def __repr__(self):
+        text = self.pjrt.to_string
+        if text and self.platform == "tpu":
+            return text
+        return f"{self.platform.capitalize().replace('_', '')}Device(id={self.id})"
+
+
 # Created on first use, as JAX's backends: the count may be set (config or XLA_FLAGS) after
 # `import morphax` and before the first computation.
 _devices: list[Device] | None = None
@@ -128,26 +148,74 @@ config.add_validator(_check_count_update)
 def default_device() -> Device:
     """Where new arrays go: the `default_device` context's device, else the first device."""
     chosen = config.default_device
-    return chosen if chosen is not None else _all()[0]
+    return chosen if chosen is not None else devices()[0]
+
+
+_plugin_devices: list = []  # the device platform's PjrtDevices, made once
+
+
+def platform() -> str:
+    """The platform holding arrays by default: "cpu", or a device platform ("tpu", "xla_cpu")."""
+    from morphax._src.compiler.backends import platform as _platform
+
+    return _platform.chosen()
+
+
+def plugin_devices() -> list[Device]:
+    """The devices of the device platform (empty on the CPU platform)."""
+    if not _plugin_devices:
+        name = platform()
+        if name == "cpu":
+            return []
+        from morphax._src.compiler.backends import get_backend
+
+        client = get_backend("xla").client()
+        found = client.addressable_devices
+        if name == "xla_cpu":  # XLA's CPU plugin opens at least 4: as many as CPU devices are asked
+            found = found[: requested_local_count()]
+        with _lock:
+            if not _plugin_devices:
+                _plugin_devices.extend(PjrtDevice(d, name) for d in found)
+    return _plugin_devices
+
+
+def _of_backend(backend):
+    """The devices `backend` names (None: the default platform's), or None for the CPU's."""
+    name = platform() if backend is None else getattr(backend, "platform", backend)
+    if name in (None, "cpu"):
+        return None
+    if name == platform() and name != "cpu":
+        return list(plugin_devices())
+    raise RuntimeError(
+        f"Unknown backend {name}: this process runs on {platform()!r} "
+        "(jax_platforms / JAX_PLATFORMS choose the platform before the first computation)"
+    )
 
 
 def devices(backend=None) -> list[Device]:
-    """Every device of the run: this process's, and after morphax.distributed.initialize every
-    other process's too."""
+    """Every device of the run (of `backend`: "cpu", "tpu"; default the default platform's):
+    this process's, and after morphax.distributed.initialize every other process's too."""
+    plugin = _of_backend(backend)
+    if plugin is not None:
+        return plugin
     _all()
     return list(_global_devices if _global_devices is not None else _devices)
 
 
 def local_devices(process_index=None, backend=None) -> list[Device]:
     """The devices of process `process_index` (this process by default)."""
+    plugin = _of_backend(backend)
+    if plugin is not None:
+        return plugin
     if process_index is None or (_global_devices is None and process_index == _process_index):
         return list(_all())
-    return [d for d in devices() if d.process_index == process_index]
+    return [d for d in devices("cpu") if d.process_index == process_index]
 
 
 def device_count(backend=None) -> int:
-    return len(devices())
+    return len(devices(backend))
 
 
 def local_device_count(backend=None) -> int:
-    return len(_all())
+    plugin = _of_backend(backend)
+    return len(plugin) if plugin is not None else len(_all())

@@ -23,7 +23,13 @@ from morphax._src.compiler.executor import profiled
 from morphax._src.config import config
 from morphax._src.runtime import thread_pools
 from morphax._src.runtime.array import Array
-from morphax._src.runtime.buffers import PendingBuffer, fail_outputs, fill_outputs, pending_outputs
+from morphax._src.runtime.buffers import (
+    DeviceBuffer,
+    PendingBuffer,
+    fail_outputs,
+    fill_outputs,
+    pending_outputs,
+)
 
 # Calls whose inputs and outputs hold fewer elements than this may run inline, and so may calls
 # whose estimated work (flops plus bytes accessed, compiler/analysis.py) is below INLINE_WORK:
@@ -182,6 +188,8 @@ def execute(executable, args, out_weak_types, device_id: int = 0, donate: bool =
     """Run `executable` on `args` (Arrays or host values); returns output Arrays, maybe pending.
     With `donate`, the Arrays at the executable's donated positions are consumed: deleted here,
     and their buffers overwritten by outputs where nothing else references them."""
+    if getattr(executable, "device_run", None) is not None:
+        return execute_on_device(executable, args, out_weak_types, donate)
     if _profiling:
         executable = profiled(executable)  # a copy that records its run and each step's
     stream = _streams.get(device_id) or stream_for(device_id)
@@ -231,6 +239,37 @@ def execute(executable, args, out_weak_types, device_id: int = 0, donate: bool =
 
     stream.submit(job)
     return [Array(b, w) for b, w in zip(buffers, out_weak_types)]
+
+
+def execute_on_device(executable, args, out_weak_types, donate: bool = False):
+    """Run an xla program of a device platform (a TPU): device arrays go in as their buffers,
+    host values are copied in, and the outputs are device arrays at once -- the plugin runs the
+    program asynchronously, so no stream is needed, and its errors surface at the wait. Donated
+    Arrays are deleted after the launch (the plugin frees their memory once the program is done
+    with it)."""
+    inputs = []
+    for a, aval in zip(args, executable.in_avals):
+        if type(a) is Array:
+            buf = a._buf
+            t = type(buf)
+            if t is DeviceBuffer:
+                inputs.append(buf.pjrt)
+            elif t is np.ndarray:
+                inputs.append(buf)
+            else:
+                inputs.append(a._value)  # host work still running, or deleted (raises)
+        else:
+            inputs.append(np.asarray(a, dtype=aval.dtype))
+    try:
+        outs = executable.device_run(inputs)
+    except Exception as e:  # noqa: BLE001 - surfaces at the wait, like queued work
+        return _failed(executable.out_avals, out_weak_types, e)
+    if donate and executable.donated:
+        _consume(args, executable.donated)
+    return [
+        Array(o if type(o) is np.ndarray else DeviceBuffer(o, aval.shape, aval.dtype), w)
+        for o, aval, w in zip(outs, executable.out_avals, out_weak_types)
+    ]
 
 
 def _failed(avals, weak_types, error):

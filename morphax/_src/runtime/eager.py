@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from morphax._src import errors, events
+from morphax._src.compiler.backends import platform as backend_platform
 from morphax._src.compiler.compile import compile_jaxpr
 from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
@@ -87,6 +88,10 @@ class EvalTrace(_trace.Trace):
     def process_primitive(self, prim, args, params):
         if guards.active:
             guards.before_eager(prim.name, args)
+        if _device_default:
+            out = _run_on_device(prim, args, params)
+            if out is not None:
+                return out
         nargs = len(args)
         if nargs <= 2 and not prim.multiple_results and not prim.higher_order and not _default_elsewhere:
             out = self._fast_path(prim, args, params, nargs)
@@ -214,18 +219,19 @@ def _spans_processes(args) -> bool:
     return any(placement.holds_local_pieces(x) for x in args)
 
 
-_over_processes: dict = {}  # (primitive, input avals, params) -> its one-equation closed jaxpr
+_one_equation_programs: dict = {}  # (primitive, input avals, params) -> its closed jaxpr
 
 
-def _run_over_processes(prim, args, params):
-    """`prim` on arrays laid out over the devices of several processes: each process holds only
-    its pieces, so, as JAX runs every eager operation, it runs as a jitted one-equation program,
-    split over the processes' devices (runtime/spmd_runner.py)."""
-    in_avals = tuple(get_aval(x) for x in args)
+def _one_equation(prim, in_avals, params, cache_only=False):
+    """The closed jaxpr applying `prim` to inputs of `in_avals`, cached (compile_jaxpr memoizes
+    its executable on it). `cache_only`: None instead of a jaxpr that cannot be cached
+    (unhashable params), which would compile at every call."""
     try:
         key = (prim, in_avals, tuple(params.items()))
-        closed = _over_processes.get(key)
+        closed = _one_equation_programs.get(key)
     except TypeError:  # unhashable params: built each time
+        if cache_only:
+            return None
         key, closed = None, None
     if closed is None:
         out = prim.abstract_eval(*in_avals, **params)
@@ -234,9 +240,56 @@ def _run_over_processes(prim, args, params):
         outvars = [Var(a) for a in out_avals]
         closed = ClosedJaxpr(Jaxpr([], invars, outvars, [JaxprEqn(prim, invars, outvars, params)]), [])
         if key is not None:
-            if len(_over_processes) >= 256:
-                _over_processes.clear()
-            _over_processes[key] = closed
+            if len(_one_equation_programs) >= 1024:
+                _one_equation_programs.clear()
+            _one_equation_programs[key] = closed
+    return closed
+
+
+def _run_over_processes(prim, args, params):
+    """`prim` on arrays laid out over the devices of several processes: each process holds only
+    its pieces, so, as JAX runs every eager operation, it runs as a jitted one-equation program,
+    split over the processes' devices (runtime/spmd_runner.py)."""
+    closed = _one_equation(prim, tuple(get_aval(x) for x in args), params)
+    outs = call_compiled(list(args), closed, prim.name)
+    return outs if prim.multiple_results else outs[0]
+
+
+_HOST_VALUE_TYPES = (int, float, complex, bool, np.ndarray, np.generic)
+
+
+def _run_on_device(prim, args, params):
+    """On a device platform (a TPU: compiler/backends/backends/platform.py), an eager operation runs
+    there as JAX runs it: a compiled one-equation program, cached per (primitive, input types,
+    params), its outputs device arrays. None where it runs on the host instead: on the CPU
+    platform, for arrays committed to the CPU's devices, host callbacks, refs, typed keys and
+    unhashable params; jit calls (pjit) compile for the device by themselves."""
+    global _device_default
+    if _device_platform[0] is None:
+        _device_platform[0] = placement.platform_name()
+        if _device_platform[0] == "cpu":
+            _device_default = False
+            return None
+    if prim.eager_compiled or prim.calls_host or prim.has_side_effects:
+        return None
+    in_avals = []
+    for x in args:
+        t = type(x)
+        if t is Array:
+            buf = x._buf
+            in_avals.append(ShapedArray(buf.shape, buf.dtype, x.weak_type))
+        elif isinstance(x, _HOST_VALUE_TYPES):
+            aval = get_aval(x)
+            if not isinstance(aval.dtype, np.dtype):
+                return None
+            in_avals.append(aval)
+        else:  # tracers (the general path says what leaked), refs, key arrays
+            return None
+    if _placed and placement.on_host_device(args):
+        return None
+    closed = _one_equation(prim, tuple(in_avals), params, cache_only=True)
+    if closed is None:
+        return None
     outs = call_compiled(list(args), closed, prim.name)
     return outs if prim.multiple_results else outs[0]
 
@@ -299,6 +352,9 @@ def call_compiled(args, jaxpr, name, backend=None, donate: tuple = (), shardings
     out_shardings), one entry (a Sharding or None) per flat argument and result, or None."""
     if guards.active:
         guards.before_call(name, args)
+    if backend is None and _placed and _device_platform[0] not in (None, "cpu"):
+        if placement.on_host_device(args):
+            backend = "cpu"  # committed to the CPU's devices: runs there, not on the device
     executable = compile_jaxpr(jaxpr, name, backend, donate)
     if _placed or shardings is not None:
         return _call_placed(executable, args, jaxpr, name, donate, shardings, backend)
@@ -358,7 +414,7 @@ def _call_placed(executable, args, jaxpr, name, donate, shardings, backend=None)
 
 def clear_caches():
     _abstract_cache.clear()
-    _over_processes.clear()
+    _one_equation_programs.clear()
     _identities.clear()
 
 
@@ -425,6 +481,19 @@ def check_call_outputs(name, closed, args, outs):
 # default_device context is on somewhere (`_default_elsewhere`).
 _placed = False
 _default_elsewhere = False
+# Whether eager operations may run on a device platform: True until the platform is known to be
+# the CPU (decided at the first operation), [the platform] once known.
+_device_default = True
+_device_platform: list = [None]
+
+
+def _on_platform(name):
+    global _device_default
+    _device_platform[0] = name
+    _device_default = name != "cpu"
+
+
+backend_platform.on_chosen(_on_platform)
 
 
 def _on_placed():

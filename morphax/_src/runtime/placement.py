@@ -23,7 +23,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.runtime import array as _array
 from morphax._src.runtime import devices as _devices
 from morphax._src.runtime.array import Array
-from morphax._src.runtime.buffers import ProcessLocalBuffer, local_data
+from morphax._src.runtime.buffers import DeviceBuffer, ProcessLocalBuffer, local_data
 from morphax._src.sharding.partition_spec import PartitionSpec
 from morphax._src.sharding.propagation import out_shardings as propagated
 from morphax._src.sharding.shardings import (
@@ -41,10 +41,16 @@ _singles: dict = {}
 
 def single(device) -> SingleDeviceSharding:
     """The (cached) SingleDeviceSharding of `device`."""
-    s = _singles.get(device.id)
+    key = (device.platform, device.id)
+    s = _singles.get(key)
     if s is None or s._device is not device:
-        s = _singles[device.id] = SingleDeviceSharding(device)
+        s = _singles[key] = SingleDeviceSharding(device)
     return s
+
+
+def platform_name() -> str:
+    """The default platform: "cpu", or a device platform ("tpu", "xla_cpu")."""
+    return _devices.platform()
 
 
 def _first():
@@ -233,7 +239,42 @@ def _moved(x, sharding, who):
         )
     if local_only(sharding):
         return placed(local_data(x._settle()), x.weak_type, sharding)
-    return placed(x._buf, x.weak_type, sharding)
+    return placed(buffer_on(x, sharding, who), x.weak_type, sharding)
+
+
+def buffer_on(x: Array, sharding, who="device_put"):
+    """The buffer of `x` where `sharding` puts it: a device buffer on a plugin's device (copied
+    from the host, or kept when it is there already), host memory on the CPU's devices."""
+    buf = x._buf
+    devices = sharding.device_set
+    plugin = [d for d in devices if isinstance(d, _devices.PjrtDevice)]
+    if not plugin:
+        return x._value if type(buf) is DeviceBuffer else buf
+    if len(devices) != 1:
+        raise NotImplementedError(
+            f"{who}: morphax lays arrays out on one device of the {plugin[0].platform} platform, not "
+            f"over {len(devices)} ({sharding!r}); use one device, or the CPU's devices for sharding"
+        )
+    device = plugin[0]
+    if type(buf) is DeviceBuffer and buf.pjrt.device is device.pjrt:
+        return buf
+    return to_device(x._value, device)
+
+
+def to_device(value: np.ndarray, device) -> DeviceBuffer:
+    """A host value copied to the memory of `device` (a PjrtDevice)."""
+    client = device.pjrt.client
+    return DeviceBuffer(client.buffer_from_host(value, device.pjrt), value.shape, value.dtype)
+
+
+def on_host_device(args) -> bool:
+    """Whether an input is an Array committed to the CPU's devices (a computation on it runs on
+    the host, whatever the default platform)."""
+    for x in args:
+        if type(x) is Array and x._place is not None and x._place[1]:
+            if not any(isinstance(d, _devices.PjrtDevice) for d in x._place[0].device_set):
+                return True
+    return False
 
 
 # [relayout(x, sharding)]: `x` laid out per `sharding` by an identity program run SPMD, set by

@@ -37,8 +37,7 @@ _default: list = []
 
 def get_backend(name: str):
     """The backend called `name` ("c", "numpy" or "xla"); "cpu" means the default CPU backend."""
-    if name in (None, "cpu"):
-        name = default_backend_name()
+    name = resolve_name(name)
     backend = _loaded.get(name)
     if backend is None:
         if name not in NAMES:
@@ -47,8 +46,38 @@ def get_backend(name: str):
     return backend
 
 
+def resolve_name(name):
+    """The backend a jit's `backend=` names: None the default, "cpu" the host's, a device
+    platform's name ("tpu") the xla backend on it."""
+    if name is None:
+        return default_backend_name()
+    if name == "cpu":
+        return host_backend_name()
+    if name in ("tpu", "xla_cpu"):
+        if default_backend_name() != "xla" or _platform[0] != name:
+            raise RuntimeError(f"Unknown backend {name}: this process runs on the {_platform[0]} platform")
+        return "xla"
+    return name
+
+
 def default_backend_name() -> str:
-    """The configured backend; "c" falls back to "numpy" (logged once) where no C compiler works."""
+    """The configured backend; "c" falls back to "numpy" (logged once) where no C compiler works.
+    On a device platform (a TPU: backends/platform.py) every program is an xla one."""
+    if _platform[0] is None:
+        from morphax._src.compiler.backends import platform
+
+        _platform[0] = platform.chosen()
+    if _platform[0] != "cpu":
+        return "xla"
+    return host_backend_name()
+
+
+# [the platform] once decided (backends/platform.py): read on every compile.
+_platform: list = [None]
+
+
+def host_backend_name() -> str:
+    """The backend of programs on the host CPU: the configured one, "c" falling back to "numpy"."""
     wanted = config.morphax_backend or "c"
     if wanted != "c":
         return wanted

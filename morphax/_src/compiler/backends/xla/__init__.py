@@ -12,6 +12,7 @@ Unlike the c and numpy backends it fuses nothing itself (XLA does), so it offers
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 
@@ -24,6 +25,9 @@ from morphax._src.config import requested_cpu_devices
 from morphax._src.core.jaxpr import Literal
 
 __all__ = ["BACKEND", "LoweringError"]
+
+logger = logging.getLogger("morphax")
+_noted_on_host: set = set()  # primitives said to run on the host (once each)
 
 
 class _Caps:
@@ -61,14 +65,14 @@ def _jax_semantics_flags():
             os.environ["XLA_FLAGS"] = before
 
 
-def _open_client(pjrt_client):
-    """The plugin's client. XLA's CPU plugin is asked to run programs on the calling thread
+def _open_client(pjrt_client, path=None):
+    """The plugin's client (of the plugin at `path`, default the one found). XLA's CPU plugin is asked to run programs on the calling thread
     ("asynchronous": false): morphax's own streams make dispatch asynchronous, and a PJRT
     execution handed to the plugin's threads cost a thread handoff per call (a jitted
     per-example gradient took 120 us instead of 25)."""
     from morphax._src.pjrt import plugin as pjrt_plugin
 
-    plugin = pjrt_plugin.load()
+    plugin = pjrt_plugin.load(path)
     if os.path.basename(plugin.path) != pjrt_plugin.CPU_LIBRARY:  # not known by its name: ask it
         client = pjrt_client.Client.for_plugin(plugin)
         if client.platform_name != "cpu":
@@ -87,6 +91,10 @@ class XlaBackend:
         self._client = None
         self._lock = threading.Lock()
         self._reason = None
+        self._path = None
+        # The device platform ("tpu", "xla_cpu") whose arrays this backend's programs hold, or
+        # None: programs take and return NumPy arrays (platform.py decides).
+        self.device_platform = None
 
     def client(self):
         """The PJRT client of the plugin found (created once); raises what went wrong."""
@@ -96,8 +104,23 @@ class XlaBackend:
                     from morphax._src.pjrt import client as pjrt_client
 
                     with _jax_semantics_flags():
-                        self._client = _open_client(pjrt_client)
+                        self._client = _open_client(pjrt_client, self._path)
         return self._client
+
+    def open_for_devices(self, path: str, platform: str) -> None:
+        """Open the plugin at `path` as the device platform `platform`: from now on this
+        backend's programs take and return device buffers (arrays living on its devices)."""
+        import os
+
+        if self._client is not None and os.path.realpath(self._client.plugin.path) != os.path.realpath(path):
+            raise RuntimeError(
+                f"the xla backend already runs on {self._client.plugin.path}; the {platform} platform "
+                f"needs {path}: choose the platform (jax_platforms) before the first xla program"
+            )
+        self._path = path
+        self._reason = None
+        self.client()
+        self.device_platform = platform
 
     def available(self) -> bool:
         if self._reason is None:
@@ -123,17 +146,27 @@ class XlaBackend:
         from morphax._src.compiler.executor import Executable
 
         steps = host_steps.plan(closed.jaxpr)
+        device_run = None
         if len(steps) == 1 and steps[0][0] == "device" or not closed.jaxpr.eqns:
             text = lower_module(closed, f"jit_{name}", platform=self.platform())
-            run, direct = self._device_call(closed, text)
+            if self.device_platform is not None:
+                run, device_run = self._resident_call(closed, text)
+                direct = None
+            else:
+                run, direct = self._device_call(closed, text)
             sources = [text]
         else:  # host steps between device programs (host_steps.py)
             run, sources = self._split_program(closed, name, steps)
             text = "\n\n".join(sources)
             direct = None
+            if self.device_platform is not None:
+                device_run = _through_host(run)
+                self._note_host_steps(steps)
         executable = Executable(run, text, closed, name, "xla", sources, len(sources))
         # The fast path of a call (runtime/call_fast.py) runs the C launcher directly.
         executable.direct = direct
+        # On a device platform: device buffers (or NumPy arrays) in, device buffers out.
+        executable.device_run = device_run
         # The module as Lowered.as_text() shows it: the same, with JAX's names of the results.
         if len(sources) == 1:
             executable.stablehlo_text = lambda result_names=None: lower_module(
@@ -163,6 +196,54 @@ class XlaBackend:
             return [o.to_numpy().astype(d, copy=False) for o, d in zip(outs, out_dtypes)]
 
         return run, direct
+
+    def _note_host_steps(self, steps):
+        """Say once per primitive that it runs on the host, not on the device platform."""
+        for kind, eqn in steps:
+            name = eqn.primitive.name if kind == "host" else None
+            if name is not None and name not in _noted_on_host and not eqn.primitive.calls_host:
+                _noted_on_host.add(name)
+                logger.warning(
+                    "morphax: %s has no lowering for the %s platform; it runs on the host (its "
+                    "operands are copied there and back)",
+                    name,
+                    self.device_platform,
+                )
+
+    def _resident_call(self, closed, text):
+        """`run(*numpy arrays) -> [numpy arrays]` and `device_run(inputs) -> [pjrt Buffers]` of one
+        program whose arrays live on the device: inputs are the plugin's Buffers (passed as they
+        are) or host arrays (copied in), and the outputs stay on the device, returned before the
+        computation finishes (its errors surface where they are awaited)."""
+        from morphax._src.pjrt.buffer import Buffer
+
+        client = self.client()
+        compiled = executable_cache.compile(client, text)
+        device = client.addressable_devices[0]
+        in_dtypes = [np.dtype(a.dtype) for a in closed.in_avals]
+        out_types = [(tuple(a.shape), np.dtype(a.dtype)) for a in closed.out_avals]
+        direct = launch.launcher(client, compiled, device, closed.in_avals, closed.out_avals, device_outputs=True)
+
+        def device_run(inputs):
+            if direct is not None:
+                args = [
+                    a._ptr if type(a) is Buffer else np.asarray(a, dtype=d, order="C")
+                    for a, d in zip(inputs, in_dtypes)
+                ]
+                addresses = direct(*args)
+                if addresses is not None:
+                    return [Buffer(client, p, s, d) for p, (s, d) in zip(addresses, out_types)]
+            # Through ctypes (no C launcher here, or an input it declined).
+            buffers = [
+                a if type(a) is Buffer else client.buffer_from_host(np.asarray(a, dtype=d), device)
+                for a, d in zip(inputs, in_dtypes)
+            ]
+            return compiled.execute(buffers)
+
+        def run(*args, reuse=()):
+            return [b.to_numpy() for b in device_run(args)]
+
+        return run, device_run
 
     def compile_replicated(self, closed, name: str, axis_env: tuple):
         from morphax._src.compiler.executor import ReplicatedProgram
@@ -224,6 +305,16 @@ class XlaBackend:
             return [read(v) for v in jaxpr.outvars]
 
         return run, sources
+
+
+def _through_host(run):
+    """`device_run` of a program with host steps: device inputs are copied to the host and it
+    runs there step by step; its outputs are NumPy arrays."""
+
+    def device_run(inputs):
+        return run(*[a.to_numpy() if hasattr(a, "to_numpy") else a for a in inputs])
+
+    return device_run
 
 
 def _host_call(eqn):

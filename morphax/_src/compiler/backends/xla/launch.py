@@ -202,6 +202,7 @@ typedef struct {
   npy_intp **out_dims;
   void **out_layout;           /* a dense PJRT_Buffer_MemoryLayout per output (ToHostBuffer) */
   int host_memory;             /* outputs live in host memory: view them, copy nothing */
+  int device_outputs;          /* outputs stay on the device: their PJRT buffers, not awaited */
   Py_ssize_t zero_copy_bytes;  /* inputs this large are lent to the plugin, not copied */
   PyObject *make_error;        /* (code, message, where) -> the exception to raise */
   PyObject *owner;             /* keeps the plugin, client, executable and layouts alive */
@@ -250,18 +251,18 @@ static int read_shape(PyObject *shape, int *ndim, int64_t **dims, npy_intp **np_
 
 /* Launcher(entry addresses, client, device, executable,
  *          ((pjrt type, dtype, shape), ...) of the inputs, ((dtype, shape, layout address), ...)
- *          of the outputs, host_memory, zero_copy_bytes, make_error, owner) */
+ *          of the outputs, host_memory, device_outputs, zero_copy_bytes, make_error, owner) */
 static int launcher_init(Launcher *self, PyObject *args, PyObject *kwds) {
   PyObject *entries, *ins, *outs, *make_error, *owner;
   unsigned long long client, device, executable;
-  int host_memory;
+  int host_memory, device_outputs;
   if (self->in_ndim != NULL) {
     PyErr_SetString(PyExc_TypeError, "a Launcher is initialized once");
     return -1;
   }
-  if (!PyArg_ParseTuple(args, "O!KKKO!O!pnOO", &PyTuple_Type, &entries, &client, &device, &executable,
-                        &PyTuple_Type, &ins, &PyTuple_Type, &outs, &host_memory, &self->zero_copy_bytes,
-                        &make_error, &owner))
+  if (!PyArg_ParseTuple(args, "O!KKKO!O!ppnOO", &PyTuple_Type, &entries, &client, &device, &executable,
+                        &PyTuple_Type, &ins, &PyTuple_Type, &outs, &host_memory, &device_outputs,
+                        &self->zero_copy_bytes, &make_error, &owner))
     return -1;
   if (PyTuple_GET_SIZE(entries) != N_ENTRIES) {
     PyErr_SetString(PyExc_ValueError, "Launcher: wrong number of PJRT entries");
@@ -273,7 +274,8 @@ static int launcher_init(Launcher *self, PyObject *args, PyObject *kwds) {
   self->client = (void *)(uintptr_t)client;
   self->device = (void *)(uintptr_t)device;
   self->executable = (void *)(uintptr_t)executable;
-  self->host_memory = host_memory && self->fn[UNSAFE_POINTER] != NULL;
+  self->device_outputs = device_outputs;
+  self->host_memory = !device_outputs && host_memory && self->fn[UNSAFE_POINTER] != NULL;
   Py_INCREF(make_error);
   self->make_error = make_error;
   Py_INCREF(owner);
@@ -402,7 +404,10 @@ static void *plugin_buffer(Launcher *self, PyArrayObject *a) {
 }
 
 /* launcher(*inputs) -> [outputs], or None when an input is not a C-contiguous NumPy array of its
- * expected dtype and shape (the caller takes the ctypes path). */
+ * expected dtype and shape (the caller takes the ctypes path). With device_outputs, an input may
+ * also be the address of a PJRT buffer of this client and device (an int: the caller checked it
+ * and holds the buffer through the call), and the outputs are the addresses of their new PJRT
+ * buffers, returned without waiting for the computation: the caller owns them. */
 static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwds) {
   Py_ssize_t n_in = self->n_in, n_out = self->n_out;
   if (kwds != NULL || PyTuple_GET_SIZE(args) != n_in) Py_RETURN_NONE;
@@ -423,6 +428,14 @@ static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwds) {
   }
   for (Py_ssize_t k = 0; k < n_in; k++) {
     PyObject *x = PyTuple_GET_ITEM(args, k);
+    if (self->device_outputs && PyLong_CheckExact(x)) {  /* a device buffer: goes in as it is */
+      data[k] = NULL;
+      nbytes[k] = 0;
+      lent[k] = NULL;
+      in_buffers[k] = held[k] = PyLong_AsVoidPtr(x);
+      if (held[k] == NULL) goto decline;
+      continue;
+    }
     if (!PyArray_CheckExact(x)) goto decline;
     PyArrayObject *a = (PyArrayObject *)x;
     if (!PyArray_EquivTypes(PyArray_DESCR(a), self->in_descr[k]) || !PyArray_IS_C_CONTIGUOUS(a) ||
@@ -481,8 +494,10 @@ static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwds) {
     e.output_lists = &output_list;
     note(&f, fn[EXECUTE](&e), "PJRT_LoadedExecutable_Execute", fn[ERROR_DESTROY]);
   }
-  /* Every output computed (or its computation's error) before anything is read. */
-  for (Py_ssize_t k = 0; k < n_out; k++) {
+  /* Every output computed (or its computation's error) before anything is read; device outputs
+   * are not read here, and their errors surface where they are awaited. (Input buffers made
+   * above may be destroyed while the program still runs: PJRT frees their memory after.) */
+  for (Py_ssize_t k = 0; k < n_out && !self->device_outputs; k++) {
     if (out_buffers[k] == NULL) continue;
     PJRT_Buffer_ReadyEvent_Args r = {PJRT_Buffer_ReadyEvent_Args_SIZE, NULL, out_buffers[k], NULL};
     void *error = fn[READY_EVENT](&r);
@@ -503,7 +518,10 @@ static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwds) {
       continue;
     }
     PyObject *o;
-    if (self->host_memory) {
+    if (self->device_outputs) {
+      o = PyLong_FromVoidPtr(buffer);
+      if (o == NULL) destroy_buffer(fn, buffer, &f);
+    } else if (self->host_memory) {
       o = view_output(self, k, buffer, &f);
     } else {
       Py_INCREF(self->out_descr[k]);
@@ -626,9 +644,10 @@ def _make_error(code: int, message: bytes, where: str) -> PjrtError:
     return PjrtError(_code_name(code), message.decode("utf-8", "replace"), where)
 
 
-def launcher(client, compiled, device, in_avals, out_avals):
+def launcher(client, compiled, device, in_avals, out_avals, device_outputs=False):
     """A C launcher of `compiled` (a morphax._src.pjrt Executable for one device), or None (then
-    the ctypes path runs every call)."""
+    the ctypes path runs every call). `device_outputs`: inputs may be PJRT buffer addresses and
+    the outputs are the addresses of new PJRT buffers (arrays that live on the device)."""
     mod = module()
     if mod is None:
         return None
@@ -647,7 +666,7 @@ def launcher(client, compiled, device, in_avals, out_avals):
         outs.append((np.dtype(a.dtype), tuple(int(d) for d in a.shape), ctypes.addressof(layout)))
     # Device memory is host memory on a CPU plugin: NumPy views the outputs (no copy back), and
     # large inputs are lent to the plugin (no copy in).
-    host_memory = client.platform_name == "cpu"
+    host_memory = client.platform_name == "cpu" and not device_outputs
     zero_copy = ZERO_COPY_BYTES if host_memory else 2**62
     owner = (plugin, client, compiled, layouts)
     return mod.Launcher(
@@ -658,6 +677,7 @@ def launcher(client, compiled, device, in_avals, out_avals):
         ins,
         tuple(outs),
         host_memory,
+        device_outputs,
         zero_copy,
         _make_error,
         owner,
