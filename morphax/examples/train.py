@@ -138,8 +138,9 @@ class Progress:
     """One epoch's progress line: redrawn in place with '\\r' on a terminal (at most ten times a
     second), written once at the end of the epoch otherwise."""
 
-    def __init__(self, epoch, epochs, steps, out):
+    def __init__(self, epoch, epochs, steps, out, where=""):
         self.epoch, self.epochs, self.steps, self.out = epoch, epochs, steps, out
+        self.where = where
         self.live = bool(getattr(out, "isatty", lambda: False)())
         self.start = time.perf_counter()
         self.drawn = 0.0
@@ -150,7 +151,7 @@ class Progress:
         return (
             f"epoch {self.epoch:{len(str(self.epochs))}d}/{self.epochs} "
             f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{self.steps}  "
-            f"loss {loss:.4f}  accuracy {accuracy:.3f}  {rate:6.1f} steps/s{extra}"
+            f"loss {loss:.4f}  accuracy {accuracy:.3f}  {rate:6.1f} steps/s{extra}{self.where}"
         )
 
     def update(self, done, read):
@@ -217,6 +218,17 @@ def train(args, out=sys.stdout):
         morphax.config.update("morphax_backend", previous_backend)  # for main() called in-process
 
 
+def device_label(count: int) -> str:
+    """Where the steps run, for the progress line: "  on cpu:0", "  on tpu:0 (TPU v5 lite)"."""
+    import morphax
+
+    device = morphax.devices()[0]
+    if count > 1:
+        return f"  on {count} {device.platform} devices"
+    kind = f" ({device.device_kind})" if device.device_kind != device.platform else ""
+    return f"  on {device.platform}:{device.id}{kind}"
+
+
 def _train(args, out):
     from morphax import random
     from morphax.example_libraries import optimizers
@@ -238,9 +250,10 @@ def _train(args, out):
         )
     shuffle = np.random.default_rng(args.seed + 1)
     history, i, start = [], 0, time.perf_counter()
+    where = device_label(devices)
     for epoch in range(1, args.epochs + 1):
         order = shuffle.permutation(train_idx)
-        bar = Progress(epoch, args.epochs, steps, out)
+        bar = Progress(epoch, args.epochs, steps, out, where)
         losses, corrects = [], []
         so_far = functools.partial(running_means, losses, corrects, batch)
 

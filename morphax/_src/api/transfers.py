@@ -34,7 +34,8 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         if isinstance(v, (bool, int, float, complex)):
             return make_array(v, _dtypes.python_scalar_dtype(v), weak_type=type(v) is not bool)
         arr = np.asarray(v)
-        if arr.dtype.kind in "OSUVMm":  # objects, strings, records, datetimes: no morphax dtype
+        ml_dtype = arr.dtype.kind == "V" and arr.dtype.type.__module__.startswith("ml_dtypes")
+        if arr.dtype.kind in "OSUVMm" and not ml_dtype:  # objects, strings, records, datetimes
             raise TypeError(
                 f"device_put: argument {v!r} of type {type(v)} is not a valid JAX type: only "
                 "numbers, NumPy arrays and arrays (or pytrees of them) can be put on a device. Keep "
