@@ -259,10 +259,13 @@ host_ids = _renamed("host_ids", process_indices)
 
 def print_environment_info(return_string: bool = False):
     """The versions and platform to quote in a bug report (printed, or returned as a string)."""
+    from morphax._src.compiler.backends import platform as backend_platform
     from morphax._src.pjrt import plugin as pjrt_plugin
     from morphax._src.version import __version__
 
     devices = local_devices()
+    chosen = backend_platform.chosen()
+    not_opened = "; ".join(f"{k}: {v}" for k, v in backend_platform.failures().items())
     text = "\n".join(
         [
             f"morphax: {__version__}",
@@ -271,8 +274,11 @@ def print_environment_info(return_string: bool = False):
             f"device info: {devices[0].platform}-{len(devices)}, {len(devices)} local devices",
             f"process_count: {process_count()}",
             f"platform: {platform.uname()}",
-            f"backend: {config.morphax_backend}",
-            # Found, not opened (a TPU admits one process): what the xla backend would use.
+            f"default platform: {chosen} (jax_platforms={config.platforms!r})"
+            + (f"; not opened: {not_opened}" if not_opened else ""),
+            f"backend: {'xla' if chosen != 'cpu' else config.morphax_backend}",
+            f"device kind: {devices[0].device_kind}",
+            # Found (opened only when it is the platform: a TPU admits one process).
             f"PJRT plugin: {pjrt_plugin.find_plugin() or 'none found'}",
             f"libtpu: {pjrt_plugin.find_tpu_plugin() or 'not found'}",
         ]
