@@ -123,6 +123,8 @@ def test_xla(prim, case):
     known = _XLA_SPECIAL_VALUES.get(prim.name)
     if known and any(case.name.startswith(p) for p in known[0]):
         pytest.xfail(known[1])
+    if prim.name == "rng_bit_generator" and _xla_platform() == "tpu" and "DEFAULT" in str(case.params):
+        pytest.xfail("RNG_DEFAULT is the TPU's own generator (JAX's bits differ from the CPU's the same way)")
     want = _reference(prim, case)
     avals = _expected_avals(prim, case)
 
@@ -143,7 +145,21 @@ def _xla_tol(prim, case, aval):
     # combination too); moving data stays exact.
     if prim.kind not in (Kind.LAYOUT, Kind.GATHER) and prim.test_spec.differentiable:
         tol = max(tol, _XLA_ULPS.get(aval.dtype.name, 0))
+        if _xla_platform() == "tpu":  # the `tpu` column: JAX's own tests' tolerances on a TPU
+            tol = max(tol, _TPU_TOLERANCE.get(aval.dtype.name, 0))
     return tol
+
+
+# JAX's test_util.default_tolerance() on a TPU: float32 and complex64 loosened to 1e-3 (the
+# chip's transcendentals and its bfloat16-pass matmuls), the others as on the CPU.
+_TPU_TOLERANCE = {"float32": 1e-3, "complex64": 1e-3, "float16": 1e-3, "bfloat16": 1e-2}
+
+
+def _xla_platform():
+    from morphax._src.compiler.backends import get_backend
+
+    backend = get_backend("xla")
+    return backend.platform() if backend._client is not None else None
 
 
 # Cases whose special values (poles, infinities, NaN parts of complex numbers) XLA defines
