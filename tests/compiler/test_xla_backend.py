@@ -292,3 +292,14 @@ def test_cost_analysis_counts_as_the_c_backend_and_small_calls_run_inline():
     assert got["bytes accessed"] == (4 * 8 + 8 * 3 + 4 * 3) * 4
     assert xla.memory_analysis().argument_size_in_bytes == (4 * 8 + 8 * 3) * 4
     assert dispatch.runs_inline(xla._executable)
+
+
+def test_boolean_constants_are_written_nested_like_their_shape():
+    """A flat list of booleans for a tensor of rank 2 parses on XLA's CPU plugin but not on a
+    TPU's ("inferred shape of elements literal ([n]) does not match type"): the literal nests."""
+    from morphax._src.compiler.backends.xla.mlir_text import dense
+
+    mask = np.tril(np.ones((2, 3), bool))
+    assert dense(mask) == "dense<[[true, false, false], [true, true, false]]> : tensor<2x3xi1>"
+    assert dense(np.zeros((2, 2), bool)) == "dense<false> : tensor<2x2xi1>"
+    assert dense(np.array([True, False])) == "dense<[true, false]> : tensor<2xi1>"

@@ -85,6 +85,12 @@ def dense_i64(values, shape=None) -> str:
     return dense(values.reshape(shape))
 
 
+def _nested_bools(array: np.ndarray) -> str:
+    if array.ndim == 0:
+        return "true" if array else "false"
+    return "[" + ", ".join(_nested_bools(row) for row in array) + "]"
+
+
 def dense(array: np.ndarray) -> str:
     """A DenseElementsAttr holding `array` exactly: hexadecimal bytes (every bit kept: NaN
     payloads, -0.0, bfloat16), a splat where all elements are equal."""
@@ -94,7 +100,9 @@ def dense(array: np.ndarray) -> str:
         flat = array.reshape(-1)
         if flat.size and (flat == flat[0]).all():
             return f"dense<{'true' if flat[0] else 'false'}> : {kind}"
-        return "dense<[" + ", ".join("true" if v else "false" for v in flat) + f"]> : {kind}"
+        # Nested like the shape: a flat list for a tensor of rank >= 2 is refused by the TPU's
+        # parser ("inferred shape of elements literal ([n]) does not match type").
+        return f"dense<{_nested_bools(array)}> : {kind}"
     flat = np.ascontiguousarray(array).reshape(-1)
     if flat.size == 0:
         return (
