@@ -265,6 +265,9 @@ def select_and_scatter_add(ctx, s, x, *, select_prim, **params):
         return [s]
     if 0 in s.shape or 0 in x.shape:
         return [ctx.constant(0, out.dtype, out.shape)]
+    undilated = all(d == 1 for d in (*params["base_dilation"], *params["window_dilation"]))
+    if undilated and all(lo >= 0 and hi >= 0 for lo, hi in params["padding"]):
+        return [_select_and_scatter(ctx, s, x, select_prim, params, out)]
     index, _, padded = _selection(ctx, x, [], select_prim, params)
     m, size = math.prod(s.shape), math.prod(padded)
     dtype = _compute_dtype(s.dtype)
@@ -287,6 +290,39 @@ def select_and_scatter_add(ctx, s, x, *, select_prim, **params):
     }
     res = ctx.op1("stablehlo.slice", [undone], (x.shape, dtype), attrs)
     return [ctx.convert(res, out.dtype)]
+
+
+def _select_and_scatter(ctx, s, x, select_prim, params, out):
+    """select_and_scatter_add as XLA's own `select_and_scatter`, as JAX lowers it (a max pool's
+    gradient; a TPU runs it natively, where the flat scatter above is slow): each window keeps
+    its current pick unless a later element is more extreme (NaN the most), so the first extreme
+    element wins; padding is never picked."""
+    direction = "GE" if select_prim.name == "ge" else "LE"
+    dtype = _compute_dtype(s.dtype)
+
+    def select(a, b):
+        keep = compare_values(ctx, a, b, direction, ())
+        if _dtypes.is_inexact(a.dtype):
+            keep = ctx.op1("stablehlo.or", [keep, compare_values(ctx, a, a, "NE", ())], keep)
+        return [keep]
+
+    # One precision throughout (XLA refuses a mix): a narrow float operand widens exactly.
+    operand = ctx.convert(x, dtype) if _narrow(x.dtype) else x
+    select_region = ctx.region([((), operand.dtype)] * 2, select)
+    add_region = ctx.scalar_region(dtype, "stablehlo.add")
+    attrs = {
+        "window_dimensions": i64_array(params["window_dimensions"]),
+        "window_strides": i64_array(params["window_strides"]),
+        "padding": padding_attr(params["padding"]),
+    }
+    res = ctx.op1(
+        "stablehlo.select_and_scatter",
+        [operand, ctx.convert(s, dtype), ctx.constant(0, dtype)],
+        (x.shape, dtype),
+        attrs,
+        [select_region, add_region],
+    )
+    return ctx.convert(res, out.dtype)
 
 
 # ----------------------------------------------------------------------------- convolution
