@@ -198,3 +198,24 @@ def test_printing_and_errors_name_the_array():
     assert repr(x) == "Array([1.5, 2.5], dtype=float32)"
     with pytest.raises(ValueError, match=r"add: .*shapes \(2,\) \(3,\)"):
         x + jnp.ones(3)
+
+
+def test_program_outputs_are_owned_by_the_c_launcher_and_freed_with_their_arrays():
+    from morphax._src.compiler.backends.c import build as c_build
+    from morphax._src.compiler.backends.xla import launch
+
+    if c_build.compiler() is None:
+        pytest.skip("no C compiler: programs run through ctypes")
+    mod = launch.module()  # built in the background by the first program; wait for it here
+    assert mod is not None
+    f = morphax.jit(lambda a: (a + 1, a * 2))
+    x = morphax.device_put(np.arange(4, dtype=np.float32))
+    f(x)  # a launcher made now that the extension exists
+    gc.collect()
+    held = mod.live_held_buffers()
+    a, b = f(x)
+    assert type(a._buf.pjrt).__name__ == "OwnedBuffer" and mod.live_held_buffers() == held + 2
+    np.testing.assert_array_equal(np.asarray(b), np.arange(4) * 2)
+    del a, b
+    gc.collect()
+    assert mod.live_held_buffers() == held

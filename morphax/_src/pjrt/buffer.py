@@ -280,3 +280,25 @@ class Buffer:
         # At interpreter exit the plugin's threads may already be gone: leave it to the OS.
         if self._ptr and not sys.is_finalizing():
             self._destroy()
+
+
+class OwnedBuffer(Buffer):
+    """A Buffer whose PJRT buffer another object owns and destroys when it goes (`owner`: the C
+    launcher's HeldBuffer of a program's output, with its `address`); freeing it early
+    (`delete`) works as for any Buffer."""
+
+    __slots__ = ("_owner",)
+
+    def __init__(self, client, owner, shape, dtype):
+        self.client = client
+        self._ptr = owner.address
+        self._shape = shape
+        self._dtype = dtype
+        self._owner = owner
+
+    def _destroy(self) -> None:
+        self._ptr = 0
+        self._owner = None
+
+    def __del__(self):
+        pass  # the owner destroys the PJRT buffer

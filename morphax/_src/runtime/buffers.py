@@ -62,9 +62,9 @@ class DeviceBuffer(PendingBuffer):
     the value (`result`) gets a host copy, made once; `wait` waits for the computation without
     copying. A failed computation raises at either."""
 
-    __slots__ = ("pjrt", "_copying")
+    __slots__ = ("pjrt", "_copying", "_outputs")
 
-    def __init__(self, pjrt_buffer, shape, dtype):
+    def __init__(self, pjrt_buffer, shape, dtype, outputs=None):
         self.shape = shape
         self.dtype = dtype
         self._event = None
@@ -73,13 +73,31 @@ class DeviceBuffer(PendingBuffer):
         self._traceback = None
         self.pjrt = pjrt_buffer
         self._copying = None
+        # [None | True | the error], shared by the outputs of one execution, which the plugin
+        # completes together: once one is awaited, waiting for the others costs nothing.
+        self._outputs = outputs
 
     def done(self) -> bool:
-        return self._value is not None or self.pjrt.is_ready()
+        if self._value is not None or (self._outputs is not None and self._outputs[0] is not None):
+            return True
+        return self.pjrt.is_ready()
 
     def wait(self) -> None:
-        if self._value is None:
+        if self._value is not None:
+            return
+        outputs = self._outputs
+        if outputs is not None and outputs[0] is not None:
+            if outputs[0] is True:
+                return
+            raise outputs[0]
+        try:
             self.pjrt.block_until_ready()
+        except Exception as e:
+            if outputs is not None:
+                outputs[0] = e
+            raise
+        if outputs is not None:
+            outputs[0] = True
 
     def start_copy(self) -> None:
         """Begin the copy to the host (copy_to_host_async); `result` finishes it."""

@@ -266,8 +266,9 @@ def execute_on_device(executable, args, out_weak_types, donate: bool = False):
         return _failed(executable.out_avals, out_weak_types, e)
     if donate and executable.donated:
         _consume(args, executable.donated)
+    together = [None]  # the outputs of one execution complete together (DeviceBuffer.wait)
     return [
-        Array(o if type(o) is np.ndarray else DeviceBuffer(o, aval.shape, aval.dtype), w)
+        Array(o if type(o) is np.ndarray else DeviceBuffer(o, aval.shape, aval.dtype, together), w)
         for o, aval, w in zip(outs, executable.out_avals, out_weak_types)
     ]
 

@@ -215,27 +215,37 @@ class XlaBackend:
         program whose arrays live on the device: inputs are the plugin's Buffers (passed as they
         are) or host arrays (copied in), and the outputs stay on the device, returned before the
         computation finishes (its errors surface where they are awaited)."""
-        from morphax._src.pjrt.buffer import Buffer
+        from morphax._src.pjrt.buffer import Buffer, OwnedBuffer
 
         client = self.client()
         compiled = executable_cache.compile(client, text)
         device = client.addressable_devices[0]
         in_dtypes = [np.dtype(a.dtype) for a in closed.in_avals]
         out_types = [(tuple(a.shape), np.dtype(a.dtype)) for a in closed.out_avals]
-        direct = launch.launcher(client, compiled, device, closed.in_avals, closed.out_avals, device_outputs=True)
+        def make_launcher(wait):
+            return launch.launcher(
+                client, compiled, device, closed.in_avals, closed.out_avals, device_outputs=True, wait=wait
+            )
+
+        # Made at the first call after the extension is built (in the background: a fresh
+        # machine's first program does not wait for the C compiler).
+        launcher = [make_launcher(False)]
 
         def device_run(inputs):
+            direct = launcher[0]
+            if direct is None and launch.module(wait=False) is not None:
+                direct = launcher[0] = make_launcher(True)
             if direct is not None:
                 args = [
-                    a._ptr if type(a) is Buffer else np.asarray(a, dtype=d, order="C")
+                    a._ptr if isinstance(a, Buffer) else np.asarray(a, dtype=d, order="C")
                     for a, d in zip(inputs, in_dtypes)
                 ]
-                addresses = direct(*args)
-                if addresses is not None:
-                    return [Buffer(client, p, s, d) for p, (s, d) in zip(addresses, out_types)]
+                held = direct(*args)
+                if held is not None:
+                    return [OwnedBuffer(client, h, s, d) for h, (s, d) in zip(held, out_types)]
             # Through ctypes (no C launcher here, or an input it declined).
             buffers = [
-                a if type(a) is Buffer else client.buffer_from_host(np.asarray(a, dtype=d), device)
+                a if isinstance(a, Buffer) else client.buffer_from_host(np.asarray(a, dtype=d), device)
                 for a, d in zip(inputs, in_dtypes)
             ]
             return compiled.execute(buffers)

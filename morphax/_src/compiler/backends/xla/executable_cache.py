@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 
 from morphax._src.pjrt.errors import PjrtError
 from morphax._src.pjrt.executable import Executable, compile_options
@@ -72,11 +73,33 @@ def compile(client, text: str, devices=None) -> Executable:
         return loaded
     compiled = compile_now()
     if disk_cache.writable():
-        try:
-            _store(compiled, path, key)
-        except (OSError, PjrtError) as e:  # a full disk, a plugin that will not serialize this one
-            logger.info("morphax: a compiled XLA program was not cached on disk (%s)", e)
+        # Serialized and written by a thread of its own, so the first call does not wait for it
+        # (not a daemon: the process finishes storing before it exits).
+        thread = threading.Thread(target=_store_quietly, args=(compiled, path, key), name="morphax-store")
+        with _pending_lock:
+            _pending[:] = [t for t in _pending if t.is_alive()]
+            _pending.append(thread)
+        thread.start()
     return compiled
+
+
+def wait_for_stores() -> None:
+    """Wait until every program compiled so far is on disk."""
+    with _pending_lock:
+        threads = list(_pending)
+    for t in threads:
+        t.join()
+
+
+_pending: list = []
+_pending_lock = threading.Lock()
+
+
+def _store_quietly(compiled, path, key):
+    try:
+        _store(compiled, path, key)
+    except (OSError, PjrtError) as e:  # a full disk, a plugin that will not serialize this one
+        logger.info("morphax: a compiled XLA program was not cached on disk (%s)", e)
 
 
 def _load(client, path: str, key: str, text: str):
@@ -114,8 +137,10 @@ def _store(compiled: Executable, path: str, key: str) -> None:
     # cache (0.4 s for a cache of 25,000 files, a first call's latency), and checking at every
     # store made 7,000 small programs' stores quadratic (15 minutes for the primitive matrix).
     # Between checks the cap may be passed by that many entries (a few MiB).
-    _stored[0] += 1
-    if _stored[0] % EVICT_EVERY == 0:
+    with _pending_lock:
+        _stored[0] += 1
+        evict = _stored[0] % EVICT_EVERY == 0
+    if evict:
         disk_cache.evict(keep=path)
 
 

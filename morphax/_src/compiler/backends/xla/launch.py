@@ -176,14 +176,27 @@ static void held_dealloc(HeldBuffer *self) {
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+static PyObject *held_address(HeldBuffer *self, void *closure) {
+  return PyLong_FromVoidPtr(self->buffer);
+}
+
+static PyGetSetDef held_getset[] = {
+  {"address", (getter)held_address, NULL, "The PJRT_Buffer* it owns.", NULL},
+  {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyTypeObject HeldBufferType = {
   PyVarObject_HEAD_INIT(NULL, 0)
   .tp_name = "mx_pjrt_launch.HeldBuffer",
   .tp_basicsize = sizeof(HeldBuffer),
   .tp_dealloc = (destructor)held_dealloc,
   .tp_flags = Py_TPFLAGS_DEFAULT,
-  .tp_doc = "A PJRT buffer in host memory, owned by the NumPy array viewing it.",
+  .tp_doc = "A PJRT buffer owned by a Python object (the NumPy array viewing its host memory, or "
+            "a device array): destroyed with it.",
+  .tp_getset = held_getset,
 };
+
+
 
 /* ------------------------------------------------------------------ Launcher */
 
@@ -340,6 +353,23 @@ static PyObject *raise_failure(Launcher *self, Failure *f) {
   return NULL;
 }
 
+/* A HeldBuffer owning a device output (no host memory to view), or NULL with PyErr set. */
+static PyObject *hold_device_buffer(Launcher *self, void *buffer) {
+  HeldBuffer *held = PyObject_New(HeldBuffer, &HeldBufferType);
+  if (held == NULL) return NULL;
+  held->destroy = self->fn[BUFFER_DESTROY];
+  held->error_destroy = self->fn[ERROR_DESTROY];
+  held->buffer = buffer;
+  held->client = self->client;
+  held->device = self->device;
+  held->data = NULL;
+  held->nbytes = -1;  /* never taken for an array's buffer (plugin_buffer) */
+  held->type_num = -1;
+  held->ndim = -1;
+  live_held++;
+  return (PyObject *)held;
+}
+
 /* The output buffer as a NumPy array viewing its memory (host_memory), owned by a HeldBuffer. */
 static PyObject *view_output(Launcher *self, Py_ssize_t k, void *buffer, Failure *f) {
   PJRT_Buffer_UnsafePointer_Args p = {PJRT_Buffer_UnsafePointer_Args_SIZE, NULL, buffer, 0};
@@ -406,8 +436,8 @@ static void *plugin_buffer(Launcher *self, PyArrayObject *a) {
 /* launcher(*inputs) -> [outputs], or None when an input is not a C-contiguous NumPy array of its
  * expected dtype and shape (the caller takes the ctypes path). With device_outputs, an input may
  * also be the address of a PJRT buffer of this client and device (an int: the caller checked it
- * and holds the buffer through the call), and the outputs are the addresses of their new PJRT
- * buffers, returned without waiting for the computation: the caller owns them. */
+ * and holds the buffer through the call), and the outputs are HeldBuffers owning their new PJRT
+ * buffers (`address`), returned without waiting for the computation. */
 static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwds) {
   Py_ssize_t n_in = self->n_in, n_out = self->n_out;
   if (kwds != NULL || PyTuple_GET_SIZE(args) != n_in) Py_RETURN_NONE;
@@ -519,7 +549,7 @@ static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwds) {
     }
     PyObject *o;
     if (self->device_outputs) {
-      o = PyLong_FromVoidPtr(buffer);
+      o = hold_device_buffer(self, buffer);
       if (o == NULL) destroy_buffer(fn, buffer, &f);
     } else if (self->host_memory) {
       o = view_output(self, k, buffer, &f);
@@ -629,9 +659,18 @@ _module: list = []
 _lock = threading.Lock()
 
 
-def module():
-    """The built extension, or None where it cannot be built (no compiler or headers)."""
+def module(wait: bool = True):
+    """The built extension, or None where it cannot be built (no compiler or headers). Without
+    `wait`, None also while it is being built, in a background thread started here: a fresh
+    machine's first call then does not wait for the C compiler (the ctypes path runs it)."""
     if not _module:
+        if not wait:
+            if not _background:
+                with _lock:
+                    if not _background and not _module:
+                        _background.append(threading.Thread(target=module, name="morphax-launcher-build", daemon=True))
+                        _background[0].start()
+            return None
         with _lock:
             if not _module:
                 from morphax._src.compiler.backends.c import extension
@@ -640,15 +679,19 @@ def module():
     return _module[0]
 
 
+_background: list = []  # [the thread building the extension], once started
+
+
 def _make_error(code: int, message: bytes, where: str) -> PjrtError:
     return PjrtError(_code_name(code), message.decode("utf-8", "replace"), where)
 
 
-def launcher(client, compiled, device, in_avals, out_avals, device_outputs=False):
+def launcher(client, compiled, device, in_avals, out_avals, device_outputs=False, wait=True):
     """A C launcher of `compiled` (a morphax._src.pjrt Executable for one device), or None (then
     the ctypes path runs every call). `device_outputs`: inputs may be PJRT buffer addresses and
-    the outputs are the addresses of new PJRT buffers (arrays that live on the device)."""
-    mod = module()
+    the outputs are the addresses of new PJRT buffers (arrays that live on the device). Without
+    `wait`, None while the extension is being built (`module`)."""
+    mod = module(wait)
     if mod is None:
         return None
     plugin = client.plugin
