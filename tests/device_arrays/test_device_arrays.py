@@ -42,10 +42,14 @@ def test_the_platforms_devices_are_listed_and_the_cpu_stays_reachable():
         morphax.devices("rocm" if morphax.default_backend() != "rocm" else "tpu")
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "int8", "uint32", "int32", "bool", "complex64"])
+@pytest.mark.parametrize(
+    "dtype", ["float32", "bfloat16", "float16", "int8", "uint32", "int32", "bool", "complex64"]
+)
 def test_values_go_to_the_device_and_back_exactly(dtype):
     rng = np.random.default_rng(0)
-    host = (rng.standard_normal((3, 5)) * 20).astype(np.dtype(getattr(jnp, dtype) if dtype == "bfloat16" else dtype))
+    host = (rng.standard_normal((3, 5)) * 20).astype(
+        np.dtype(getattr(jnp, dtype) if dtype == "bfloat16" else dtype)
+    )
     x = morphax.device_put(host)
     assert on_device(x) and x.dtype == host.dtype and x.shape == host.shape
     assert np.asarray(x).tobytes() == host.tobytes()
@@ -146,9 +150,16 @@ def test_transformations_and_control_flow_run_on_the_device():
 
     g = morphax.grad(loss)(morphax.device_put(np.float32(0.7)))
     w = 0.7
-    expect = np.sum(2 * np.tanh(w * np.linspace(-1, 1, 5)) * (1 - np.tanh(w * np.linspace(-1, 1, 5)) ** 2) * np.linspace(-1, 1, 5))
+    expect = np.sum(
+        2
+        * np.tanh(w * np.linspace(-1, 1, 5))
+        * (1 - np.tanh(w * np.linspace(-1, 1, 5)) ** 2)
+        * np.linspace(-1, 1, 5)
+    )
     np.testing.assert_allclose(float(g), expect, rtol=1e-5)
-    rows = morphax.vmap(lambda r: jnp.dot(r, r))(morphax.device_put(np.arange(6.0, dtype=np.float32).reshape(2, 3)))
+    rows = morphax.vmap(lambda r: jnp.dot(r, r))(
+        morphax.device_put(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    )
     np.testing.assert_allclose(np.asarray(rows), [5.0, 50.0])
     total, ys = lax.scan(lambda c, v: (c + v, c * v), jnp.float32(0), x)
     np.testing.assert_allclose(float(total), 0.0, atol=1e-6)

@@ -23,7 +23,9 @@ PROBE = (
 def probe(**env):
     full = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "TPU_LIBRARY_PATH")}
     full.update(env)
-    return subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=full, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, env=full, timeout=120
+    )
 
 
 def test_without_a_plugin_the_cpu_is_the_platform():

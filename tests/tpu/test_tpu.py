@@ -63,7 +63,9 @@ def test_random_numbers_are_jaxs_on_the_chip(tpu):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "int8", "uint32", "int32", "bool"])
 def test_values_go_to_the_chip_and_back_exactly(tpu, dtype):
     rng = np.random.default_rng(0)
-    x = (rng.standard_normal((3, 5)) * 20).astype(np.dtype(getattr(jnp, dtype) if dtype == "bfloat16" else dtype))
+    x = (rng.standard_normal((3, 5)) * 20).astype(
+        np.dtype(getattr(jnp, dtype) if dtype == "bfloat16" else dtype)
+    )
     out, flipped = _jit(lambda v: (v, v[::-1]))(x)
     assert np.asarray(out).tobytes() == x.tobytes()
     assert np.asarray(flipped).tobytes() == x[::-1].tobytes()

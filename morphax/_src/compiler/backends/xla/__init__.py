@@ -222,6 +222,7 @@ class XlaBackend:
         device = client.addressable_devices[0]
         in_dtypes = [np.dtype(a.dtype) for a in closed.in_avals]
         out_types = [(tuple(a.shape), np.dtype(a.dtype)) for a in closed.out_avals]
+
         def make_launcher(wait):
             return launch.launcher(
                 client, compiled, device, closed.in_avals, closed.out_avals, device_outputs=True, wait=wait

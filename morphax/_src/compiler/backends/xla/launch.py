@@ -668,7 +668,9 @@ def module(wait: bool = True):
             if not _background:
                 with _lock:
                     if not _background and not _module:
-                        _background.append(threading.Thread(target=module, name="morphax-launcher-build", daemon=True))
+                        _background.append(
+                            threading.Thread(target=module, name="morphax-launcher-build", daemon=True)
+                        )
                         _background[0].start()
             return None
         with _lock:
