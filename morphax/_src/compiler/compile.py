@@ -16,7 +16,7 @@ from morphax._src.compiler import analysis, donation, executor, scan_matmuls, se
 
 # The native backend is imported with morphax, not at the first jitted call (whose latency counts).
 from morphax._src.compiler.backends import c as _c_backend  # noqa: F401
-from morphax._src.compiler.backends import default_backend_name, resolve_name, get_backend
+from morphax._src.compiler.backends import default_backend_name, get_backend, resolve_name
 from morphax._src.compiler.fusion import lower
 from morphax._src.compiler.kernel_ir import Kernel, Segment
 from morphax._src.config import config
