@@ -57,7 +57,7 @@ def remember(table: FastCalls, args, closed, name, backend, out_tree, single) ->
     if eager._placed and any(type(a) is Array and a._place is not None for a in args):
         return  # placed inputs always take the general path (`run` declines them)
     executable = _compile.compile_jaxpr(closed, name, backend)  # the memoized one just run
-    if executable.device_run is not None or not dispatch.runs_inline(executable):
+    if executable.device_run is None and not dispatch.runs_inline(executable):
         return  # queued on the stream: the general path's cost is small beside the work
     key = tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args])
     table[key] = _Entry(config._call_state, _compile._generation, executable, out_tree, single)
@@ -85,6 +85,13 @@ def run(table: FastCalls, args):
         or eager._default_elsewhere
     ):
         return None
+    executable = entry.executable
+    if executable.device_run is not None:  # a device platform's program: device arrays in and out
+        for a in args:
+            if type(a) is not Array or a._place is not None:
+                return None
+        arrays = dispatch.execute_on_device(executable, args, entry.weak_types)
+        return arrays[0] if entry.single else pytree.tree_unflatten(entry.out_tree, arrays)
     values = []
     for a in args:
         v = a._buf
@@ -96,7 +103,6 @@ def run(table: FastCalls, args):
     stream = dispatch._streams.get(0)
     if stream is not None and (stream._pending or stream._ident == _get_ident()):
         return None
-    executable = entry.executable
     direct = executable.direct
     try:
         outs = direct(*values) if direct is not None else None
