@@ -13,6 +13,7 @@ import numpy as np
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import structural
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.pytree_registry import register_pytree_node
 from morphax._src.core.values import make_array
 
 
@@ -57,6 +58,13 @@ class UndefinedPrimal:
 
     def __repr__(self):
         return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+# Both are pytree nodes without leaves, as in JAX: a transformation that flattens its arguments
+# (vmap with in_axes=None, jit) passes them through untouched, so a custom batching rule can vmap
+# a JVP or transpose rule over symbolic zeros and undefined primals (equinox's vprim does).
+register_pytree_node(Zero, lambda z: ((), z.aval), lambda aval, _: Zero(aval))
+register_pytree_node(UndefinedPrimal, lambda u: ((), u.aval), lambda aval, _: UndefinedPrimal(aval))
 
 
 def is_undefined_primal(x) -> bool:

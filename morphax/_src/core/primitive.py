@@ -86,6 +86,11 @@ class Primitive:
         # Call-like primitives (jit, checkpoint, custom-rule calls) whose evaluation is exactly
         # their jaxpr on their operands name the param holding it; compilers inline or call it.
         self.call_jaxpr_param: str | None = None
+        # A call whose rules beyond its jaxpr only say how to differentiate it (custom_jvp_call):
+        # partial evaluation with an unknown operand evaluates its jaxpr (`call_jaxpr_param`) on
+        # the partial-evaluation trace instead of staging the equation, as JAX inlines such a call
+        # into the linear part of a linearization, where its body is linear and transposes.
+        self.inline_when_unknown = False
         # A call the compiler must keep a call (not inline into its caller): checkpoint, whose
         # recomputation the caller's CSE would otherwise merge with the forward pass.
         self.keeps_call_boundary = False

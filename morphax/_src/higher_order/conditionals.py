@@ -68,11 +68,11 @@ def _cached(kind, branches, key, build):
 
 
 def _join_avals(branches):
-    """The cond's output types: the branches agree on shape and dtype; weak only if weak in all."""
-    outs = [list(b.out_avals) for b in branches]
-    return [
-        ShapedArray(avals[0].shape, avals[0].dtype, all(a.weak_type for a in avals)) for avals in zip(*outs)
-    ]
+    """The cond's output types: those of branch 0 (the false branch of a `cond`), weak types
+    included, as JAX's cond abstract eval takes them. The branches agree on shape and dtype but
+    may differ in weak type, so a weak int from `lambda: x` in the false branch stays weak beside
+    a strong callback result (equinox's `error_if`)."""
+    return list(branches[0].out_avals)
 
 
 def _as_operand(x):
@@ -177,7 +177,7 @@ def _trace_branch(fun, in_tree, in_avals):
 
 def _check_branch_outputs(api, names, funs, trees, avals):
     """Every branch must give the first one's pytree structure and leaf types (weak types may
-    differ: the cond's output is then not weak). Errors name both branches and each leaf's path."""
+    differ: the cond's output then has branch 0's). Errors name both branches and each leaf's path."""
     for k in range(1, len(funs)):
         n0, nk = names[0], names[k]
 

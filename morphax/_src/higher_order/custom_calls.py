@@ -187,4 +187,8 @@ for _prim, _jvp, _batch in (
     _prim.call_jaxpr_param = "call_jaxpr"
 
 
+# In the linear part of a linearization (a custom_jvp applied to a tangent inside a JVP rule), the
+# call is inlined: its body is linear there and transposes; the rule is not needed (JAX does so).
+custom_jvp_call_p.inline_when_unknown = True
+
 custom_call_stagers.update(jvp=stage_custom_jvp_call, vjp=stage_custom_vjp_call)

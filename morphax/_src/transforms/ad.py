@@ -26,7 +26,7 @@ from morphax._src.core.state_types import REF_CREATORS
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.transforms.custom import jvp_of_custom_vjp
-from morphax._src.transforms.staging import StagingTrace, StagingTracer, trace_to_jaxpr
+from morphax._src.transforms.staging import StagingTrace, StagingTracer, eval_call_jaxpr, trace_to_jaxpr
 
 
 class MissingRuleError(NotImplementedError):
@@ -92,8 +92,17 @@ class JVPTrace(_trace.Trace):
         with _trace.set_current_trace(parent):
             out, out_t = rule(primals, tangents, **params)
         if prim.multiple_results:
-            return [JVPTracer(self, o, t) for o, t in zip(out, out_t)]
-        return JVPTracer(self, out, out_t)
+            return [self.pair(o, t) for o, t in zip(out, out_t)]
+        return self.pair(out, out_t)
+
+    def pair(self, primal, tangent):
+        """An output of this trace: a tracer, or the plain primal where the tangent is a symbolic
+        zero (or float0), as JAX's `maybe_jvp_tracer` does. So a value the inputs do not perturb (a
+        jit output independent of them, a stop_gradient) is not a tracer of this trace, which is
+        how libraries (equinox) recognize a zero tangent."""
+        if is_zero(tangent) or _is_float0(tangent):
+            return primal
+        return JVPTracer(self, primal, tangent)
 
     def process_custom_jvp_call(self, fun, jvp_rule, args, symbolic_zeros):
         primals, tangents = zip(*[self.lift(x) for x in args]) if args else ((), ())
@@ -104,19 +113,24 @@ class JVPTrace(_trace.Trace):
             tangents = [instantiate(t) for t in tangents]
         with _trace.set_current_trace(self.parent):
             out, out_t = jvp_rule(list(primals), list(tangents))
-        return [JVPTracer(self, o, t) for o, t in zip(out, out_t)]
+        return [self.pair(o, t) for o, t in zip(out, out_t)]
 
     def process_custom_vjp_call(self, fun, fwd, bwd, args, symbolic_zeros):
         out, out_t = jvp_of_custom_vjp(self, self.lift, fun, fwd, bwd, args, symbolic_zeros)
         if out is None:
             return out_t
-        return [JVPTracer(self, o, t) for o, t in zip(out, out_t)]
+        return [self.pair(o, t) for o, t in zip(out, out_t)]
 
     def unpack(self, out):
         """Split outputs of a traced function into primals and tangents (Zero if untouched)."""
         if isinstance(out, JVPTracer) and out._trace is self:
             return out.primal, out.tangent
         return out, Zero.from_primal_value(out)
+
+
+def _is_float0(t) -> bool:
+    dtype = getattr(t, "dtype", None)
+    return dtype is not None and dtype == float0
 
 
 def _scalar_to_array(x):
@@ -151,16 +165,25 @@ class PartialEvalTrace(StagingTrace):
         if not any(owned):
             with _trace.set_current_trace(self.parent):
                 return prim.bind(*args, **params)
+        if prim.inline_when_unknown:
+            # Its jaxpr is all of its meaning here (the custom rule it carries is a derivative
+            # rule, and unknown inputs make this the linear part): evaluated on this trace.
+            with _trace.set_current_trace(self):
+                return eval_call_jaxpr(params[prim.call_jaxpr_param], args)
         if prim.partial_eval is not None and not all(owned):
             # Higher-order primitives split their bodies into known and unknown parts.
             return prim.partial_eval(self, args, params)
         return super().process_primitive(prim, args, params)
 
     # A call whose inputs are all known runs on the parent trace as a custom call, so an enclosing
-    # JVP (grad of grad) still applies its rule; with unknown inputs it is staged keeping its rule.
+    # JVP (grad of grad) still applies its rule. With unknown inputs it is inlined, as JAX's
+    # partial evaluation does: unknown values are tangents (partial evaluation builds the linear
+    # part of a linearization), where the rule (a custom_jvp applied to a tangent inside another
+    # rule, as lineax does) is not needed, and its primal body, linear there, transposes.
     def process_custom_jvp_call(self, fun, jvp_rule, args, symbolic_zeros):
         if any(self._owns(x) for x in args):
-            return super().process_custom_jvp_call(fun, jvp_rule, args, symbolic_zeros)
+            with _trace.set_current_trace(self):
+                return list(fun(*args))
         with _trace.set_current_trace(self.parent):
             handler = getattr(self.parent, "process_custom_jvp_call", None)
             return fun(*args) if handler is None else handler(fun, jvp_rule, list(args), symbolic_zeros)

@@ -22,6 +22,7 @@ from morphax._src.compiler.backends.xla import executable_cache, host_steps, lau
 from morphax._src.compiler.backends.xla.lowering import lower_module
 from morphax._src.compiler.backends.xla.mlir_text import LoweringError
 from morphax._src.config import requested_cpu_devices
+from morphax._src.core.dtypes import float0
 from morphax._src.core.jaxpr import Literal
 
 __all__ = ["BACKEND", "LoweringError"]
@@ -145,6 +146,8 @@ class XlaBackend:
     def compile_whole(self, closed, name: str):
         from morphax._src.compiler.executor import Executable
 
+        if any(a.dtype == float0 for a in (*closed.in_avals, *closed.out_avals)):
+            return self._without_float0(closed, name)
         steps = host_steps.plan(closed.jaxpr)
         device_run = None
         if len(steps) == 1 and steps[0][0] == "device" or not closed.jaxpr.eqns:
@@ -196,6 +199,41 @@ class XlaBackend:
             return [o.to_numpy().astype(d, copy=False) for o, d in zip(outs, out_dtypes)]
 
         return run, direct
+
+    def _without_float0(self, closed, name):
+        """A program with float0 inputs or outputs (the tangents of integer values, which hold no
+        data and StableHLO has no type for): compiled without them, its float0 outputs made on
+        the host. A float0 input that an equation reads keeps the program off XLA."""
+        from morphax._src.compiler.executor import Executable
+        from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr
+
+        jaxpr = closed.jaxpr
+        dropped = [v for v in jaxpr.invars if v.aval.dtype == float0]
+        used = {id(v) for e in jaxpr.eqns for v in e.invars if not isinstance(v, Literal)}
+        if any(id(v) in used for v in dropped):
+            raise LoweringError(f"{name}: an equation reads a float0 value, which has no StableHLO type")
+        keep_in = [i for i, v in enumerate(jaxpr.invars) if v.aval.dtype != float0]
+        zero_out = [i for i, v in enumerate(jaxpr.outvars) if v.aval.dtype == float0]
+        outvars = [v for v in jaxpr.outvars if v.aval.dtype != float0]
+        reduced = ClosedJaxpr(
+            Jaxpr(jaxpr.constvars, [jaxpr.invars[i] for i in keep_in], outvars, jaxpr.eqns), closed.consts
+        )
+        inner = self.compile_whole(reduced, name)
+        shapes = [closed.out_avals[i].shape for i in zero_out]
+
+        def fill(outs):
+            outs = list(outs)
+            for i, shape in zip(zero_out, shapes):
+                outs.insert(i, np.zeros(shape, float0))
+            return outs
+
+        def run(*args, reuse=()):
+            return fill(inner.fn(*[args[i] for i in keep_in]))
+
+        executable = Executable(run, inner.source, closed, name, "xla", inner._kernel_sources, inner.num_kernels)
+        if inner.device_run is not None:
+            executable.device_run = lambda inputs: fill(inner.device_run([inputs[i] for i in keep_in]))
+        return executable
 
     def _note_host_steps(self, steps):
         """Say once per primitive that it runs on the host, not on the device platform."""
