@@ -123,3 +123,41 @@ def test_equinox_primitives_under_transformations():
     with pytest.raises(Exception, match="too small"):
         jax.jit(f)(jnp.asarray([-20.0, 1.0]))
     assert bool(jax.vmap(lambda v: unvmap_any(v > 2))(x)[0])
+
+
+def test_error_if_keeps_a_weak_int_weak():
+    # error_if is lax.cond(pred, <callback>, lambda: x): the cond takes the false branch's weak
+    # type (JAX 0.10.2), so the weak int does not widen an int8. JAX: Array(4, dtype=int8).
+    def f(x):
+        n = eqx.error_if(jnp.asarray(3), x < 0, "negative")
+        return n + jnp.int8(1)
+
+    assert repr(jax.jit(f)(1.0)) == "Array(4, dtype=int8)"
+
+
+@pytest.mark.parametrize("kind", ["checkpointed", "bounded"])
+@pytest.mark.parametrize("order", ["grad", "vmap_of_grad", "grad_of_vmap"])
+def test_while_loop_with_buffers_differentiates_under_vmap(kind, order):
+    # The checkpointed loop's custom_vjp passes Python-bool `perturbed` flags as residuals, which
+    # must stay unbatched under vmap (JAX's batching of custom_vjp). JAX: 14.979911 for each.
+    def loop(x):
+        def body(c):
+            i, b, y = c
+            return i + 1, b.at[i].set(y * i), y * 1.1
+
+        carry = (0, jnp.zeros(5), x)
+        out = eqx.internal.while_loop(
+            lambda c: c[0] < 5, body, carry, max_steps=5, kind=kind, buffers=lambda c: c[1]
+        )
+        return out[1].sum() + out[2]
+
+    # d/dx [sum_i i * 1.1**i * x + 1.1**5 * x], in float64.
+    expected = sum(i * 1.1**i for i in range(5)) + 1.1**5
+    xs = jnp.asarray([1.0, 2.0])
+    if order == "grad":
+        got = [float(jax.grad(loop)(1.0))]
+    elif order == "vmap_of_grad":
+        got = np.asarray(jax.vmap(jax.grad(loop))(xs))
+    else:
+        got = np.asarray(jax.grad(lambda x: jax.vmap(loop)(x).sum())(xs))
+    np.testing.assert_allclose(got, expected, rtol=1e-6)

@@ -8,13 +8,14 @@ mention through the `named_axes_param` a primitive declares. No primitive is nam
 from __future__ import annotations
 
 from morphax._src.core import trace as _trace
-from morphax._src.core.ad_util import is_zero
+from morphax._src.core.ad_util import Zero, is_zero
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.batch_axes import AxisData, bdim_to_front, moveaxis
 from morphax._src.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from morphax._src.core.memo import memoized
 from morphax._src.core.state_types import REF_CREATORS, AbstractRef
 from morphax._src.core.trace import Tracer
+from morphax._src.transforms.custom import SymbolicZero
 from morphax._src.transforms.staging import trace_to_jaxpr
 
 
@@ -140,29 +141,38 @@ def batch_custom_jvp_call(axis_data, fun, jvp_rule, vals, dims, symbolic_zeros):
 
 
 def batch_custom_vjp_call(axis_data, fun, fwd, bwd, vals, dims, symbolic_zeros):
-    """The custom_vjp counterpart of `batch_custom_jvp_call`: fun, fwd and bwd batched as wholes."""
+    """The custom_vjp counterpart of `batch_custom_jvp_call`: fun, fwd and bwd batched as wholes.
+
+    As in JAX, unbatched operands and residuals stay unbatched: a residual that the forward rule
+    computes from unbatched values only (a Python bool, a closed-over constant) reaches the backward
+    rule as it was, so a rule that branches on it in Python (equinox's `perturbed` flags) still can.
+    """
     if all(d is None for d in dims):
         outs = _call_custom_vjp(fun, fwd, bwd, vals, symbolic_zeros)
         return outs, [None] * len(outs)
-    vals = [bdim_to_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
-    fun_b = batch_flat_fun(fun, axis_data, [0] * len(vals))
-    res_tree_box = []
+    size = axis_data.size
+    in_dims = [None if d is None else 0 for d in dims]
+    vals = [v if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    fun_b = batch_flat_fun(fun, axis_data, in_dims)
 
     def fwd_b(*xs, perturbed=None):
-        def joint(*ys):
-            out, res, res_tree = fwd(*ys, perturbed=perturbed)
-            res_tree_box.append((res_tree, len(out)))
-            return list(out) + list(res)
+        with _trace.new_trace(BatchTrace(axis_data)) as trace:
+            ins = [v if d is None else BatchTracer(trace, v, d) for v, d in zip(xs, in_dims)]
+            out, res, res_tree = fwd(*ins, perturbed=perturbed)
+            out = [o if o is None or is_zero(o) else _move_out(*trace.lift(o), 0, size) for o in out]
+            res = [trace.lift(r) for r in res]
+        res_dims = tuple(None if d is None else 0 for _, d in res)
+        res = [v if d is None else bdim_to_front(v, d, size) for v, d in res]
+        # The residuals' batch dims travel with their tree, which reaches bwd_b unchanged.
+        return out, res, (res_tree, res_dims)
 
-        outs = batch_flat_fun(joint, axis_data, [0] * len(xs))(*xs)
-        res_tree, n_out = res_tree_box[-1]
-        return outs[:n_out], outs[n_out:], res_tree
+    def bwd_b(res, res_tree_dims, cts):
+        res_tree, res_dims = res_tree_dims
 
-    def bwd_b(res, res_tree, cts):
         def joint(*ys):
             return list(bwd(list(ys[: len(res)]), res_tree, list(ys[len(res) :])))
 
-        return batch_flat_fun(joint, axis_data, [0] * (len(res) + len(cts)))(*res, *cts)
+        return batch_flat_fun(joint, axis_data, list(res_dims) + [0] * len(cts))(*res, *cts)
 
     outs = _call_custom_vjp(fun_b, fwd_b, bwd_b, vals, symbolic_zeros)
     return outs, [0] * len(outs)
@@ -185,7 +195,7 @@ def batch_flat_fun(flat_fun, axis_data: AxisData, in_dims, out_dim=0):
 
     def batched(*vals):
         with _trace.new_trace(BatchTrace(axis_data)) as trace:
-            ins = [BatchTracer(trace, v, d) if d is not None else v for v, d in zip(vals, in_dims)]
+            ins = [_batch_input(trace, v, d) for v, d in zip(vals, in_dims)]
             outs = flat_fun(*ins)
             result = []
             for o in outs:
@@ -197,6 +207,17 @@ def batch_flat_fun(flat_fun, axis_data: AxisData, in_dims, out_dim=0):
         return result
 
     return batched
+
+
+def _batch_input(trace, v, d):
+    if d is None:
+        return v
+    if type(v) in (Zero, SymbolicZero):
+        # A symbolic zero of the whole batch is the zero of one element, unbatched (as in JAX):
+        # a custom rule sees the symbolic zero it would see without vmap.
+        a = v.aval
+        return type(v)(ShapedArray(a.shape[:d] + a.shape[d + 1 :], a.dtype, a.weak_type))
+    return BatchTracer(trace, v, d)
 
 
 def batch_jaxpr(closed: ClosedJaxpr, axis_data: AxisData, in_dims, instantiate=False):

@@ -274,7 +274,11 @@ def _custom_lin_impl(*args, num_res, bwd, out_avals, symbolic_zeros):
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, symbolic_zeros):
     res = args[:num_res]
-    cts = [ct if symbolic_zeros else instantiate(ct) for ct in cts]
+    # A bwd rule with symbolic_zeros receives a SymbolicZero where no cotangent flows, as in JAX
+    # (equinox's filter_custom_vjp tests for that type).
+    cts = [
+        (SymbolicZero(ct.aval) if symbolic_zeros else instantiate(ct)) if is_zero(ct) else ct for ct in cts
+    ]
     cts_in = bwd(list(res), cts)
     return [None] * num_res + list(cts_in)
 
@@ -411,6 +415,18 @@ def _check_bwd_output(rule, fun_name, cts_in, diff, leaves):
             if leaf is None:
                 continue
             primal = get_aval(leaves[start + j])
+            if type(leaf) is SymbolicZero:  # a zero cotangent, as None is (JAX accepts both)
+                flat[start + j] = None
+                mismatch = leaf.aval.shape != primal.shape or leaf.aval.dtype != tangent_aval(primal).dtype
+                if _dtypes.is_inexact(primal.dtype) and mismatch:
+                    raise ValueError(
+                        f"{where} produced a SymbolicZero with a shape/dtype that "
+                        f"does not match the corresponding input tangent shape/dtype: at output[{i}]"
+                        f"{keystr(path)} the SymbolicZero had shape/dtype {leaf.aval.str_short()} while "
+                        f"the corresponding input had shape/dtype {primal.str_short()}. Consider just "
+                        "returning a None here instead of a SymbolicZero object."
+                    )
+                continue
             if not _dtypes.is_inexact(primal.dtype):
                 continue  # JAX ignores what a bwd rule returns for integer inputs
             got = get_aval(leaf)
