@@ -173,6 +173,7 @@ def test_every_context_manager_flag_is_thread_local():
         "jax_num_cpu_devices": morphax.device_count(),  # the count already made: accepted
         "morphax_collective_timeout": 5.0,
         "jax_check_static_indices": True,
+        "jax_platforms": "cpu",  # read once, at the first computation: overriding it changes nothing then
     }
     # The flags morphax accepts without acting on them: any other value of the same kind.
     for name, (default, _) in NO_EFFECT.items():

@@ -18,6 +18,7 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     from morphax._src.core import dtypes as _dtypes
     from morphax._src.core.values import make_array
     from morphax._src.runtime.placement import put as _place
+    from morphax._src.runtime.placement import to_default_device
 
     def put(v):
         if isinstance(v, Tracer):  # inside a transformation
@@ -25,7 +26,7 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         if type(v) is not Array:
             v = _to_array(v)
             if device is None:
-                return _to_default_device(v)
+                return to_default_device(v)
         return v if device is None else _place(v, device)
 
     def _to_array(v):
@@ -44,18 +45,6 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         return make_array(arr, _dtypes.canonicalize_dtype(arr.dtype))
 
     return pytree.tree_map(put, x)
-
-
-def _to_default_device(x):
-    """A new array from the host, copied into the default device's memory where that is a
-    plugin's (a TPU's), so that later programs read it there."""
-    from morphax._src.runtime import devices as _devices
-    from morphax._src.runtime.placement import default_device, to_device
-
-    device = default_device()
-    if not isinstance(device, _devices.PjrtDevice) or not isinstance(x._buf, np.ndarray):
-        return x
-    return Array(to_device(x._buf, device), x.weak_type, x._place)
 
 
 def _constrain(x, target):

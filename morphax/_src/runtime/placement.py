@@ -261,6 +261,15 @@ def buffer_on(x: Array, sharding, who="device_put"):
     return to_device(x._value, device)
 
 
+def to_default_device(x: Array) -> Array:
+    """A new array from the host, copied into the default device's memory where that is a
+    plugin's (a TPU's), so that later programs read it there."""
+    device = default_device()
+    if not isinstance(device, _devices.PjrtDevice) or type(x._buf) is not np.ndarray:
+        return x
+    return Array(to_device(x._buf, device), x.weak_type, x._place)
+
+
 def to_device(value: np.ndarray, device) -> DeviceBuffer:
     """A host value copied to the memory of `device` (a PjrtDevice)."""
     client = device.pjrt.client

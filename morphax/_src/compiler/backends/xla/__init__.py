@@ -230,7 +230,9 @@ class XlaBackend:
         def run(*args, reuse=()):
             return fill(inner.fn(*[args[i] for i in keep_in]))
 
-        executable = Executable(run, inner.source, closed, name, "xla", inner._kernel_sources, inner.num_kernels)
+        executable = Executable(
+            run, inner.source, closed, name, "xla", inner._kernel_sources, inner.num_kernels
+        )
         if inner.device_run is not None:
             executable.device_run = lambda inputs: fill(inner.device_run([inputs[i] for i in keep_in]))
         return executable
