@@ -212,22 +212,7 @@ class Buffer:
 
     def to_numpy(self) -> np.ndarray:
         """A new C-contiguous NumPy array with the buffer's value (waits for it)."""
-        if self.is_deleted():
-            raise RuntimeError("to_numpy: the buffer was deleted (or donated to a computation)")
-        out = np.empty(self.shape, self.dtype)
-        layout, minor_to_major = _dense_layout(out.ndim)
-        args = c_api.new(
-            c_api.Buffer_ToHostBuffer_Args,
-            src=self._ptr,
-            host_layout=ctypes.pointer(layout),
-            dst=out.ctypes.data,
-            dst_size=out.nbytes,
-        )
-        plugin = self.client.plugin
-        plugin.call("Buffer_ToHostBuffer", args)
-        plugin.await_event(args.event, "PJRT_Buffer_ToHostBuffer")
-        del minor_to_major
-        return out
+        return self.to_numpy_async()()
 
     def to_numpy_async(self):
         """Starts the copy to a new NumPy array and returns `finish() -> array`, which waits for
