@@ -1,10 +1,10 @@
 """Public ``morphax.tree``: short names for the pytree utilities (``jax.tree``).
 
-Aliases only, of ``morphax._src.core.pytree`` functions; holds no logic and imports nothing else.
+Aliases only, of ``morphax._src.core.pytree_api`` functions (the user view: key arrays are leaves); holds no logic and imports nothing else.
 The names ``map``, ``all`` and ``reduce`` deliberately shadow builtins inside this module.
 """
 
-from morphax._src.core import pytree as _pytree
+from morphax._src.core import pytree_api as _pytree
 
 all = _pytree.tree_all
 broadcast = _pytree.tree_broadcast

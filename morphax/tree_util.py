@@ -1,9 +1,9 @@
 """Public ``morphax.tree_util``: the JAX-compatible pytree API (``jax.tree_util``).
 
-Re-exports only, from ``morphax._src.core.pytree``; holds no logic and imports nothing else.
+Re-exports only, from ``morphax._src.core.pytree_api`` (the user view: key arrays are leaves); holds no logic and imports nothing else.
 """
 
-from morphax._src.core.pytree import (
+from morphax._src.core.pytree_api import (
     DictKey,
     FlattenedIndexKey,
     GetAttrKey,

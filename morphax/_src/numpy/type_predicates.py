@@ -19,6 +19,8 @@ def iscomplexobj(x):
         dt = x.dtype
     except AttributeError:
         dt = np.asarray(x).dtype
+    if isinstance(dt, _dtypes.ExtendedDType):  # typed PRNG keys: not complex, as in JAX
+        return False
     return np.issubdtype(dt, np.complexfloating)
 
 

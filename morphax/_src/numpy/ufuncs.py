@@ -652,6 +652,10 @@ def heaviside(x1, x2, /):
 def where(condition, x, y, /):
     """``where(c, x, y)``: x where c is true, else y, elementwise (broadcast). The public
     ``jnp.where``, which also has the one-argument form, is searching.where."""
+    if isinstance(getattr(x, "dtype", None), _dtypes.ExtendedDType) or isinstance(
+        getattr(y, "dtype", None), _dtypes.ExtendedDType
+    ):
+        return _where_extended(condition, x, y)
     util.check_arraylike("where", condition, x, y)
     x, y = util.promote_dtypes(x, y)
     c = _as_bool(condition)
@@ -661,6 +665,22 @@ def where(condition, x, y, /):
     shape = np.broadcast_shapes(*shapes)
     c, x, y = [_broadcast_to(a, shape) for a in (c, x, y)]
     return L.select_n_p.bind(c, y, x)
+
+
+def _where_extended(condition, x, y):
+    """``where`` between two arrays of one extended dtype (typed PRNG keys, as in JAX): selects
+    on their physical data, whose trailing axes (the key words) the condition broadcasts over."""
+    dt = getattr(x, "dtype", None)
+    if not isinstance(dt, _dtypes.ExtendedDType) or getattr(y, "dtype", None) != dt:
+        bad = dt if isinstance(dt, _dtypes.ExtendedDType) else y.dtype
+        raise ValueError(f"dtype={bad} is not a valid dtype for JAX type promotion.")
+    c = _as_bool(condition)
+    xd, yd = dt.physical(x), dt.physical(y)
+    trailing = tuple(dt.key_shape)
+    shape = np.broadcast_shapes(get_aval(c).shape, tuple(x.shape), tuple(y.shape))
+    full = (*shape, *trailing)
+    c = L.broadcast_in_dim(_broadcast_to(c, shape), full, tuple(range(len(shape))))
+    return dt.wrap_physical(L.select_n_p.bind(c, _broadcast_to(yd, full), _broadcast_to(xd, full)))
 
 
 def _broadcast_to(x, shape):

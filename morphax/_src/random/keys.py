@@ -1,6 +1,7 @@
 """Typed PRNG keys: `key(seed)` gives a `KeyArray` of dtype ``key<fry>`` whose shape leaves out
-the two uint32 words of each threefry key. It is a pytree node over that raw ``uint32[..., 2]``
-data, so jit, vmap and grad see plain arrays; `typed_key_api` lets every jax.random entry point
+the two uint32 words of each threefry key. As in JAX it is one leaf for the user-facing tree
+functions (``tree.leaves({"k": key}) == [key]``); the transformations' internal flattening goes
+through it to the raw ``uint32[..., 2]`` data, so jit, vmap, scan, cond and grad see plain arrays; `typed_key_api` lets every jax.random entry point
 take typed keys (and return them from split/fold_in/clone)."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval, is_valid_value
+from morphax._src.core.pytree_api import register_array_leaf
 from morphax._src.core.pytree_registry import register_pytree_node
 from morphax._src.core.trace import Tracer
 from morphax._src.errors import KeyReuseError
@@ -66,6 +68,10 @@ class PRNGKeyDtype(_dtypes.ExtendedDType):
 
     def wrap_physical(self, data):
         return KeyArray(data)
+
+    def physical(self, keys):
+        """The ``uint32[..., 2]`` words of the key array `keys` (what `wrap_physical` wraps)."""
+        return keys._data
 
 
 KEY_DTYPE = PRNGKeyDtype()
@@ -194,7 +200,7 @@ class KeyArray:
     # ------------------------------------------------------------------------------ comparison
     def __eq__(self, other):
         if not isinstance(other, KeyArray):
-            return NotImplemented
+            return self._binary_error(other, "equal", "eq", "")
         from morphax._src.numpy import ufuncs
 
         # Keys are equal when both words are; jnp's equal broadcasts the key shapes.
@@ -202,7 +208,7 @@ class KeyArray:
 
     def __ne__(self, other):
         if not isinstance(other, KeyArray):
-            return NotImplemented
+            return self._binary_error(other, "not_equal", "ne", "")
         return L.bitwise_not(self == other)
 
     __hash__ = None  # arrays are unhashable
@@ -217,12 +223,42 @@ class KeyArray:
     def __bool__(self):
         raise TypeError("The truth value of a key array is ambiguous")
 
-    def _no_math(self, *args, op="arithmetic"):
-        raise TypeError(f"{op} does not accept dtypes {self.dtype.name}: key arrays support no arithmetic.")
+    # Arithmetic raises JAX's TypeErrors: "add does not accept dtypes key<fry>, int32." against a
+    # non-key, and lax's "at position 0" message between two key arrays.
+    def _binary_error(self, other, name, lax_name, accepted, reflected=False):
+        if isinstance(other, KeyArray):
+            raise TypeError(
+                f"{lax_name} does not accept dtype {self.dtype} at position 0. Accepted dtypes at "
+                f"position 0 are subtypes of {accepted}."
+            )
+        try:
+            other_name = str(get_aval(other).dtype)
+        except TypeError:
+            return NotImplemented
+        names = (other_name, str(self.dtype)) if reflected else (str(self.dtype), other_name)
+        raise TypeError(f"{name} does not accept dtypes {names[0]}, {names[1]}.")
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no_math
-    __truediv__ = __rtruediv__ = __floordiv__ = __mod__ = __pow__ = __neg__ = _no_math
-    __lt__ = __le__ = __gt__ = __ge__ = _no_math
+    def _unary_error(self, name, accepted):
+        raise TypeError(
+            f"{name} does not accept dtype {self.dtype}. Accepted dtypes are subtypes of {accepted}."
+        )
+
+    def __pow__(self, other):
+        raise TypeError(f"Cannot interpret '{self.dtype}' as a data type")
+
+    __rpow__ = __pow__
+
+    def __neg__(self):
+        self._unary_error("neg", "integer, floating, complexfloating")
+
+    def __abs__(self):
+        self._unary_error("abs", "floating, complexfloating, signedinteger")
+
+    def __invert__(self):
+        self._unary_error("not", "integer, bool")
+
+    def __pos__(self):
+        return self
 
     def __repr__(self):
         if isinstance(self._data, Tracer):
@@ -232,7 +268,52 @@ class KeyArray:
     __str__ = __repr__
 
 
+_NUMERIC = "integer, floating, complexfloating"
+_KEY_BINARY_OPS = [  # (dunder name, jnp's name, lax's name, dtypes lax accepts)
+    ("add", "add", "add", _NUMERIC),
+    ("sub", "subtract", "sub", _NUMERIC),
+    ("mul", "multiply", "mul", _NUMERIC),
+    ("truediv", "true_divide", "div", _NUMERIC),
+    ("floordiv", "floor_divide", "div", _NUMERIC),
+    ("mod", "remainder", "rem", _NUMERIC),
+    ("and", "bitwise_and", "and", "integer, bool"),
+    ("or", "bitwise_or", "or", "integer, bool"),
+    ("xor", "bitwise_xor", "xor", "integer, bool"),
+    ("lshift", "left_shift", "shift_left", "integer"),
+    ("rshift", "right_shift", "shift_right_arithmetic", "integer"),
+]
+_KEY_COMPARISONS = [
+    ("lt", "less", "lt"),
+    ("le", "less_equal", "le"),
+    ("gt", "greater", "gt"),
+    ("ge", "greater_equal", "ge"),
+]
+
+
+def _install_binary_errors():
+    for op, name, lax_name, accepted in _KEY_BINARY_OPS:
+
+        def forward(self, other, name=name, lax_name=lax_name, accepted=accepted):
+            return self._binary_error(other, name, lax_name, accepted)
+
+        def reflected(self, other, name=name, lax_name=lax_name, accepted=accepted):
+            return self._binary_error(other, name, lax_name, accepted, reflected=True)
+
+        setattr(KeyArray, f"__{op}__", forward)
+        setattr(KeyArray, f"__r{op}__", reflected)
+    for op, name, lax_name in _KEY_COMPARISONS:
+
+        def compare(self, other, name=name, lax_name=lax_name):
+            return self._binary_error(other, name, lax_name, "integer, floating, bool")
+
+        setattr(KeyArray, f"__{op}__", compare)
+
+
+_install_binary_errors()
 register_pytree_node(KeyArray, lambda k: ((k._data,), None), lambda _, children: KeyArray(children[0]))
+# One leaf for the user-facing tree functions, as in JAX; the transformations flatten through it
+# to the uint32 data and rebuild the key array on the way out.
+register_array_leaf(KeyArray)
 register_virtual_array_type(KeyArray)  # a typed key array is a morphax.Array, as in JAX
 
 
