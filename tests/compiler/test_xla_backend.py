@@ -303,3 +303,14 @@ def test_boolean_constants_are_written_nested_like_their_shape():
     assert dense(mask) == "dense<[[true, false, false], [true, true, false]]> : tensor<2x3xi1>"
     assert dense(np.zeros((2, 2), bool)) == "dense<false> : tensor<2x2xi1>"
     assert dense(np.array([True, False])) == "dense<[true, false]> : tensor<2xi1>"
+
+
+def test_a_scan_of_length_zero_returns_its_initial_carry():
+    """The body never runs: its slices of the empty xs are not even written (they would not
+    type-check), and the stacked outputs are empty."""
+
+    def f(c, xs):
+        return morphax.lax.scan(lambda c, x: (c + x, c * x), c, xs)
+
+    carry, ys = morphax.jit(f, backend="xla")(np.float32(3.0), np.zeros((0,), np.float32))
+    assert float(carry) == 3.0 and np.asarray(ys).shape == (0,)

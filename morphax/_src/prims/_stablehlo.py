@@ -350,6 +350,8 @@ def scan(ctx, *operands, jaxpr, length, reverse, num_consts, num_carry, **params
     y_avals = ctx.avals_out[num_carry:]
     i32 = np.dtype(np.int32)
     ys0 = [ctx.constant(0, a.dtype, a.shape) for a in y_avals]
+    if length == 0:  # the body never runs (and its slices of empty xs would not type-check)
+        return [*init, *ys0]
     start = [ctx.constant(0, i32), *consts, *init, *xs, *ys0]
     carried = [(v.shape, v.dtype) for v in start]
     n_c, n_x = num_consts, len(xs)
