@@ -81,7 +81,7 @@ _KNOWN = {
     "jax_allow_f16_reductions": ("allow_f16_reductions", lambda: True),
     "jax_default_device": ("default_device", lambda: None),
     # The platforms to use, in order of preference ("cpu", "tpu", "tpu,cpu"; "xla_cpu": XLA's CPU
-    # plugin as a device platform), read at the first computation (compiler/backends/backends/platform.py).
+    # plugin as a device platform), read at the first computation (compiler/backends/platform.py).
     "jax_platforms": ("platforms", lambda: os.environ.get("JAX_PLATFORMS") or None),
     # How many CPU devices (runtime/devices.py); -1: XLA_FLAGS's count, else one.
     "jax_num_cpu_devices": ("num_cpu_devices", lambda: -1),

@@ -259,7 +259,7 @@ _HOST_VALUE_TYPES = (int, float, complex, bool, np.ndarray, np.generic)
 
 
 def _run_on_device(prim, args, params):
-    """On a device platform (a TPU: compiler/backends/backends/platform.py), an eager operation runs
+    """On a device platform (a TPU: compiler/backends/platform.py), an eager operation runs
     there as JAX runs it: a compiled one-equation program, cached per (primitive, input types,
     params), its outputs device arrays. None where it runs on the host instead: on the CPU
     platform, for arrays committed to the CPU's devices, host callbacks, refs, typed keys and
