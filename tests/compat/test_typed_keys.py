@@ -106,6 +106,8 @@ def test_device_put_shape_and_key_data_round_trip():
     "op, message",
     [
         (lambda k: k + 1, "add does not accept dtypes key<fry>, int32."),
+        (lambda k: jnp.add(k, 1), "add does not accept dtypes key<fry>, int32."),
+        (lambda k: jnp.multiply(2, k), "multiply does not accept dtypes int32, key<fry>."),
         (lambda k: 1 + k, "add does not accept dtypes int32, key<fry>."),
         (lambda k: k * 2.0, "multiply does not accept dtypes key<fry>, float32."),
         (lambda k: k - k, "sub does not accept dtype key<fry> at position 0."),

@@ -222,7 +222,25 @@ def promote_args(fun_name: str, *args):
         if type(a) is Array and type(b) is Array and type_key(a) == type_key(b):
             return args
     check_arraylike(fun_name, *args)
+    _refuse_key_arrays(fun_name, args)
     return promote_shapes(fun_name, *promote_dtypes(*args))
+
+
+def _refuse_key_arrays(fun_name, args):
+    """Arithmetic on typed PRNG keys raises JAX's TypeError, naming the operation and dtypes."""
+    dtypes = [getattr(a, "dtype", None) for a in args]
+    if any(isinstance(d, _dtypes.ExtendedDType) for d in dtypes):
+        names = [
+            str(d)
+            if d is not None
+            else str(
+                np.asarray(a).dtype
+                if not isinstance(a, (bool, int, float, complex))
+                else _dtypes.canonicalize_dtype(_dtypes.python_scalar_dtype(a))
+            )
+            for d, a in zip(dtypes, args)
+        ]
+        raise TypeError(f"{fun_name} does not accept dtypes {', '.join(names)}.")
 
 
 def promote_args_inexact(fun_name: str, *args):
