@@ -149,12 +149,18 @@ def broadcast_prefix(
     a ``None`` in the prefix only matches ``None``; callers that use None as a value (vmap's
     ``in_axes``) pass ``is_leaf=lambda x: x is None``.
     """
+    return _broadcast_prefix(prefix_tree, full_tree, is_leaf, None)
+
+
+def _broadcast_prefix(prefix_tree, full_tree, is_leaf, full_is_leaf) -> list[Any]:
+    """`broadcast_prefix`, the leaves of `full_tree`'s subtrees counted by `full_is_leaf` (the
+    user-facing view, core/pytree_api.py, counts a key array as one)."""
     prefix_leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
     subtrees: list[Any] = []
     _match_or_raise(prefix_def, full_tree, subtrees, "broadcast_prefix", ("prefix tree", "full tree"))
     result: list[Any] = []
     for p, sub in zip(prefix_leaves, subtrees):
-        result.extend([p] * len(tree_leaves(sub)))
+        result.extend([p] * len(tree_leaves(sub, full_is_leaf)))
     return result
 
 
@@ -220,9 +226,14 @@ def tree_transpose(
     outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, pytree_to_transpose: Any
 ) -> Any:
     """Turns an outer-of-inner tree into an inner-of-outer tree."""
-    flat, treedef = tree_flatten(pytree_to_transpose)
+    return _tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose, None)
+
+
+def _tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose, is_leaf):
+    """`tree_transpose`, flattening with `is_leaf` (the user-facing view's key arrays)."""
+    flat, treedef = tree_flatten(pytree_to_transpose, is_leaf)
     if inner_treedef is None:
-        inner_treedef = tree_structure(outer_treedef.flatten_up_to(pytree_to_transpose)[0])
+        inner_treedef = tree_structure(outer_treedef.flatten_up_to(pytree_to_transpose)[0], is_leaf)
     expected = outer_treedef.compose(inner_treedef)
     if treedef != expected:
         raise TypeError(f"tree_transpose: structure mismatch\n{treedef}\n != \n{expected}")

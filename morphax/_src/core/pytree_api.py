@@ -80,13 +80,7 @@ def tree_map_with_path(
 def broadcast_prefix(
     prefix_tree: Any, full_tree: Any, is_leaf: Callable[[Any], bool] | None = None
 ) -> list[Any]:
-    prefix_leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
-    subtrees: list[Any] = []
-    _p._match_or_raise(prefix_def, full_tree, subtrees, "broadcast_prefix", ("prefix tree", "full tree"))
-    out: list[Any] = []
-    for p, sub in zip(prefix_leaves, subtrees):
-        out.extend([p] * len(tree_leaves(sub)))
-    return out
+    return _p._broadcast_prefix(prefix_tree, full_tree, _leaf_pred(is_leaf), _leaf_pred(None))
 
 
 prefix_broadcast = broadcast_prefix
@@ -111,15 +105,7 @@ def tree_all(tree: Any, *, is_leaf: Callable[[Any], bool] | None = None) -> bool
 def tree_transpose(
     outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, pytree_to_transpose: Any
 ) -> Any:
-    flat, treedef = tree_flatten(pytree_to_transpose)
-    if inner_treedef is None:
-        inner_treedef = tree_structure(outer_treedef.flatten_up_to(pytree_to_transpose)[0])
-    expected = outer_treedef.compose(inner_treedef)
-    if treedef != expected:
-        raise TypeError(f"tree_transpose: structure mismatch\n{treedef}\n != \n{expected}")
-    inner_n = inner_treedef.num_leaves
-    columns = [flat[j::inner_n] for j in range(inner_n)]
-    return inner_treedef.unflatten([outer_treedef.unflatten(col) for col in columns])
+    return _p._tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose, _leaf_pred(None))
 
 
 def all_leaves(iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = None) -> bool:
