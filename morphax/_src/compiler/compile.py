@@ -16,7 +16,7 @@ from morphax._src.compiler import analysis, donation, executor, scan_matmuls, se
 
 # The native backend is imported with morphax, not at the first jitted call (whose latency counts).
 from morphax._src.compiler.backends import c as _c_backend  # noqa: F401
-from morphax._src.compiler.backends import default_backend_name, get_backend, resolve_name
+from morphax._src.compiler.backends import get_backend, resolve_name
 from morphax._src.compiler.fusion import lower
 from morphax._src.compiler.kernel_ir import Kernel, Segment
 from morphax._src.config import config
@@ -71,10 +71,7 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
     write their outputs into: compiler/donation.py)."""
     if donate:
         donate = tuple(sorted(set(donate)))
-    if backend is None:
-        backend = default_backend_name()
-    elif backend in ("cpu", "tpu", "xla_cpu"):
-        backend = resolve_name(backend)
+    backend = resolve_name(backend)
     # The hot path of every jitted call: one memo lookup on the jaxpr.
     key = ("compiled", backend, _generation, donate)
     hit = memo_get(closed, key)
@@ -91,10 +88,7 @@ def compile_replicated(closed: ClosedJaxpr, name: str, backend: str | None, axis
     inside (the xla backend: a module of several replicas); None where the backend cannot (no
     such compiler, a collective or callback it must run on the host, too few devices). Then the
     caller runs `compile_jaxpr`'s program on each device, collectives through the host."""
-    if backend is None:
-        backend = default_backend_name()
-    elif backend in ("cpu", "tpu", "xla_cpu"):
-        backend = resolve_name(backend)
+    backend = resolve_name(backend)
     chosen = get_backend(backend)
     replicated = getattr(chosen, "compile_replicated", None)
     if replicated is None:

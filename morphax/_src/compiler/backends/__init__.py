@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib
 import logging
 
+from morphax._src.compiler.backends import platform
 from morphax._src.config import config
 
 logger = logging.getLogger("morphax")
@@ -53,7 +54,7 @@ def resolve_name(name):
         return default_backend_name()
     if name == "cpu":
         return host_backend_name()
-    if name in ("tpu", "xla_cpu"):
+    if name in platform.DEVICE_PLATFORMS:
         if default_backend_name() != "xla" or _platform[0] != name:
             raise RuntimeError(f"Unknown backend {name}: this process runs on the {_platform[0]} platform")
         return "xla"
@@ -64,8 +65,6 @@ def default_backend_name() -> str:
     """The configured backend; "c" falls back to "numpy" (logged once) where no C compiler works.
     On a device platform (a TPU: backends/platform.py) every program is an xla one."""
     if _platform[0] is None:
-        from morphax._src.compiler.backends import platform
-
         _platform[0] = platform.chosen()
     if _platform[0] != "cpu":
         return "xla"

@@ -58,10 +58,6 @@ def chosen() -> str:
     return _chosen[0]
 
 
-def decided() -> bool:
-    return bool(_chosen)
-
-
 def on_chosen(fn) -> None:
     """Call `fn(platform)` once the platform is decided (at once if it is)."""
     _listeners.append(fn)

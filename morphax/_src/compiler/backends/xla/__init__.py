@@ -67,10 +67,10 @@ def _jax_semantics_flags():
 
 
 def _open_client(pjrt_client, path=None):
-    """The plugin's client (of the plugin at `path`, default the one found). XLA's CPU plugin is asked to run programs on the calling thread
-    ("asynchronous": false): morphax's own streams make dispatch asynchronous, and a PJRT
-    execution handed to the plugin's threads cost a thread handoff per call (a jitted
-    per-example gradient took 120 us instead of 25)."""
+    """The client of the plugin at `path` (default: the one found). XLA's CPU plugin is asked to
+    run programs on the calling thread ("asynchronous": false): morphax's own streams make
+    dispatch asynchronous, and a PJRT execution handed to the plugin's threads cost a thread
+    handoff per call (a jitted per-example gradient took 120 us instead of 25)."""
     from morphax._src.pjrt import plugin as pjrt_plugin
 
     plugin = pjrt_plugin.load(path)
@@ -111,8 +111,6 @@ class XlaBackend:
     def open_for_devices(self, path: str, platform: str) -> None:
         """Open the plugin at `path` as the device platform `platform`: from now on this
         backend's programs take and return device buffers (arrays living on its devices)."""
-        import os
-
         if self._client is not None and os.path.realpath(self._client.plugin.path) != os.path.realpath(path):
             raise RuntimeError(
                 f"the xla backend already runs on {self._client.plugin.path}; the {platform} platform "

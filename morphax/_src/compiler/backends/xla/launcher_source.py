@@ -522,7 +522,8 @@ static PyTypeObject LauncherType = {
   .tp_basicsize = sizeof(Launcher),
   .tp_dealloc = (destructor)launcher_dealloc,
   .tp_flags = Py_TPFLAGS_DEFAULT,
-  .tp_doc = "Runs one compiled PJRT program: NumPy inputs -> NumPy outputs.",
+  .tp_doc = "Runs one compiled PJRT program: NumPy inputs -> NumPy outputs, or device buffers in "
+            "and out (device_outputs).",
   .tp_init = (initproc)launcher_init,
   .tp_new = PyType_GenericNew,
   .tp_call = (ternaryfunc)launcher_call,
