@@ -8,6 +8,7 @@ from __future__ import annotations
 import enum
 import threading
 
+from morphax._src.compiler.backends import platform as _platform
 from morphax._src.config import config, requested_cpu_devices
 
 
@@ -156,8 +157,6 @@ _plugin_devices: list = []  # the device platform's PjrtDevices, made once
 
 def platform() -> str:
     """The platform holding arrays by default: "cpu", or a device platform ("tpu", "xla_cpu")."""
-    from morphax._src.compiler.backends import platform as _platform
-
     return _platform.chosen()
 
 
@@ -181,13 +180,14 @@ def plugin_devices() -> list[Device]:
 
 def _of_backend(backend):
     """The devices `backend` names (None: the default platform's), or None for the CPU's."""
-    name = platform() if backend is None else getattr(backend, "platform", backend)
+    current = platform()
+    name = current if backend is None else getattr(backend, "platform", backend)
     if name in (None, "cpu"):
         return None
-    if name == platform() and name != "cpu":
+    if name == current:
         return list(plugin_devices())
     raise RuntimeError(
-        f"Unknown backend {name}: this process runs on {platform()!r} "
+        f"Unknown backend {name}: this process runs on {current!r} "
         "(jax_platforms / JAX_PLATFORMS choose the platform before the first computation)"
     )
 

@@ -264,12 +264,8 @@ def _run_on_device(prim, args, params):
     params), its outputs device arrays. None where it runs on the host instead: on the CPU
     platform, for arrays committed to the CPU's devices, host callbacks, refs, typed keys and
     unhashable params; jit calls (pjit) compile for the device by themselves."""
-    global _device_default
-    if _device_platform[0] is None:
-        _device_platform[0] = placement.platform_name()
-        if _device_platform[0] == "cpu":
-            _device_default = False
-            return None
+    if _device_platform[0] is None and backend_platform.chosen() == "cpu":  # (_on_platform sets both)
+        return None
     if prim.eager_compiled or prim.calls_host or prim.has_side_effects:
         return None
     in_avals = []

@@ -48,11 +48,6 @@ def single(device) -> SingleDeviceSharding:
     return s
 
 
-def platform_name() -> str:
-    """The default platform: "cpu", or a device platform ("tpu", "xla_cpu")."""
-    return _devices.platform()
-
-
 def _first():
     return _devices.devices()[0]
 
