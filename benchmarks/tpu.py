@@ -450,7 +450,12 @@ def worker_main(args):
         out.update(lib=args.worker, workload=name)
         print(json.dumps(out), flush=True)
     sys.stderr.flush()
-    # Skip the interpreter's and the runtime's teardown (seconds on a TPU): all is reported.
+    # What a normal exit waits for (morphax writes compiled programs to its disk cache from a
+    # thread of its own); then skip the interpreter's and the runtime's teardown (seconds on a
+    # TPU): all is reported.
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
     os._exit(0)
 
 

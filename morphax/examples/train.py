@@ -81,8 +81,11 @@ def split(labels):
     return order[:n_train], order[n_train:]
 
 
-def network():
-    from morphax.example_libraries import stax
+def network(stax=None):
+    """(init, apply) of the network, built with `stax` (morphax's example_libraries.stax unless
+    another library's is given: tests/tpu/chip_reference.py builds it with JAX's)."""
+    if stax is None:
+        from morphax.example_libraries import stax
 
     return stax.serial(
         stax.Conv(32, (3, 3), padding="SAME"),

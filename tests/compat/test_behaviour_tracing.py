@@ -310,6 +310,20 @@ def test_the_cache_is_shared_across_transformations():
     assert calls[0] == 1  # vmap batches the traced jaxpr: no new trace
 
 
+def test_numpy_and_array_arguments_of_one_type_share_a_trace():
+    # JAX keys on avals: a NumPy array, the Array device_put makes of it and a computed Array
+    # are one signature (a training loop feeding NumPy batches, then device-resident ones).
+    f, calls = _counted()
+    w = np.arange(6, dtype=np.int32).reshape(2, 3)
+    jitted = morphax.jit(f)
+    jitted(w)
+    jitted(morphax.device_put(w))
+    jitted(jnp.asarray(w) + 1)
+    assert calls[0] == 1
+    jitted(w.astype(np.float32))  # another dtype: another trace
+    assert calls[0] == 2
+
+
 def test_new_function_objects_retrace_as_in_jax():
     calls = [0]
 

@@ -4,8 +4,10 @@ compared with its NumPy reference (values, dtype and shape) and with its abstrac
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -123,9 +125,18 @@ def test_xla(prim, case):
     known = _XLA_SPECIAL_VALUES.get(prim.name)
     if known and any(case.name.startswith(p) for p in known[0]):
         pytest.xfail(known[1])
-    if prim.name == "rng_bit_generator" and _xla_platform() == "tpu" and "DEFAULT" in str(case.params):
-        pytest.xfail("RNG_DEFAULT is the TPU's own generator (JAX's bits differ from the CPU's the same way)")
-    want = _reference(prim, case)
+    on_tpu = _xla_platform() == "tpu"
+    if on_tpu:
+        differs = _TPU_DIFFERS.get(prim.name)
+        if differs and any(case.name.startswith(p) for p in differs[0]):
+            pytest.xfail(differs[1])
+        if prim.name == "rng_bit_generator" and "DEFAULT" in str(case.params):
+            pytest.xfail(
+                "RNG_DEFAULT is the TPU's own generator (JAX's bits differ from the CPU's the same way)"
+            )
+    wants = [_reference(prim, case)]
+    if on_tpu:
+        wants = _as_the_tpu_computes(prim, case, wants[0])
     avals = _expected_avals(prim, case)
 
     def f(*args):
@@ -133,8 +144,92 @@ def test_xla(prim, case):
 
     got = morphax.jit(f, backend="xla")(*case.args)
     got = list(got) if prim.multiple_results else [got]
-    for g, w, a in zip(got, want, avals):
-        _assert_matches(g, w, a, _xla_tol(prim, case, a))
+    if prim.name == "sort" and not case.params["is_stable"]:
+        # Elements equal in every key may come out in either order (the TPU's sort swaps some):
+        # compare each row's (keys..., payloads...) tuples as sorted lists.
+        got = _tie_order_free(got, case.params["dimension"])
+        wants = [_tie_order_free(w, case.params["dimension"]) for w in wants]
+    for k, want in enumerate(wants):  # the first expectation that holds
+        try:
+            for g, w, a in zip(got, want, avals):
+                _assert_matches(g, w, a, _xla_tol(prim, case, a))
+            return
+        except AssertionError:
+            if k == len(wants) - 1:
+                raise
+
+
+# Special values where the TPU's own arithmetic gives another answer, JAX's included (it lowers
+# these primitives to the same StableHLO operations).
+_TPU_DIFFERS = {
+    "rem": (
+        ("float32-specials", "float16-specials", "bfloat16-specials"),
+        "the TPU's remainder loses digits for large quotients (rem(1e6, pi) = 2.75, not 2.7562) "
+        "and gives NaN for an infinite divisor",
+    ),
+    "igammac": (
+        ("float16-specials", "bfloat16-specials"),
+        "igammac(1e6, 1e6) is 10.15 on the TPU (0.49987 on the CPU): the chip's float32 "
+        "transcendentals break the continued fraction at huge arguments (see docs/tpu.md)",
+    ),
+}
+
+
+def _as_the_tpu_computes(prim, case, want):
+    """The results a TPU may give, most likely first, where its arithmetic is not the CPU's."""
+    if prim.name == "reduce_precision" and case.params["mantissa_bits"] == 0:
+        # With no mantissa bit left to mark a NaN, the TPU rounds NaN to infinity (the CPU keeps
+        # NaN; JAX gives each chip's answer).
+        x = np.asarray(case.args[0])
+        return [[np.where(np.isnan(x), np.copysign(np.inf, x), want[0])]]
+    if prim.name == "fma":
+        # Not fused on the TPU: a product that overflows is infinite before the addend comes
+        # (fma(3e38, 3e38, -inf) is NaN there, -inf when fused).
+        a, b, c = (np.asarray(x) for x in case.args)
+        with np.errstate(all="ignore"):
+            product = (a * b).astype(want[0].dtype)
+            unfused = (product + c).astype(want[0].dtype)
+        return [[np.where(np.isinf(product), unfused, want[0])]]
+    if prim.name in ("dot_general", "conv_general_dilated"):
+        rounded = _as_the_mxu_multiplies(prim, case)
+        if rounded is not case:
+            return [_reference(prim, rounded), want]
+    return [want]
+
+
+def _tie_order_free(operands, dimension):
+    """The sort's outputs with the elements of each slice along `dimension` put in lexicographic
+    order of all the operands: the same for any order of ties."""
+    moved = [np.moveaxis(np.asarray(o), dimension, -1) for o in operands]
+    flat = [m.reshape(-1, m.shape[-1]) for m in moved]
+    out = [np.empty_like(f) for f in flat]
+    for r in range(flat[0].shape[0]):
+        order = np.lexsort(
+            [f[r].astype(np.float64) if f.dtype.kind != "c" else f[r].real for f in flat[::-1]]
+        )
+        for o, f in zip(out, flat):
+            o[r] = f[r][order]
+    return [np.moveaxis(o.reshape(m.shape), -1, dimension) for o, m in zip(out, moved)]
+
+
+def _as_the_mxu_multiplies(prim, case):
+    """The case whose NumPy reference is what a TPU's matrix unit computes: a dot or a convolution
+    at the default precision multiplies the operands rounded to bfloat16 (one pass, float32
+    accumulation), as JAX's does; `precision=HIGHEST` keeps float32, and so do products XLA
+    leaves to the vector unit (an outer product, a vector times a matrix). Modelled exactly, the
+    comparison keeps JAX's TPU tolerances."""
+    if case.params.get("precision") not in (None, (None, None)):
+        return case
+
+    def rounded(a):
+        a = np.asarray(a)
+        if a.dtype.kind == "c":
+            return (rounded(a.real) + 1j * rounded(a.imag)).astype(a.dtype)
+        if a.dtype in (np.float32, np.float16):
+            return a.astype(ml_dtypes.bfloat16).astype(a.dtype)
+        return a
+
+    return dataclasses.replace(case, args=tuple(rounded(a) for a in case.args))
 
 
 def _xla_tol(prim, case, aval):
@@ -143,6 +238,13 @@ def _xla_tol(prim, case, aval):
     tol = _tol(prim, case)
     # Arithmetic rounds XLA's way (scatter-mul's complex products, the generic reduce's order of
     # combination too); moving data stays exact.
+    if _xla_platform() == "tpu" and prim.kind not in (Kind.LAYOUT, Kind.GATHER):
+        if prim.name in ("dot_general", "conv_general_dilated") and aval.dtype.kind == "c":
+            # Complex products at the default precision: three real bfloat16 products of sums
+            # of the parts (Gauss's trick), which the rounding model above does not follow.
+            tol = max(tol, _XLA_ULPS["bfloat16"])
+        elif aval.dtype.kind == "c":  # x / |x| and the like, rounded the chip's way
+            tol = max(tol, _TPU_TOLERANCE["complex64"])
     if prim.kind not in (Kind.LAYOUT, Kind.GATHER) and prim.test_spec.differentiable:
         tol = max(tol, _XLA_ULPS.get(aval.dtype.name, 0))
         if _xla_platform() == "tpu":  # the `tpu` column: JAX's own tests' tolerances on a TPU

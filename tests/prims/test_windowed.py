@@ -246,3 +246,21 @@ def test_matches_jax_gradients(index):
         if jg is not None:
             mg = morphax.vjp(lambda v, op=op: _rw(op, v, case), x)[1](ct)[0]
             np.testing.assert_allclose(np.asarray(mg), np.asarray(jg), rtol=1e-5, atol=1e-5, err_msg=op)
+
+
+@pytest.mark.parametrize(
+    "shape,window,native_on_tpu", [((4, 6), (2, 2), False), ((2, 4, 6, 3), (1, 2, 2, 1), True)]
+)
+def test_tpu_lowering_takes_the_scatter_where_the_chip_has_no_layout(shape, window, native_on_tpu):
+    # A TPU compiles select_and_scatter only with two window-1, stride-1 dimensions to put
+    # minor-most ("not implemented for TPU" otherwise); the CPU takes it for any window.
+    from morphax._src.compiler.backends.xla.lowering import lower_module
+
+    def pooled_sum(x):
+        return lax.reduce_window(x, -np.inf, lax.max, window, window, "VALID").sum()
+
+    closed = morphax.make_jaxpr(morphax.grad(pooled_sum))(np.ones(shape, np.float32))
+    assert "stablehlo.select_and_scatter" in lower_module(closed, "pool", platform="cpu")
+    on_tpu = lower_module(closed, "pool", platform="tpu")
+    assert ("stablehlo.select_and_scatter" in on_tpu) == native_on_tpu
+    assert ("stablehlo.scatter" in on_tpu) != native_on_tpu

@@ -113,3 +113,34 @@ def test_loops_and_branches_run_on_the_chip(tpu):
     want = morphax.jit(f, backend="c")(x)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+
+
+# JAX 0.10.2's numbers on a TPU v5e (tests/tpu/chip_reference.py). On 2026-12-06 morphax's
+# training losses and parameters were JAX's to the last bit there (the same XLA, at the same
+# default precision); the bounds leave room for a different but equally valid order of
+# operations. The seed examples' derivatives differ by a few units in the last place of the
+# chip's transcendental functions.
+CHIP_REFERENCE = pathlib.Path(__file__).resolve().parents[1] / "data" / "chip_reference_tpu_v5e.json"
+LOSS_RTOL = 1e-5
+NORM_RTOL = 1e-5
+
+
+def test_training_steps_and_seed_examples_match_jax_on_the_chip(tpu):
+    import importlib.util
+
+    if not CHIP_REFERENCE.exists():
+        pytest.skip(f"{CHIP_REFERENCE.name} not recorded: python3 tests/tpu/chip_reference.py jax OUT")
+    want = json.loads(CHIP_REFERENCE.read_text())
+    spec = importlib.util.spec_from_file_location(
+        "chip_reference", pathlib.Path(__file__).parent / "chip_reference.py"
+    )
+    chip_reference = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(chip_reference)
+    got = chip_reference.run("morphax")
+    assert got["device"] == want["device"]
+    for name in ("cnn_losses", "mlp_losses"):
+        np.testing.assert_allclose(got[name], want[name], rtol=LOSS_RTOL, err_msg=name)
+    for name in ("cnn_param_norms", "mlp_param_norms"):
+        np.testing.assert_allclose(got[name], want[name], rtol=NORM_RTOL, err_msg=name)
+    for name, value in want["seed_examples"].items():
+        np.testing.assert_allclose(got["seed_examples"][name], value, rtol=1e-3, atol=1e-5, err_msg=name)

@@ -102,7 +102,22 @@ def _leaf_key(x):
         if type(aval) is ShapedArray:
             return (aval.shape, aval.dtype, aval.weak_type)
         return aval
-    return _abstractify(x)
+    aval = _abstractify(x)  # a NumPy array or scalar keys as the Array it becomes
+    if type(aval) is ShapedArray:
+        return (aval.shape, aval.dtype, aval.weak_type)
+    return aval
+
+
+_positional_trees: dict = {}
+
+
+def _positional_tree(n: int):
+    """The treedef of `n` positional array arguments and no keywords: the same key as the general
+    path computes for them, so NumPy values and Arrays of one type share a trace."""
+    tree = _positional_trees.get(n)
+    if tree is None:
+        tree = _positional_trees[n] = pytree.tree_flatten((tuple(range(n)), {}))[1]
+    return tree
 
 
 def _positional_keys(args) -> tuple | None:
@@ -201,13 +216,12 @@ def _key_differences(old, key) -> list[str]:
     if o_ctx != ctx:
         changed = [f"{n}: {a!r} -> {b!r}" for n, a, b in zip(TRACE_FLAGS, o_ctx, ctx) if a != b]
         out.append("a config flag that tracing depends on changed (" + "; ".join(changed) + ")")
-    if (o_static or ((), ())) != (static or ((), ())):  # the positional-arrays path keys ()
+    if o_static != static:
         out.append(f"static arguments changed: {o_static} -> {static}")
     for i, (a, b) in enumerate(zip(o_leaves, leaves)):
         if _leaf_text(a) != _leaf_text(b):
             out.append(f"argument {i} was {_leaf_text(a)}, is {_leaf_text(b)}")
-    # A key's structure is the argument count on the positional-arrays path, a treedef otherwise.
-    if not out and type(o_tree) is type(tree) and o_tree != tree:
+    if not out and o_tree != tree:
         out.append(f"the argument structure changed: {o_tree} -> {tree}")
     return out
 
@@ -360,7 +374,7 @@ class JitWrapped:
         if keys is not None:
             # The common call: positional arrays (or tracers) only. Its key needs no pytree
             # flattening.
-            key = (len(args), keys, (), config.trace_context())
+            key = (_positional_tree(len(args)), keys, ((), ()), config.trace_context())
             hit = self._cache.get(key)
             if hit is None:
                 hit = self._trace_and_store(key, args, {}, (), ())

@@ -270,16 +270,35 @@ class Buffer:
 class OwnedBuffer(Buffer):
     """A Buffer whose PJRT buffer another object owns and destroys when it goes (`owner`: the C
     launcher's HeldBuffer of a program's output, with its `address`); freeing it early
-    (`delete`) works as for any Buffer."""
+    (`delete`) works as for any Buffer. `launcher`, the C launcher of the program that made it
+    (output number `output`), waits for it and copies it to the host without ctypes."""
 
-    __slots__ = ("_owner",)
+    __slots__ = ("_owner", "_launcher", "_output", "_deleted")
 
-    def __init__(self, client, owner, shape, dtype):
+    def __init__(self, client, owner, shape, dtype, launcher=None, output=0):
         self.client = client
         self._ptr = owner.address
         self._shape = shape
         self._dtype = dtype
         self._owner = owner
+        self._launcher = launcher
+        self._output = output
+        self._deleted = False
+
+    def delete(self) -> None:
+        self._deleted = True
+        super().delete()
+
+    def block_until_ready(self) -> Buffer:
+        if self._launcher is None or self._deleted or not self._ptr:
+            return super().block_until_ready()
+        self._launcher.wait(self._ptr)
+        return self
+
+    def to_numpy(self) -> np.ndarray:
+        if self._launcher is None or self._deleted or not self._ptr:
+            return super().to_numpy()
+        return self._launcher.to_host(self._ptr, self._output)
 
     def _destroy(self) -> None:
         self._ptr = 0

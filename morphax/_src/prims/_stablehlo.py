@@ -195,10 +195,19 @@ def rev(ctx, x, *, dimensions, **params):
 
 def _index_scalars(ctx, starts):
     """Start indices as scalars of one integer type (StableHLO wants them alike): their own when
-    they agree (an unsigned index stays unsigned: 2**32 - 1 is past the end, not -1), else int64."""
+    they agree (an unsigned index stays unsigned: 2**32 - 1 is past the end, not -1), else int64.
+    8- and 16-bit indices widen to 32 bits first, keeping their sign: a TPU read a negative int16
+    start as a large unsigned one (it clamped -3 to the end, not to 0)."""
+    starts = [_widened_index(ctx, s) for s in starts]
     if len({s.dtype for s in starts}) <= 1:
-        return list(starts)
+        return starts
     return [ctx.convert(s, np.int64) for s in starts]
+
+
+def _widened_index(ctx, s):
+    if s.dtype.itemsize >= 4:
+        return s
+    return ctx.convert(s, np.int32 if s.dtype.kind == "i" else np.uint32)
 
 
 def dynamic_slice(ctx, x, *starts, slice_sizes, **params):

@@ -266,7 +266,11 @@ def select_and_scatter_add(ctx, s, x, *, select_prim, **params):
     if 0 in s.shape or 0 in x.shape:
         return [ctx.constant(0, out.dtype, out.shape)]
     undilated = all(d == 1 for d in (*params["base_dilation"], *params["window_dilation"]))
-    if undilated and all(lo >= 0 and hi >= 0 for lo, hi in params["padding"]):
+    if (
+        undilated
+        and all(lo >= 0 and hi >= 0 for lo, hi in params["padding"])
+        and _tpu_can_lay_out(ctx, params)
+    ):
         return [_select_and_scatter(ctx, s, x, select_prim, params, out)]
     index, _, padded = _selection(ctx, x, [], select_prim, params)
     m, size = math.prod(s.shape), math.prod(padded)
@@ -290,6 +294,16 @@ def select_and_scatter_add(ctx, s, x, *, select_prim, **params):
     }
     res = ctx.op1("stablehlo.slice", [undone], (x.shape, dtype), attrs)
     return [ctx.convert(res, out.dtype)]
+
+
+def _tpu_can_lay_out(ctx, params) -> bool:
+    """A TPU runs `select_and_scatter` only when the layout XLA picks puts two dimensions of
+    window 1 and stride 1 minor-most ("not implemented for TPU" otherwise): a max pool's batch and
+    feature dimensions are such; a pool over every dimension of a matrix takes the scatter."""
+    if ctx.platform != "tpu":
+        return True
+    plain = [w == 1 and st == 1 for w, st in zip(params["window_dimensions"], params["window_strides"])]
+    return sum(plain) >= 2
 
 
 def _select_and_scatter(ctx, s, x, select_prim, params, out):

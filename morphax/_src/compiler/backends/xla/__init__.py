@@ -281,7 +281,10 @@ class XlaBackend:
                 ]
                 held = direct(*args)
                 if held is not None:
-                    return [OwnedBuffer(client, h, s, d) for h, (s, d) in zip(held, out_types)]
+                    return [
+                        OwnedBuffer(client, h, s, d, direct, k)
+                        for k, (h, (s, d)) in enumerate(zip(held, out_types))
+                    ]
             # Through ctypes (no C launcher here, or an input it declined).
             buffers = [
                 a if isinstance(a, Buffer) else client.buffer_from_host(np.asarray(a, dtype=d), device)

@@ -265,6 +265,29 @@ static PyObject *raise_failure(Launcher *self, Failure *f) {
   return NULL;
 }
 
+/* A new NumPy array with output k's value, copied from `buffer` (waiting for it without the GIL);
+ * NULL with PyErr set if the array cannot be made. A PJRT failure goes to `f`. */
+static PyObject *copy_output(Launcher *self, Py_ssize_t k, void *buffer, Failure *f) {
+  Py_INCREF(self->out_descr[k]);
+  PyObject *o = PyArray_NewFromDescr(&PyArray_Type, self->out_descr[k], self->out_ndim[k], self->out_dims[k],
+                                     NULL, NULL, 0, NULL);
+  if (o == NULL || PyArray_NBYTES((PyArrayObject *)o) == 0) return o;
+  pjrt_fn *fn = self->fn;
+  PJRT_Buffer_ToHostBuffer_Args t;
+  memset(&t, 0, sizeof t);
+  t.struct_size = PJRT_Buffer_ToHostBuffer_Args_SIZE;
+  t.src = buffer;
+  t.host_layout = self->out_layout[k];
+  t.dst = PyArray_DATA((PyArrayObject *)o);
+  t.dst_size = (size_t)PyArray_NBYTES((PyArrayObject *)o);
+  Py_BEGIN_ALLOW_THREADS
+  void *error = fn[TO_HOST](&t);
+  note(f, error, "PJRT_Buffer_ToHostBuffer", fn[ERROR_DESTROY]);
+  if (error == NULL) await_event(fn, t.event, f, "PJRT_Buffer_ToHostBuffer");
+  Py_END_ALLOW_THREADS
+  return o;
+}
+
 /* A HeldBuffer owning a device output (no host memory to view), or NULL with PyErr set. */
 static PyObject *hold_device_buffer(Launcher *self, void *buffer) {
   HeldBuffer *held = PyObject_New(HeldBuffer, &HeldBufferType);
@@ -466,23 +489,7 @@ static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwds) {
     } else if (self->host_memory) {
       o = view_output(self, k, buffer, &f);
     } else {
-      Py_INCREF(self->out_descr[k]);
-      o = PyArray_NewFromDescr(&PyArray_Type, self->out_descr[k], self->out_ndim[k], self->out_dims[k],
-                               NULL, NULL, 0, NULL);
-      if (o != NULL && PyArray_NBYTES((PyArrayObject *)o) > 0) {
-        PJRT_Buffer_ToHostBuffer_Args t;
-        memset(&t, 0, sizeof t);
-        t.struct_size = PJRT_Buffer_ToHostBuffer_Args_SIZE;
-        t.src = buffer;
-        t.host_layout = self->out_layout[k];
-        t.dst = PyArray_DATA((PyArrayObject *)o);
-        t.dst_size = (size_t)PyArray_NBYTES((PyArrayObject *)o);
-        Py_BEGIN_ALLOW_THREADS
-        void *error = fn[TO_HOST](&t);
-        note(&f, error, "PJRT_Buffer_ToHostBuffer", fn[ERROR_DESTROY]);
-        if (error == NULL) await_event(fn, t.event, &f, "PJRT_Buffer_ToHostBuffer");
-        Py_END_ALLOW_THREADS
-      }
+      o = copy_output(self, k, buffer, &f);
       destroy_buffer(fn, buffer, &f);
     }
     if (o == NULL) continue;  /* PyErr is set: the rest are destroyed above */
@@ -516,6 +523,58 @@ done:
   return result;
 }
 
+/* wait(address): blocks (without the GIL) until the PJRT buffer at `address`, an output of this
+ * program, is computed; raises its computation's error. The C twin of Buffer.block_until_ready,
+ * without the ctypes calls (a device array's wait is part of every synchronous step). */
+static PyObject *launcher_wait(Launcher *self, PyObject *arg) {
+  void *buffer = PyLong_AsVoidPtr(arg);
+  if (buffer == NULL) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "wait: a NULL buffer");
+    return NULL;
+  }
+  pjrt_fn *fn = self->fn;
+  Failure f = {NULL, NULL};
+  PJRT_Buffer_ReadyEvent_Args r = {PJRT_Buffer_ReadyEvent_Args_SIZE, NULL, buffer, NULL};
+  Py_BEGIN_ALLOW_THREADS
+  void *error = fn[READY_EVENT](&r);
+  note(&f, error, "PJRT_Buffer_ReadyEvent", fn[ERROR_DESTROY]);
+  if (error == NULL) await_event(fn, r.event, &f, "PJRT_Buffer_ReadyEvent");
+  Py_END_ALLOW_THREADS
+  if (f.error != NULL) return raise_failure(self, &f);
+  Py_RETURN_NONE;
+}
+
+/* to_host(address, k): a new NumPy array holding the value of the PJRT buffer at `address`, this
+ * program's output `k` (its dtype, shape and dense layout); waits for it without the GIL. */
+static PyObject *launcher_to_host(Launcher *self, PyObject *args) {
+  PyObject *address;
+  Py_ssize_t k;
+  if (!PyArg_ParseTuple(args, "On", &address, &k)) return NULL;
+  if (k < 0 || k >= self->n_out) {
+    PyErr_Format(PyExc_IndexError, "to_host: output %zd of a program with %zd", k, self->n_out);
+    return NULL;
+  }
+  void *buffer = PyLong_AsVoidPtr(address);
+  if (buffer == NULL) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "to_host: a NULL buffer");
+    return NULL;
+  }
+  Failure f = {NULL, NULL};
+  PyObject *o = copy_output(self, k, buffer, &f);
+  if (f.error != NULL) {
+    Py_XDECREF(o);
+    return raise_failure(self, &f);
+  }
+  return o;
+}
+
+static PyMethodDef launcher_methods[] = {
+  {"wait", (PyCFunction)launcher_wait, METH_O, "Wait for an output buffer (its address) to be computed."},
+  {"to_host", (PyCFunction)launcher_to_host, METH_VARARGS,
+   "A new NumPy array with output k's value, copied from the buffer at the address."},
+  {NULL, NULL, 0, NULL},
+};
+
 static PyTypeObject LauncherType = {
   PyVarObject_HEAD_INIT(NULL, 0)
   .tp_name = "mx_pjrt_launch.Launcher",
@@ -527,6 +586,7 @@ static PyTypeObject LauncherType = {
   .tp_init = (initproc)launcher_init,
   .tp_new = PyType_GenericNew,
   .tp_call = (ternaryfunc)launcher_call,
+  .tp_methods = launcher_methods,
 };
 
 static PyObject *live_held_buffers(PyObject *module, PyObject *unused) {
