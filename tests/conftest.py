@@ -16,6 +16,10 @@ import pytest
 
 os.environ.setdefault("MORPHAX_COMPILE_IN_BACKGROUND", "0")
 
+# Other libraries' test suites kept as data (tests/data/suites): run by
+# tests/ecosystem/test_scientific_suites.py through morphax.compat, never collected directly.
+collect_ignore = ["data"]
+
 
 # The fast subset: MORPHAX_TEST_SAMPLE=N keeps at most N cases of every parametrized test (spread
 # evenly over its parameter list, the same ones every run) and skips the `slow` tests. Generated
