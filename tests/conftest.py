@@ -141,9 +141,12 @@ _CASES_DEVICES = {
 }
 
 
-def _run_device_cases(folder, module, names, devices=4, timeout=300.0, *, devices_via="xla_flags") -> str:
+def _run_device_cases(
+    folder, module, names, devices=4, timeout=300.0, *, devices_via="xla_flags", env=None
+) -> str:
     """Run the functions `names` of `module` (a file of `folder`) in one subprocess with `devices`
-    CPU devices, made through `devices_via`; a case raises on failure. Returns its stdout."""
+    CPU devices, made through `devices_via` (`env`: more environment variables, such as the
+    platform); a case raises on failure. Returns its stdout."""
     path = str(pathlib.Path(folder) / (module + ".py"))
     code = _CASES_DEVICES[devices_via].format(devices=devices) + textwrap.dedent(
         f"""
@@ -163,7 +166,7 @@ def _run_device_cases(folder, module, names, devices=4, timeout=300.0, *, device
         sys.exit(1 if failed else 0)
         """
     )
-    env = {**os.environ}
+    env = {**os.environ, **(env or {})}
     env.pop("XLA_FLAGS", None)
     env.pop("JAX_NUM_CPU_DEVICES", None)
     if devices_via == "xla_flags":

@@ -14,7 +14,13 @@ from morphax._src import errors, events
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, pytype_aval_mappings
 from morphax._src.core.trace import Tracer
-from morphax._src.runtime.buffers import DeletedBuffer, DeviceBuffer, PendingBuffer, ProcessLocalBuffer
+from morphax._src.runtime.buffers import (
+    DeletedBuffer,
+    DeviceBuffer,
+    PendingBuffer,
+    ProcessLocalBuffer,
+    ShardedDeviceBuffer,
+)
 
 
 class _ArrayMeta(type):
@@ -99,7 +105,7 @@ class Array(metaclass=_ArrayMeta):
                     value = buf.result()
             else:
                 value = buf.result()
-            if type(buf) is not DeviceBuffer:  # a device array keeps its buffer (and the copy)
+            if type(buf) not in _ON_DEVICES:  # a device array keeps its buffer (and the copy)
                 self._buf = value
             return value
         return buf
@@ -110,7 +116,7 @@ class Array(metaclass=_ArrayMeta):
 
     def block_until_ready(self):
         buf = self._buf
-        if type(buf) is DeviceBuffer:
+        if type(buf) in _ON_DEVICES:
             buf.wait()  # the computation, not a copy to the host
         else:
             self._settle()
@@ -125,6 +131,9 @@ class Array(metaclass=_ArrayMeta):
         self._buf = DeletedBuffer(buf.shape, buf.dtype)
         if type(buf) is DeviceBuffer:
             buf.pjrt.delete()  # device memory is freed now (after work already queued on it)
+        elif type(buf) is ShardedDeviceBuffer:
+            for shard, _ in buf.shards:
+                shard.delete()
 
     @property
     def aval(self) -> ShapedArray:
@@ -333,6 +342,10 @@ class Array(metaclass=_ArrayMeta):
         """Whether this process's devices hold all of it (False for an array laid out over the
         devices of several processes)."""
         return self._place is None or self._place[0].is_fully_addressable
+
+
+# Buffers in a plugin's device memory: an Array keeps them after reading its value.
+_ON_DEVICES = (DeviceBuffer, ShardedDeviceBuffer)
 
 
 def _single_device(place) -> bool:

@@ -119,6 +119,54 @@ class DeviceBuffer(PendingBuffer):
     set_error = set_result
 
 
+class ShardedDeviceBuffer(PendingBuffer):
+    """An array's value laid out over several devices of a plugin: `shards` is one (pjrt buffer,
+    index) per device, the index (a tuple of slices) saying which block of the global array that
+    device holds (replicas hold the same block). Reading the value (`result`) copies each distinct
+    block to the host once and assembles the whole; `wait` waits for every shard."""
+
+    __slots__ = ("shards", "layout")
+
+    def __init__(self, shards, shape, dtype, layout=None):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self._event = None
+        self._value = None
+        self._error = None
+        self._traceback = None
+        self.shards = list(shards)
+        # (mesh, per-dimension mesh axes) the blocks follow, when a partitioned program made them:
+        # the next program on the same mesh takes them as they are.
+        self.layout = layout
+
+    def done(self) -> bool:
+        return self._value is not None or all(b.is_ready() for b, _ in self.shards)
+
+    def wait(self) -> None:
+        if self._value is None:
+            for b, _ in self.shards:
+                b.block_until_ready()
+
+    def result(self) -> np.ndarray:
+        value = self._value
+        if value is None:
+            value = np.empty(self.shape, self.dtype)
+            seen = set()
+            for b, index in self.shards:
+                key = tuple((s.start, s.stop, s.step) for s in index)
+                if key not in seen:
+                    seen.add(key)
+                    value[index] = b.to_numpy()
+            value.flags.writeable = False
+            self._value = value
+        return value
+
+    def set_result(self, value):
+        raise TypeError("a ShardedDeviceBuffer holds computed values")
+
+    set_error = set_result
+
+
 class ProcessLocalBuffer:
     """The buffer of an array that spans the devices of several processes (after
     morphax.distributed.initialize) without being replicated on all of them: `data` has the

@@ -23,7 +23,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.runtime import array as _array
 from morphax._src.runtime import devices as _devices
 from morphax._src.runtime.array import Array
-from morphax._src.runtime.buffers import DeviceBuffer, ProcessLocalBuffer, local_data
+from morphax._src.runtime.buffers import DeviceBuffer, ProcessLocalBuffer, ShardedDeviceBuffer, local_data
 from morphax._src.sharding.partition_spec import PartitionSpec
 from morphax._src.sharding.propagation import out_shardings as propagated
 from morphax._src.sharding.shardings import (
@@ -84,6 +84,21 @@ def shards_of(x: Array, every_process: bool = False) -> list:
     """The Shards of this process's devices (`every_process`: of all devices, with data None
     for other processes' devices)."""
     s = sharding_of(x)
+    buf = x._buf
+    if type(buf) is ShardedDeviceBuffer:  # each device's block, where it is
+        replicas = replica_ids(s, buf.shape)
+        by_device = {id(b.device): (b, index) for b, index in buf.shards}
+        out = []
+        for device, index in s.devices_indices_map(buf.shape).items():
+            b, held = by_device[id(device.pjrt)]
+            shape = tuple(_extent(ix, n) for ix, n in zip(held, buf.shape))
+            if shape == tuple(_extent(ix, n) for ix, n in zip(index, buf.shape)):
+                data = Array(DeviceBuffer(b, shape, buf.dtype), x.weak_type, (single(device), True))
+            else:  # a block the layout could not split evenly is held whole: cut it on the host
+                view = buf.result()[(*index, Ellipsis)]
+                data = Array(view, x.weak_type, (single(device), True))
+            out.append(Shard(device, data=data, index=index, replica_id=replicas[device]))
+        return out
     value = local_data(x._settle())
     shape = value.shape
     replicas = replica_ids(s, shape)
@@ -98,6 +113,10 @@ def shards_of(x: Array, every_process: bool = False) -> list:
         data = Array(view, x.weak_type, (single(device), True))
         out.append(Shard(device, data=data, index=index, replica_id=replicas[device]))
     return out
+
+
+def _extent(index: slice, n: int) -> int:
+    return len(range(*index.indices(n)))
 
 
 def placed(value, weak_type, sharding, committed=True) -> Array:
@@ -244,12 +263,14 @@ def buffer_on(x: Array, sharding, who="device_put"):
     devices = sharding.device_set
     plugin = [d for d in devices if isinstance(d, _devices.PjrtDevice)]
     if not plugin:
-        return x._value if type(buf) is DeviceBuffer else buf
+        return x._value if type(buf) in (DeviceBuffer, ShardedDeviceBuffer) else buf
     if len(devices) != 1:
-        raise NotImplementedError(
-            f"{who}: morphax lays arrays out on one device of the {plugin[0].platform} platform, not "
-            f"over {len(devices)} ({sharding!r}); use one device, or the CPU's devices for sharding"
-        )
+        if len(plugin) != len(devices):
+            raise ValueError(
+                f"{who}: {sharding!r} mixes the {plugin[0].platform} platform's devices with others; "
+                "lay an array out over the devices of one platform"
+            )
+        return sharded_on_devices(x._value, sharding)
     device = plugin[0]
     if type(buf) is DeviceBuffer and buf.pjrt.device is device.pjrt:
         return buf
@@ -263,6 +284,16 @@ def to_default_device(x: Array) -> Array:
     if not isinstance(device, _devices.PjrtDevice) or type(x._buf) is not np.ndarray:
         return x
     return Array(to_device(x._buf, device), x.weak_type, x._place)
+
+
+def sharded_on_devices(value: np.ndarray, sharding) -> ShardedDeviceBuffer:
+    """A host value laid out per `sharding` over several devices of a plugin: each device gets
+    its block (a copy of the value's slice), replicas each their own copy."""
+    shards = []
+    for device, index in sharding.devices_indices_map(value.shape).items():
+        block = np.ascontiguousarray(value[index])
+        shards.append((device.pjrt.client.buffer_from_host(block, device.pjrt), index))
+    return ShardedDeviceBuffer(shards, value.shape, value.dtype)
 
 
 def to_device(value: np.ndarray, device) -> DeviceBuffer:

@@ -24,7 +24,7 @@ from morphax._src.compiler.compile import compile_jaxpr
 from morphax._src.distributed import state
 from morphax._src.distributed.device_collectives import ProcessDevicesCommunicator
 from morphax._src.higher_order.pmap import axis_frame
-from morphax._src.runtime import placement, pmap_runner, replicated_outputs
+from morphax._src.runtime import placement, pmap_runner, replicated_outputs, xla_partitioned
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.buffers import (
     ProcessLocalBuffer,
@@ -105,6 +105,11 @@ def run_partitioned(executable, closed, args, committed, places, name, backend, 
     out_lays = [_lay(p[0] if p else None, mesh, a.shape) for p, a in zip(places, closed.out_avals)]
     if not any(any(lay) for lay in in_lays + out_lays):
         return None
+    if xla_partitioned.on_plugin_mesh(mesh):  # XLA partitions it (runtime/xla_partitioned.py)
+        _, _, _, coords = _geometry(mesh)
+        return xla_partitioned.run(
+            closed, args, in_lays, out_lays, mesh, coords, _index, places, weak_types, name
+        )
     part = partition(closed, in_lays, out_lays, mesh)
     devices, ranks, ids, coords = _geometry(mesh)
     programs, owner = _programs(

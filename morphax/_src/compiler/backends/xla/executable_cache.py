@@ -40,10 +40,13 @@ def _plugin_identity(client) -> str:
     )
 
 
-def key_of(client, text: str, num_replicas: int = 1, device_ids=None) -> str:
-    options = compile_options(
-        num_replicas, 1, None, None if device_ids is None else [[i] for i in device_ids]
-    )
+def key_of(client, text: str, num_replicas: int = 1, device_ids=None, partitioned=False) -> str:
+    if partitioned:  # one replica of len(device_ids) partitions
+        options = compile_options(1, len(device_ids), True, [list(device_ids)])
+    else:
+        options = compile_options(
+            num_replicas, 1, None, None if device_ids is None else [[i] for i in device_ids]
+        )
     h = hashlib.sha256()
     for part in (_plugin_identity(client).encode(), options, text.encode()):
         h.update(len(part).to_bytes(8, "little"))
@@ -51,20 +54,25 @@ def key_of(client, text: str, num_replicas: int = 1, device_ids=None) -> str:
     return h.hexdigest()[:40]
 
 
-def compile(client, text: str, devices=None) -> Executable:
+def compile(client, text: str, devices=None, partitioned=False) -> Executable:
     """`client.compile(text)` through the disk cache: a one-device program, or with `devices` a
-    program of one replica on each of them (a pmap's)."""
+    program of one replica on each of them (a pmap's), or with `partitioned` one program that
+    XLA partitions over them (its module's arguments and results carry their shardings)."""
     from morphax._src.compiler.backends.c import disk_cache
 
     def compile_now():
         if devices is None:
             return client.compile(text)
+        if partitioned:
+            return client.compile(
+                text, 1, len(devices), device_assignment=[list(devices)], use_spmd_partitioning=True
+            )
         return client.compile(text, num_replicas=len(devices), device_assignment=[[d] for d in devices])
 
     plugin = client.plugin
     usable = plugin.has("Executable_Serialize") and plugin.has("Executable_DeserializeAndLoad")
     ids = None if devices is None else [d.id for d in devices]
-    key = key_of(client, text, 1 if devices is None else len(devices), ids)
+    key = key_of(client, text, 1 if devices is None else len(devices), ids, partitioned)
     path = disk_cache.entry_path(key, SUFFIX) if usable else None
     if path is None:
         return compile_now()

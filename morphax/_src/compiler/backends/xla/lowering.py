@@ -223,7 +223,12 @@ def _inline_call(param: str):
 
 
 def lower_module(
-    closed: ClosedJaxpr, name: str = "main", result_names=None, axis_env=(), platform: str = "cpu"
+    closed: ClosedJaxpr,
+    name: str = "main",
+    result_names=None,
+    axis_env=(),
+    platform: str = "cpu",
+    shardings=None,
 ) -> str:
     """The StableHLO module (MLIR text) of `closed`: `@main` takes its inputs, returns its outputs,
     laid out as JAX prints its modules (`module @jit_f attributes {...}`, `func.func public @main`,
@@ -231,7 +236,9 @@ def lower_module(
     NB: the operations are in MLIR's generic form (`"stablehlo.add"(%a, %b) : ...`), which every
     plugin parses; JAX prints the pretty form (`stablehlo.add %a, %b`), tied to one version.
     `axis_env`: the named axes of a program run on several replicas (ModuleLowering); `platform`:
-    the PJRT platform it is for (a few rules differ by platform, as JAX's do)."""
+    the PJRT platform it is for (a few rules differ by platform, as JAX's do); `shardings`:
+    (argument shardings, result shardings, partitions), HLO sharding strings of a program XLA
+    partitions over that many devices (runtime/xla_partitioned.py)."""
     module = ModuleLowering(axis_env, platform)
     b = module.builder
     args = [Value(f"%arg{k}", v.aval.shape, v.aval.dtype) for k, v in enumerate(closed.jaxpr.invars)]
@@ -239,15 +246,21 @@ def lower_module(
     results = module.lower_jaxpr(closed.jaxpr, closed.consts, args)
     b.op("func.return", results, [])
     body = b.pop_block()
-    params = ", ".join(f"{a.name}: {a.type}" for a in args)
-    if result_names is not None and len(result_names) == len(results):
+    in_s, out_s, partitions = shardings if shardings is not None else (None, None, 1)
+    params = ", ".join(
+        f"{a.name}: {a.type}" + (f' {{mhlo.sharding = "{in_s[k]}"}}' if in_s else "")
+        for k, a in enumerate(args)
+    )
+    if out_s:
+        outs = ", ".join(f'{r.type} {{mhlo.sharding = "{s}"}}' for r, s in zip(results, out_s))
+    elif result_names is not None and len(result_names) == len(results):
         outs = ", ".join(
             f'{r.type} {{jax.result_info = "{_escape(n)}"}}' for r, n in zip(results, result_names)
         )
     else:
         outs = ", ".join(r.type for r in results)
     lines = [
-        f"module @{_symbol(name)} attributes {{mhlo.num_partitions = 1 : i32, "
+        f"module @{_symbol(name)} attributes {{mhlo.num_partitions = {partitions} : i32, "
         f"mhlo.num_replicas = {module.num_replicas()} : i32}} {{",
         f"  func.func public @main({params}) -> ({outs}) {{",
         *body,
