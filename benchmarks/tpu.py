@@ -138,7 +138,7 @@ def sizes(quick):
         "cnn_batch": 256,
         "per_example_batch": 256,
         "lm_size": "large",
-        "lm_steps": 30,
+        "lm_steps": 100,  # a tenth of them wait for the loss (the progress line): more steps, a steadier rate
     }
 
 
@@ -825,7 +825,7 @@ def main():
         help="a worker slower than this many seconds is not run again (120)",
     )
     parser.add_argument("--lm-size", help="transformer_lm's --size (large; --quick: small)")
-    parser.add_argument("--lm-steps", type=int, help="transformer_lm's --steps (30; --quick: 5)")
+    parser.add_argument("--lm-steps", type=int, help="transformer_lm's --steps (100; --quick: 5)")
     parser.add_argument(
         "--lm-rounds",
         type=int,
