@@ -36,7 +36,7 @@ that library alone (``import jax`` or ``import morphax as jax``) and, per worklo
 the best of five) and prints one JSON line, device included. Workloads 1-7 share one process per
 library and round (opening a TPU costs a process about 10 s; ``--separate`` gives each its own);
 8, 9 and 10 always get fresh ones. The parent runs the workers in interleaved rounds (JAX,
-morphax, JAX, morphax, ... for ``--rounds``; transformer_lm, which averages 30 steps itself, in
+morphax, JAX, morphax, ... for ``--rounds``; transformer_lm, which averages 100 steps itself, in
 the first ``--lm-rounds`` only), keeps each library's best, and prints a markdown table. A
 workload that raises, kills its worker or outlives ``--timeout`` is a row marked as an error
 (its last stderr lines follow the table; a new worker runs the workloads after it), not the end
@@ -830,7 +830,7 @@ def main():
         "--lm-rounds",
         type=int,
         default=1,
-        help="rounds that run transformer_lm (1: it averages 30 steps itself)",
+        help="rounds that run transformer_lm (1: it averages 100 steps itself)",
     )
     parser.add_argument(
         "--separate",
