@@ -339,6 +339,12 @@ def case_auto_propagation():
         "reshape": (xs.reshape(32), P("x"), A.reshape(32)),
         "bcast": (xs[None], P(None, "x"), A[None]),
         "mean": (jnp.mean(xs), P(), A.mean()),
+        # An equation with no outputs (a callback) inside: nothing to lay out there.
+        "callback": (
+            morphax.jit(lambda v: morphax.debug.callback(lambda t: None, v) or v + 1)(xs),
+            P("x"),
+            A + 1,
+        ),
     }
     for name, (out, spec, want) in cases.items():
         assert out.sharding.mesh == mesh, name

@@ -97,6 +97,8 @@ def _dot_general(lays, avals, dimension_numbers, explicit):
 def _rule(prim, params, in_avals, in_lays, out_avals, mesh, explicit) -> list:
     """The output layouts of one equation."""
     nout = len(out_avals)
+    if nout == 0:  # a callback, an effect: nothing to lay out
+        return []
     whole = [((),) * len(a.shape) for a in out_avals]
     report = params.get("sharding_callback")
     if report is not None and hasattr(report, "fire"):  # inspect_array_sharding
