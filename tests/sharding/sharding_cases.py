@@ -342,7 +342,7 @@ def case_auto_propagation():
         # An equation with no outputs (a callback) inside: nothing to lay out there.
         "callback": (
             morphax.jit(lambda v: morphax.debug.callback(lambda t: None, v) or v + 1)(xs),
-            P("x"),
+            P("x", None),
             A + 1,
         ),
     }
