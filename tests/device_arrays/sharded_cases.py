@@ -129,3 +129,21 @@ def waiting_deleting_and_moving_sharded_arrays():
         assert "deleted" in str(e)
     else:
         raise AssertionError("reading a deleted array did not raise")
+
+
+def donation_in_shardings_and_callbacks():
+    mesh = _mesh()
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    x = morphax.device_put(a, NamedSharding(mesh, P("x")))
+    y = morphax.jit(lambda v: v + 1, donate_argnums=0)(x)
+    assert x.is_deleted()
+    np.testing.assert_array_equal(np.asarray(y), a + 1)
+    # jit's in_shardings lay a host value out before the partitioned program runs.
+    z = morphax.jit(lambda v: v * 2, in_shardings=NamedSharding(mesh, P(None, "y")))(a)
+    assert z.sharding == NamedSharding(mesh, P(None, "y"))
+    _check_shards(z, a * 2)
+    # A program that calls back into Python is not XLA's to partition: it runs whole, correctly.
+    seen = []
+    w = morphax.jit(lambda v: morphax.debug.callback(seen.append, v) or v - 1)(y)
+    np.testing.assert_array_equal(np.asarray(w), a)
+    assert len(seen) >= 1

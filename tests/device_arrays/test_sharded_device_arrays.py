@@ -19,6 +19,7 @@ CASES = [
     "a_programs_results_feed_the_next_in_place",
     "eager_operations_and_gradients_on_sharded_arrays",
     "waiting_deleting_and_moving_sharded_arrays",
+    "donation_in_shardings_and_callbacks",
 ]
 
 
