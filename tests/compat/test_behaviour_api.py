@@ -212,3 +212,23 @@ def test_shape_dtype_struct_of_keys():
     assert shapes == morphax.ShapeDtypeStruct((2,), jnp.float32)
     with pytest.raises(TypeError, match="key array"):
         _ = kd.aval
+
+
+def test_linearize_returns_a_pytree_that_jit_takes_as_jax_does():
+    # JAX's f_jvp is a Partial over the residuals (equinox passes it through filter_jit).
+    x = np.arange(3.0, dtype=np.float32)
+    y, f_jvp = morphax.linearize(lambda v: jnp.sin(v) * 2, x)
+    assert len(morphax.tree_util.tree_leaves(f_jvp)) >= 1
+    through = morphax.jit(lambda f, t: f(t))(f_jvp, jnp.ones(3))
+    np.testing.assert_allclose(np.asarray(through), 2 * np.cos(x), rtol=1e-6)
+    back = morphax.jit(lambda v: morphax.linearize(jnp.tanh, v)[1])(x)
+    np.testing.assert_allclose(np.asarray(back(jnp.ones(3))), 1 - np.tanh(x) ** 2, rtol=1e-5)
+
+
+def test_lowered_compile_takes_compiler_options_and_refuses_unknown_ones():
+    lowered = morphax.jit(lambda x, y: 2 * x + y).lower(jnp.array(3), 4)
+    compiled = lowered.compile(compiler_options={"xla_gpu_autotune_level": "0"})
+    assert int(compiled(3, 4)) == 10 and compiled.compiler_options == {"xla_gpu_autotune_level": "0"}
+    assert lowered.compile(compiler_options=None).compiler_options == {}
+    with pytest.raises(morphax.errors.JaxRuntimeError, match="No such compile option"):
+        lowered.compile(compiler_options={"an option that does not make sense": "bad value"})

@@ -7,6 +7,7 @@ what to do, and calls the trace machinery in `transforms/ad.py`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -150,27 +151,61 @@ def linearize(fun, *primals, has_aux=False):
         lin = _drop_outputs(lin, n)
     out_tree = store["out_tree"]
     in_avals = [tangent_aval(get_aval(p)) for p in p_leaves]
-
-    def f_jvp(*tangents):
-        t_leaves, t_tree = pytree.tree_flatten(tangents)
-        if t_tree != p_tree:
-            raise TypeError(
-                f"linearized function called with tangents of structure {t_tree}, expected {p_tree} "
-                "(the structure of the primals)."
-            )
-        for a, t in zip(in_avals, t_leaves):
-            if get_aval(t).shape != a.shape:
-                raise ValueError(
-                    f"linearized function: tangent shape {get_aval(t).shape} != primal shape {a.shape}"
-                )
-        outs = lin(*t_leaves)[:n]
-        return pytree.tree_unflatten(out_tree, [instantiate(t) for t in outs])
-
-    f_jvp.jaxpr = lin.jaxpr
+    structure = _LinearStructure(
+        lin.jaxpr.jaxpr, lin.out_zero_avals, lin.in_avals, in_avals, p_tree, out_tree, n
+    )
+    f_jvp = Linearized(lin.jaxpr.consts, structure)
     primals_out = pytree.tree_unflatten(out_tree, out_p[:n])
     if has_aux:
         return primals_out, f_jvp, _aux_out(store, out_p[n:])
     return primals_out, f_jvp
+
+
+@dataclasses.dataclass(eq=False)  # compared by identity: one per linearization
+class _LinearStructure:
+    jaxpr: object  # the linear Jaxpr; its constants are the residual arrays
+    out_zero_avals: list
+    lin_in_avals: list
+    in_avals: list  # the tangents' avals, as the primals'
+    in_tree: object
+    out_tree: object
+    n_out: int
+
+
+class Linearized:
+    """The `f_jvp` of `linearize`: the linear function of the tangents. As JAX's (a `Partial`),
+    a pytree whose leaves are the residual arrays, so it can be passed to and returned from
+    jitted functions."""
+
+    def __init__(self, residuals, structure: _LinearStructure):
+        self.residuals = list(residuals)
+        self.structure = structure
+
+    @property
+    def jaxpr(self) -> ClosedJaxpr:
+        return ClosedJaxpr(self.structure.jaxpr, self.residuals)
+
+    def __call__(self, *tangents):
+        s = self.structure
+        t_leaves, t_tree = pytree.tree_flatten(tangents)
+        if t_tree != s.in_tree:
+            raise TypeError(
+                f"linearized function called with tangents of structure {t_tree}, expected {s.in_tree} "
+                "(the structure of the primals)."
+            )
+        for a, t in zip(s.in_avals, t_leaves):
+            if get_aval(t).shape != a.shape:
+                raise ValueError(
+                    f"linearized function: tangent shape {get_aval(t).shape} != primal shape {a.shape}"
+                )
+        lin = ad.LinearFunction(self.jaxpr, s.out_zero_avals, s.lin_in_avals)
+        outs = lin(*t_leaves)[: s.n_out]
+        return pytree.tree_unflatten(s.out_tree, [instantiate(t) for t in outs])
+
+
+pytree.register_pytree_node(
+    Linearized, lambda f: (f.residuals, f.structure), lambda s, residuals: Linearized(residuals, s)
+)
 
 
 def _drop_outputs(lin, n):

@@ -5,6 +5,7 @@ introspection (kernels, native segments, scratch, cost and memory analysis)."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 from morphax._src.api.tracing import ShapeDtypeStruct, _abstractify
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
+from morphax._src.errors import JaxRuntimeError
 from morphax._src.higher_order.pjit import pjit_p
 from morphax._src.runtime.eager import call_compiled
 
@@ -150,8 +152,34 @@ class Lowered(_TracedStage):
             "'stablehlo' or 'hlo' (the last returns None: morphax does not write HLO)."
         )
 
-    def compile(self):
-        return Compiled(self._traced)
+    def compile(self, compiler_options=None):
+        """The compiled program. `compiler_options`, as JAX takes them ({XLA debug option name:
+        value}), are checked by name (an XLA option is `xla_` and lowercase words; anything else
+        raises JaxRuntimeError as XLA's check does) and kept as `Compiled.compiler_options`; they
+        do not change what morphax generates."""
+        options = _checked_compiler_options(compiler_options)
+        compiled = Compiled(self._traced)
+        compiled.compiler_options = options
+        return compiled
+
+
+def _checked_compiler_options(options) -> dict:
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise TypeError(
+            f"Lowered.compile: compiler_options must be a dict of option name -> value, got {options!r}"
+        )
+    for name, value in options.items():
+        if not (isinstance(name, str) and re.fullmatch(r"xla_[a-z0-9_]+", name)):
+            raise JaxRuntimeError(
+                f"INVALID_ARGUMENT: No such compile option: {name!r} (XLA's options are named xla_...)"
+            )
+        if not isinstance(value, (str, bool, int, float)):
+            raise JaxRuntimeError(
+                f"INVALID_ARGUMENT: compile option {name!r} takes a string, bool or number, got {value!r}"
+            )
+    return dict(options)
 
 
 class Compiled(_TracedStage):
@@ -160,6 +188,7 @@ class Compiled(_TracedStage):
 
         self._traced = traced
         self._executable = compile_jaxpr(traced.jaxpr, traced.fun_name, traced.backend)
+        self.compiler_options: dict = {}  # Lowered.compile's, as given
 
     def as_text(self) -> str:
         """The generated code: one C function per fused kernel (native backend), then the program
