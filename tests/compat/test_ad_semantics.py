@@ -350,3 +350,11 @@ def test_a_symbolic_zero_cotangent_reaches_bwd_as_a_symbolic_zero(order, returns
         g = jax.vmap(jax.grad(lambda x: f(x)[0].sum()))(xs)
     np.testing.assert_array_equal(g, np.ones((2, 3)) if returns == "g0" else np.zeros((2, 3)))
     assert seen == [(SymbolicZero, (3,))]
+
+
+def test_a_python_scalar_tangent_passed_through_comes_back_an_array():
+    # JAX: jvp(lambda x: x + 1, (1.0,), (1.0,)) gives the tangent Array(1., weak_type=True);
+    # equinox's filter_jvp compares it with jnp.array(1.0).
+    primal, tangent = jax.jvp(lambda x: x + 1, (1.0,), (1.0,))
+    assert isinstance(tangent, jax.Array) and tangent.weak_type and float(tangent) == 1.0
+    assert float(primal) == 2.0

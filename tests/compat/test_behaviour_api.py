@@ -232,3 +232,12 @@ def test_lowered_compile_takes_compiler_options_and_refuses_unknown_ones():
     assert lowered.compile(compiler_options=None).compiler_options == {}
     with pytest.raises(morphax.errors.JaxRuntimeError, match="No such compile option"):
         lowered.compile(compiler_options={"an option that does not make sense": "bad value"})
+
+
+def test_float0_results_of_jit_are_numpy_arrays_as_in_jax():
+    # An integer input's cotangent: JAX returns a NumPy float0 array from jit as from eager code
+    # (equinox's tree_equal compares two of them with NumPy's ==).
+    for fn in (lambda f: f, morphax.jit):
+        out = fn(lambda x, i: morphax.vjp(lambda a, b: a * b, x, i)[1](1.0))(1.0, 2)
+        assert type(out[1]) is np.ndarray and out[1].dtype == morphax.dtypes.float0
+        assert bool(np.all(out[1] == out[1])) and float(out[0]) == 2.0

@@ -121,10 +121,21 @@ def jvp(fun, primals, tangents, has_aux=False):
     n = store["n_out"]
     _check_outputs_are_arrays(fun, out_p[:n])
     primals_out = pytree.tree_unflatten(store["out_tree"], out_p[:n])
-    tangents_out = pytree.tree_unflatten(store["out_tree"], [instantiate(t) for t in out_t[:n]])
+    t_out = [_array_like_primal(instantiate(t), p) for t, p in zip(out_t[:n], out_p[:n])]
+    tangents_out = pytree.tree_unflatten(store["out_tree"], t_out)
     if has_aux:
         return primals_out, tangents_out, _aux_out(store, out_p[n:])
     return primals_out, tangents_out
+
+
+def _array_like_primal(t, p):
+    """A Python-scalar tangent an operation passed through unchanged (the tangent of x + 1 is
+    x's): an array when its primal output is one, as JAX's tangents come out of its rules; a
+    primal returned untouched keeps its scalar tangent, as in JAX."""
+    if _dtypes.is_python_scalar(t) and not _dtypes.is_python_scalar(p):
+        aval = tangent_aval(get_aval(p))
+        return make_array(t, dtype=aval.dtype, weak_type=aval.weak_type)
+    return t
 
 
 def _like_primal(t, p):

@@ -32,6 +32,7 @@ from morphax._src.config import TRACE_FLAGS, config
 from morphax._src.core import pytree, state_types
 from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray
+from morphax._src.core.dtypes import float0
 from morphax._src.core.jaxpr import check_jaxpr
 from morphax._src.errors import JaxRuntimeError
 from morphax._src.higher_order.pjit import pjit_p
@@ -106,6 +107,11 @@ def _leaf_key(x):
     if type(aval) is ShapedArray:
         return (aval.shape, aval.dtype, aval.weak_type)
     return aval
+
+
+def _float0_outputs(closed) -> frozenset:
+    """The positions of `closed`'s float0 outputs (integer inputs' cotangents)."""
+    return frozenset(k for k, a in enumerate(closed.out_avals) if a.dtype == float0)
 
 
 _positional_trees: dict = {}
@@ -562,7 +568,10 @@ class JitWrapped:
                 outs = call_compiled(leaves, closed, self._name, self._compiler_backend, positions, shardings)
             except IncompatibleDevicesError as e:  # name the arguments as JAX does
                 raise e.with_labels(self._arg_names(args, kwargs, len(leaves))) from None
-            if self._fast is not None and not kwargs and leaves is args:
+            zeros = _float0_outputs(closed)
+            if zeros:  # float0 results are NumPy arrays, as JAX returns them (no device holds them)
+                outs = [np.zeros(o.shape, float0) if k in zeros else o for k, o in enumerate(outs)]
+            elif self._fast is not None and not kwargs and leaves is args:
                 call_fast.remember(
                     self._fast, args, closed, self._name, self._compiler_backend, out_tree, single
                 )
