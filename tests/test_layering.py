@@ -20,6 +20,7 @@ LAYERS = {
     "events": 0,
     "traceback_util": 0,
     "version": 0,
+    "wrapping": 0,  # wraps(): functools.wraps that tolerates odd callables
     "core": 1,
     "pjrt": 1,  # the PJRT C API binding: imports nothing else of morphax (tests/pjrt checks)
     "prims": 2,

@@ -23,6 +23,7 @@ import sys
 import types
 
 from morphax._src.config import config
+from morphax._src.wrapping import wraps
 
 _SRC_DIR = os.path.dirname(os.path.abspath(__file__))
 _SRC_PREFIX = _SRC_DIR + os.sep
@@ -129,7 +130,7 @@ def _add_note(e: BaseException, note: str) -> None:
 def api_boundary(fun):
     """Wrap `fun` so exceptions leaving it have morphax-internal frames removed (see module doc)."""
 
-    @functools.wraps(fun)
+    @wraps(fun)
     def reraise_with_filtered_traceback(*args, **kwargs):
         try:
             return fun(*args, **kwargs)

@@ -241,3 +241,22 @@ def test_float0_results_of_jit_are_numpy_arrays_as_in_jax():
         out = fn(lambda x, i: morphax.vjp(lambda a, b: a * b, x, i)[1](1.0))(1.0, 2)
         assert type(out[1]) is np.ndarray and out[1].dtype == morphax.dtypes.float0
         assert bool(np.all(out[1] == out[1])) and float(out[0]) == 2.0
+
+
+def test_transformations_wrap_callables_whose_name_is_not_a_string():
+    # An equinox Module rebuilt inside scan answers __name__ with a sentinel object; JAX's vmap,
+    # grad and jit wrap it all the same.
+    class Sentinel:
+        pass
+
+    class Odd:
+        __name__ = Sentinel()
+        __doc__ = None
+
+        def __call__(self, x):
+            return x * 2
+
+    for transform in (morphax.vmap, morphax.grad, morphax.jit, morphax.checkpoint):
+        f = transform(Odd())
+        out = f(jnp.ones(3)) if transform is not morphax.grad else f(1.0)
+        assert np.asarray(out).size >= 1

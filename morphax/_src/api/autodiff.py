@@ -8,7 +8,6 @@ what to do, and calls the trace machinery in `transforms/ad.py`.
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import numpy as np
 
@@ -23,11 +22,8 @@ from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 from morphax._src.core.values import make_array
 from morphax._src.transforms import ad
 from morphax._src.transforms.custom import custom_vjp
-from morphax._src.transforms.staging import trace_to_jaxpr
-
-
-def _fun_name(fun) -> str:
-    return getattr(fun, "__name__", type(fun).__name__)
+from morphax._src.transforms.staging import fun_name, trace_to_jaxpr
+from morphax._src.wrapping import wraps
 
 
 def _flat_fun(fun, in_tree, has_aux, store):
@@ -39,7 +35,7 @@ def _flat_fun(fun, in_tree, has_aux, store):
         if has_aux:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise TypeError(
-                    f"{_fun_name(fun)}: with has_aux=True the function must return a pair "
+                    f"{fun_name(fun)}: with has_aux=True the function must return a pair "
                     f"(output, auxiliary_data), but it returned {type(out).__name__}."
                 )
             out, aux = out
@@ -71,7 +67,7 @@ def _check_outputs_are_arrays(fun, leaves):
             get_aval(x)
         except TypeError:
             raise TypeError(
-                f"{_fun_name(fun)} returned a value of type {type(x).__name__}, which is not a valid "
+                f"{fun_name(fun)} returned a value of type {type(x).__name__}, which is not a valid "
                 "morphax type: differentiated functions must return arrays (or pytrees of them)."
             ) from None
 
@@ -238,7 +234,7 @@ def vjp(fun, *primals, has_aux=False):
     a jitted function, and ``vjp_fun.with_refs(...)`` skips or accumulates chosen cotangents."""
     p_leaves, p_tree = pytree.tree_flatten(primals)
     store: dict = {}
-    name = _fun_name(fun)
+    name = fun_name(fun)
     with events.span(f"jvp({name})", "autodiff"):
         out_p, lin = ad.linearize_flat(_flat_fun(fun, p_tree, has_aux, store), p_leaves)
     n = store["n_out"]
@@ -277,7 +273,7 @@ def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
         out = residuals(cotangents)
         return out[0] if residuals.single else out
 
-    fwd.__name__, bwd.__name__ = f"fwd_of_{_fun_name(fun)}", f"bwd_of_{_fun_name(fun)}"
+    fwd.__name__, bwd.__name__ = f"fwd_of_{fun_name(fun)}", f"bwd_of_{fun_name(fun)}"
     if jitted:
         from morphax._src.api.jit import jit
 
@@ -360,7 +356,7 @@ def _partial_with(fun, args, kwargs, argnums):
             full[i] = a
         return fun(*full, **kwargs)
 
-    f_partial.__name__ = _fun_name(fun)  # errors and profiler spans name the user's function
+    f_partial.__name__ = fun_name(fun)  # errors and profiler spans name the user's function
     return f_partial, dyn
 
 
@@ -382,7 +378,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     if not callable(fun):
         raise TypeError(f"value_and_grad: expected a callable, got {fun!r}")
 
-    @functools.wraps(fun)
+    @wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         single, _, ans, vjp_fun, aux = _vjp_of_argnums(
             "grad", fun, args, kwargs, argnums, holomorphic, allow_int, has_aux
@@ -402,7 +398,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
     """The gradient of scalar-valued `fun` with respect to the arguments selected by `argnums`."""
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
-    @functools.wraps(fun)
+    @wraps(fun)
     def grad_f(*args, **kwargs):
         if has_aux:
             (_, aux), g = vg(*args, **kwargs)

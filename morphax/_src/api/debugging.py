@@ -6,7 +6,6 @@ callback primitives of `higher_order/callbacks.py`, so they work under jit, vmap
 from __future__ import annotations
 
 import contextlib
-import functools
 import sys
 
 from morphax._src.core import pytree
@@ -20,6 +19,7 @@ from morphax._src.higher_order.callbacks import (
     pure_callback_p,
     stable_key,
 )
+from morphax._src.wrapping import wraps
 
 
 def _callable_name(fn) -> str:
@@ -153,7 +153,7 @@ def named_call(fun, *, name: str | None = None):
         raise TypeError(f"named_call: expected a callable, got {fun!r} of type {type(fun).__name__}")
     scope = _callable_name(fun) if name is None else name
 
-    @functools.wraps(fun)
+    @wraps(fun)
     def named(*args, **kwargs):
         with named_scope(scope):
             return fun(*args, **kwargs)

@@ -24,7 +24,6 @@ its own devices), not global arrays with shards on other processes.
 
 from __future__ import annotations
 
-import functools
 import weakref
 
 from morphax._src.api.jit import _axis_env, _hashable_static, trace_counters
@@ -36,6 +35,7 @@ from morphax._src.core.avals import ShapedArray
 from morphax._src.higher_order.pmap import AxisFrame, axis_frame, pmap_p
 from morphax._src.runtime import pmap_runner
 from morphax._src.transforms.staging import closure_convert_tracers, make_debug_info, trace_to_jaxpr
+from morphax._src.wrapping import wraps
 
 __all__ = ["pmap", "pmap_counters"]
 
@@ -114,7 +114,7 @@ def pmap(
     out_leaves, out_axes_tree = pytree.tree_flatten(out_axes, is_leaf=lambda x: x is None)
     settings = (axis_name, tuple(out_leaves), out_axes_tree)
 
-    @functools.wraps(fun)
+    @wraps(fun)
     def pmapped(*args, **kwargs):
         if static and max(static) >= len(args):
             raise ValueError(

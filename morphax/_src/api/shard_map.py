@@ -40,6 +40,7 @@ from morphax._src.sharding.mesh import resolving_mesh
 from morphax._src.sharding.partition_spec import PartitionSpec
 from morphax._src.sharding.shardings import NamedSharding
 from morphax._src.transforms.staging import closure_convert_tracers, make_debug_info, trace_to_jaxpr
+from morphax._src.wrapping import wraps
 
 __all__ = ["shard_map", "shard_map_counters"]
 
@@ -171,7 +172,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     spec_leaves, spec_tree = pytree.tree_flatten(out_specs, is_leaf=_spec_leaf)
     settings = (tuple(None if p is None else tuple(p) for p in spec_leaves), spec_tree, bool(check_vma))
 
-    @functools.wraps(f)
+    @wraps(f)
     def wrapped(*args):
         # The mesh is resolved at each call: `set_mesh` may be entered after shard_map is applied.
         the_mesh, manual, mesh_axes, ids = _layout(mesh, axis_names)
@@ -360,7 +361,7 @@ def smap(f=None, /, *, in_axes=Infer, out_axes, axis_name):
 
     out_specs = pytree.tree_map(out_spec, out_axes, is_leaf=lambda a: a is None)
 
-    @functools.wraps(f)
+    @wraps(f)
     def wrapped(*args):
         if in_axes is Infer:
             in_specs = Infer

@@ -5,7 +5,6 @@ Top of the import graph below the public modules; may import every `_src` layer.
 
 from __future__ import annotations
 
-import functools
 import inspect
 
 import numpy as np
@@ -15,6 +14,7 @@ from morphax._src.core import pytree
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.traceback_util import api_boundary
 from morphax._src.transforms.staging import make_debug_info, trace_to_jaxpr
+from morphax._src.wrapping import wraps
 
 
 class ShapeDtypeStruct:
@@ -141,7 +141,7 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False, abstra
         raise TypeError(f"make_jaxpr: expected a callable, got {fun!r} of type {type(fun).__name__}")
 
     @api_boundary
-    @functools.wraps(fun)
+    @wraps(fun)
     def make_jaxpr_f(*args, **kwargs):
         static = _normalize_argnums(fun, static_argnums, len(args))
         for i in static:

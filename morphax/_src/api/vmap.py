@@ -5,13 +5,12 @@ runs the function under a `BatchTrace`.
 
 from __future__ import annotations
 
-import functools
-
 from morphax._src.core import pytree
 from morphax._src.core import trace as _trace
 from morphax._src.core.avals import get_aval
 from morphax._src.core.batch_axes import AxisData, bdim_to_front, moveaxis
 from morphax._src.transforms.batching import BatchTrace, BatchTracer
+from morphax._src.wrapping import wraps
 
 
 def _check_axis_spec(spec, what):
@@ -43,7 +42,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     _check_axis_spec(out_axes, "out_axes")
     fun_name = getattr(fun, "__name__", type(fun).__name__)
 
-    @functools.wraps(fun)
+    @wraps(fun)
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError(

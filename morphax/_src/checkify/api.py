@@ -5,8 +5,6 @@ an error value), and the sets of error kinds `checkify(errors=...)` takes.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from morphax._src.checkify import interpreter
@@ -27,6 +25,7 @@ from morphax._src.core.values import is_concrete_array
 from morphax._src.higher_order.checks import functionalizing
 from morphax._src.prims import lax_api as L
 from morphax._src.transforms.staging import DebugInfo, fun_name, fun_sourceinfo, trace_to_jaxpr
+from morphax._src.wrapping import wraps
 
 __all__ = [
     "all_checks",
@@ -76,7 +75,7 @@ def checkify(f, errors=user_checks):
             "checkify.user_checks, nan_checks, div_checks and index_checks."
         )
 
-    @functools.wraps(f)
+    @wraps(f)
     def checked_fun(*args, **kwargs):
         # The arguments are closed over (not abstracted), as in JAX: the traced program holds them
         # as constants, whatever trace they belong to, and the interpreter binds on that trace.

@@ -37,6 +37,7 @@ from morphax._src.transforms.staging import (
     make_debug_info,
     trace_to_jaxpr,
 )
+from morphax._src.wrapping import wraps
 
 __all__ = [
     "checkpoint",
@@ -576,7 +577,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
         raise TypeError(f"checkpoint: `policy` must be a callable or None, got {policy!r}")
     static_names = frozenset([static_argnames] if isinstance(static_argnames, str) else static_argnames)
 
-    @functools.wraps(fun)
+    @wraps(fun)
     def fun_remat(*args, **kwargs):
         static = _normalize_static_argnums(static_argnums, len(args)) if static_argnums != () else frozenset()
         jaxpr, consts, leaves, out_tree = _trace_body(fun, args, kwargs, static, static_names)

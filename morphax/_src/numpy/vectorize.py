@@ -4,7 +4,6 @@ apply_over_axes and fromfunction."""
 
 from __future__ import annotations
 
-import functools
 import operator
 import re
 
@@ -18,6 +17,7 @@ from morphax._src.numpy import (
 )
 from morphax._src.numpy.index_tricks import indices
 from morphax._src.transforms.batching import AxisData, batch_flat_fun
+from morphax._src.wrapping import wraps
 
 __all__ = ["vectorize", "fromfunction", "apply_over_axes", "apply_along_axis"]
 
@@ -51,7 +51,7 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature: str | None = None):
             raise ValueError(f"excluded={excluded!r} contains negative numbers")
     parsed = _parse_signature(signature) if signature is not None else None
 
-    @functools.wraps(pyfunc)
+    @wraps(pyfunc)
     def wrapped(*args, **kwargs):
         static_pos = {i: a for i, a in enumerate(args) if i in excluded or a is None}
         dyn_pos = [i for i in range(len(args)) if i not in static_pos]

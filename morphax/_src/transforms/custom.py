@@ -21,6 +21,13 @@ from morphax._src.core.pytree_keys import keystr
 from morphax._src.core.trace import Tracer
 
 
+def _name(fun, default: str) -> str:
+    """`fun`'s `__name__` where it is a string (an equinox Module rebuilt inside a loop answers a
+    sentinel object), else `default`."""
+    name = getattr(fun, "__name__", None)
+    return name if isinstance(name, str) else default
+
+
 @functools.lru_cache(maxsize=1024)
 def _signature(fun):
     try:
@@ -66,7 +73,7 @@ def _flat_primal_fun(fun, nondiff, in_tree, nargs, out_tree_box):
         out_tree_box.append(out_tree)
         return out_leaves
 
-    flat_fun.__name__ = getattr(fun, "__name__", "custom_fun")  # how staged calls print
+    flat_fun.__name__ = _name(fun, "custom_fun")  # how staged calls print
     return flat_fun
 
 
@@ -145,7 +152,7 @@ class custom_jvp:
             inner = _flat_primal_fun(self.fun, nondiff_of(xs[n_diff:]), in_tree, len(args), out_tree_box)
             return inner(*xs[:n_diff])
 
-        flat_fun.__name__ = getattr(self.fun, "__name__", "custom_fun")  # how staged calls print
+        flat_fun.__name__ = _name(self.fun, "custom_fun")  # how staged calls print
 
         def flat_jvp(all_primals, all_tangents):
             primals, tangents = all_primals[:n_diff], all_tangents[:n_diff]
@@ -184,7 +191,7 @@ class custom_jvp:
                     )
             return p_leaves, t_leaves
 
-        flat_jvp.__name__ = getattr(self.jvp, "__name__", "jvp")
+        flat_jvp.__name__ = _name(self.jvp, "jvp")
         if traced_nondiff:
             leaves = list(leaves) + nd_leaves
         outs = _call_with_trace(
@@ -355,11 +362,11 @@ class custom_vjp:
             residuals = pytree.tree_unflatten(res_tree, res_leaves)
             ct_tree = pytree.tree_unflatten(out_tree_box[-1], cts)
             cts_in = self.bwd(*nd, residuals, ct_tree)
-            rule = getattr(self.bwd, "__name__", "bwd")
+            rule = _name(self.bwd, "bwd")
             return _check_bwd_output(rule, self.__name__, cts_in, diff, leaves)
 
-        flat_fwd.__name__ = getattr(self.fwd, "__name__", "fwd")
-        flat_bwd.__name__ = getattr(self.bwd, "__name__", "bwd")
+        flat_fwd.__name__ = _name(self.fwd, "fwd")
+        flat_bwd.__name__ = _name(self.bwd, "bwd")
         outs = _call_with_trace(
             "process_custom_vjp_call",
             lambda: flat_fun(*leaves),

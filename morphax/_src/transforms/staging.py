@@ -72,9 +72,15 @@ class DebugInfo:
 
 
 def fun_name(fun) -> str:
+    """The name a function is shown by: its `__name__` where that is a string (an equinox Module
+    rebuilt inside a loop answers a sentinel object), else its type's name."""
     while isinstance(fun, functools.partial):
         fun = fun.func
-    return getattr(fun, "__name__", type(fun).__name__)
+    try:
+        name = getattr(fun, "__name__", None)
+    except Exception:  # noqa: BLE001 - a user object's attribute may raise anything
+        name = None
+    return name if isinstance(name, str) else type(fun).__name__
 
 
 def fun_sourceinfo(fun) -> str:
