@@ -260,3 +260,10 @@ def test_transformations_wrap_callables_whose_name_is_not_a_string():
         f = transform(Odd())
         out = f(jnp.ones(3)) if transform is not morphax.grad else f(1.0)
         assert np.asarray(out).size >= 1
+
+
+def test_pmap_lowers_ahead_of_time():
+    f = morphax.pmap(lambda x, y: 2 * x + y, in_axes=(0, None))
+    lowered = f.lower(jnp.array([3]), 4)
+    assert "xla_pmap" in lowered.as_text()
+    assert np.asarray(lowered.compile()(jnp.array([3]), 4)).tolist() == [10]

@@ -216,6 +216,14 @@ def pmap(
             outs = pmap_runner.with_shardings(outs, flat_out_axes, axis_name, local_ids)
         return pytree.tree_unflatten(out_tree, outs)
 
+    def lower(*args, **kwargs):
+        """Ahead-of-time: the pmapped call staged for these arguments (`as_text`, `compile`),
+        as JAX's `pmap(f).lower`; the compiled call runs the same per-device program."""
+        from morphax._src.api.jit import jit
+
+        return jit(pmapped, static_argnums=static).lower(*args, **kwargs)
+
+    pmapped.lower = lower
     return pmapped
 
 
