@@ -97,13 +97,13 @@ def _dot_general(lays, avals, dimension_numbers, explicit):
 def _rule(prim, params, in_avals, in_lays, out_avals, mesh, explicit) -> list:
     """The output layouts of one equation."""
     nout = len(out_avals)
-    if nout == 0:  # a callback, an effect: nothing to lay out
-        return []
     whole = [((),) * len(a.shape) for a in out_avals]
     report = params.get("sharding_callback")
     if report is not None and hasattr(report, "fire"):  # inspect_array_sharding
         report.fire(NamedSharding(mesh, spec_of(in_lays[0], mesh, (), explicit)), again=True)
         return whole
+    if nout == 0:  # a callback, an effect: nothing to lay out
+        return []
     sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
     if not any(any(lay) for lay in in_lays) and not isinstance(
         params.get("sharding", params.get("out_sharding")), (Sharding, PartitionSpec)
