@@ -630,3 +630,20 @@ def test_debug_info_names_a_keyword_in_var_keywords_as_jax():
 
     assert make_debug_info("jit", f, (1.0,), {"k": 2.0}).arg_names == ("x", "kw['k']")
     assert make_debug_info("jit", g, (1.0,), {"k": 2.0}).arg_names == ("x", "k")
+
+
+@pytest.mark.parametrize(
+    "name,fun",
+    [
+        ("diag", lambda x: jnp.diag(x[0])),
+        ("tril", jnp.tril),
+        ("triu", lambda x: jnp.triu(x, 1)),
+        ("tri", lambda x: jnp.tri(3) * x),
+        ("at slice", lambda x: x.at[:2].multiply(-1)),
+    ],
+)
+def test_masks_and_slices_are_built_in_the_program_as_jax_builds_them(name, fun):
+    # JAX's jaxprs of these hold no constants (iotas and broadcasts instead): equinox
+    # closure-converts such functions and requires the same constants in both branches of a cond.
+    closed = morphax.make_jaxpr(fun)(jnp.ones((3, 3)))
+    assert closed.jaxpr.constvars == [] and closed.consts == [], name

@@ -425,7 +425,10 @@ class Plan:
                     shape[p] = s
                 block[..., k] = np.broadcast_to(v.reshape(shape), bs)
                 index_map.append(dim)
-            parts.append(make_array(block, _index_dtype(), False))
+            if block.size:
+                parts.append(make_array(block, _index_dtype(), False))
+            else:  # no host index (a slice): built, not a constant, as JAX's carries none
+                parts.append(L.broadcast_in_dim(np.zeros((), _index_dtype()), block.shape, ()))
         for dim, v, positions in traced:
             parts.append(L.broadcast_in_dim(v, bs + (1,), positions))
             index_map.append(dim)

@@ -21,6 +21,7 @@ from morphax._src.numpy import (
     ufuncs,
     util,
 )
+from morphax._src.prims import lax_api as L
 
 __all__ = [
     "diagonal",
@@ -77,7 +78,9 @@ def diag(v, k=0):
         raise ValueError("diag input must be 1d or 2d")
     n = v.shape[0] + abs(k)
     ext = manipulation.concatenate([v, creation.zeros((abs(k),), v.dtype)]) if k else v
-    mask = creation.asarray(np.eye(n, k=k, dtype=bool))
+    # Built from iotas, as JAX builds it: a traced diag then carries no constant (equinox's
+    # closure-converted operators must have the same constants in both branches of a cond).
+    mask = creation.eye(n, k=k, dtype=bool)
     vals = ext[:, None] if k >= 0 else ext[None, :]
     return ufuncs.where(mask, vals, creation.zeros((), v.dtype))
 
@@ -93,7 +96,17 @@ def tri(N, M=None, k=0, dtype=None):  # noqa: N803 - NumPy's names
     n = operator.index(N)
     m = n if M is None else operator.index(M)
     dt = np.dtype(np.float32) if dtype is None else dtype
-    return creation.asarray(np.tri(n, m, operator.index(k), dtype=bool)).astype(dt)
+    return _triangle(n, m, operator.index(k), True).astype(dt)
+
+
+def _triangle(rows: int, cols: int, k: int, lower: bool):
+    """The (rows, cols) boolean mask at and below (`lower`) or at and above diagonal `k`, built
+    from iotas as JAX builds it: traced code then carries no constant (equinox closure-converts
+    functions and compares their constants between the branches of a cond)."""
+    i = L.broadcasted_iota(_dtypes.int32, (rows, cols), 0)
+    j = L.broadcasted_iota(_dtypes.int32, (rows, cols), 1)
+    shifted = ufuncs.add(i, k)
+    return ufuncs.less_equal(j, shifted) if lower else ufuncs.greater_equal(j, shifted)
 
 
 def _tri_mask(fun_name, m, k, lower):
@@ -101,9 +114,8 @@ def _tri_mask(fun_name, m, k, lower):
     if len(m.shape) < 2:
         raise ValueError(f"Argument to jax.numpy.{fun_name} must be at least 2D")
     r, c = m.shape[-2:]
-    k = operator.index(k)
-    mask = np.tri(r, c, k, dtype=bool) if lower else ~np.tri(r, c, k - 1, dtype=bool)
-    return ufuncs.where(creation.asarray(mask), m, creation.zeros((), m.dtype))
+    mask = _triangle(r, c, operator.index(k), lower)
+    return ufuncs.where(mask, m, creation.zeros((), m.dtype))
 
 
 def tril(m, k=0):
