@@ -50,6 +50,14 @@ static void await_event(pjrt_fn *fn, void *event, Failure *f, const char *where)
   note(f, fn[EVENT_DESTROY](&d), "PJRT_Event_Destroy", fn[ERROR_DESTROY]);
 }
 
+/* Waits for `buffer`'s value (its ready event); a failed computation's error goes to `f`. */
+static void await_buffer(pjrt_fn *fn, void *buffer, Failure *f, const char *where) {
+  PJRT_Buffer_ReadyEvent_Args r = {PJRT_Buffer_ReadyEvent_Args_SIZE, NULL, buffer, NULL};
+  void *error = fn[READY_EVENT](&r);
+  note(f, error, "PJRT_Buffer_ReadyEvent", fn[ERROR_DESTROY]);
+  if (error == NULL) await_event(fn, r.event, f, where);
+}
+
 static void destroy_buffer(pjrt_fn *fn, void *buffer, Failure *f) {
   if (buffer == NULL) return;
   PJRT_Buffer_Destroy_Args d = {PJRT_Buffer_Destroy_Args_SIZE, NULL, buffer};
@@ -463,11 +471,7 @@ static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwds) {
    * are not read here, and their errors surface where they are awaited. (Input buffers made
    * above may be destroyed while the program still runs: PJRT frees their memory after.) */
   for (Py_ssize_t k = 0; k < n_out && !self->device_outputs; k++) {
-    if (out_buffers[k] == NULL) continue;
-    PJRT_Buffer_ReadyEvent_Args r = {PJRT_Buffer_ReadyEvent_Args_SIZE, NULL, out_buffers[k], NULL};
-    void *error = fn[READY_EVENT](&r);
-    note(&f, error, "PJRT_Buffer_ReadyEvent", fn[ERROR_DESTROY]);
-    if (error == NULL) await_event(fn, r.event, &f, "PJRT_LoadedExecutable_Execute");
+    if (out_buffers[k] != NULL) await_buffer(fn, out_buffers[k], &f, "PJRT_LoadedExecutable_Execute");
   }
   for (Py_ssize_t k = 0; k < n_in; k++)
     if (held[k] == NULL) destroy_buffer(fn, in_buffers[k], &f);
@@ -523,22 +527,22 @@ done:
   return result;
 }
 
+/* The PJRT_Buffer* a Python int holds, or NULL with PyErr set. */
+static void *buffer_address(PyObject *address, const char *who) {
+  void *buffer = PyLong_AsVoidPtr(address);
+  if (buffer == NULL && !PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%s: a NULL buffer", who);
+  return buffer;
+}
+
 /* wait(address): blocks (without the GIL) until the PJRT buffer at `address`, an output of this
  * program, is computed; raises its computation's error. The C twin of Buffer.block_until_ready,
  * without the ctypes calls (a device array's wait is part of every synchronous step). */
 static PyObject *launcher_wait(Launcher *self, PyObject *arg) {
-  void *buffer = PyLong_AsVoidPtr(arg);
-  if (buffer == NULL) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "wait: a NULL buffer");
-    return NULL;
-  }
-  pjrt_fn *fn = self->fn;
+  void *buffer = buffer_address(arg, "wait");
+  if (buffer == NULL) return NULL;
   Failure f = {NULL, NULL};
-  PJRT_Buffer_ReadyEvent_Args r = {PJRT_Buffer_ReadyEvent_Args_SIZE, NULL, buffer, NULL};
   Py_BEGIN_ALLOW_THREADS
-  void *error = fn[READY_EVENT](&r);
-  note(&f, error, "PJRT_Buffer_ReadyEvent", fn[ERROR_DESTROY]);
-  if (error == NULL) await_event(fn, r.event, &f, "PJRT_Buffer_ReadyEvent");
+  await_buffer(self->fn, buffer, &f, "PJRT_Buffer_ReadyEvent");
   Py_END_ALLOW_THREADS
   if (f.error != NULL) return raise_failure(self, &f);
   Py_RETURN_NONE;
@@ -554,11 +558,8 @@ static PyObject *launcher_to_host(Launcher *self, PyObject *args) {
     PyErr_Format(PyExc_IndexError, "to_host: output %zd of a program with %zd", k, self->n_out);
     return NULL;
   }
-  void *buffer = PyLong_AsVoidPtr(address);
-  if (buffer == NULL) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "to_host: a NULL buffer");
-    return NULL;
-  }
+  void *buffer = buffer_address(address, "to_host");
+  if (buffer == NULL) return NULL;
   Failure f = {NULL, NULL};
   PyObject *o = copy_output(self, k, buffer, &f);
   if (f.error != NULL) {
