@@ -10,7 +10,6 @@ computed here, and a fixed sample of optax's own test modules with a floor on ho
 import importlib.util
 import json
 import pathlib
-import re
 import subprocess
 import sys
 import textwrap
@@ -142,18 +141,8 @@ OPTAX_SAMPLE = [
 PASS_FLOOR = 210
 
 
-def test_sample_of_optax_own_tests_passes(tmp_path):
+def test_sample_of_optax_own_tests_passes(own_tests):
     root = pathlib.Path(importlib.util.find_spec("optax").submodule_search_locations[0])
-    (tmp_path / "pytest.ini").write_text("[pytest]\npython_files = *_test.py\n")
     files = [str(root / name) for name in OPTAX_SAMPLE]
-    done = subprocess.run(
-        [sys.executable, "-m", "morphax", "run", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-        + ["-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path), "-rf", *files],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-2000:]
-    passed = int(m.group(1)) if (m := re.search(r"(\d+) passed", summary)) else 0
-    assert passed >= PASS_FLOOR, f"{passed} passed, floor {PASS_FLOOR}: {summary}\n{done.stdout[-4000:]}"
+    passed, summary, output = own_tests(files, python_files="*_test.py", timeout=900)
+    assert passed >= PASS_FLOOR, f"{passed} passed, floor {PASS_FLOOR}: {summary}\n{output[-4000:]}"

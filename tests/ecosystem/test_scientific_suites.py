@@ -8,10 +8,7 @@ on the same modules, measured on the same machine."""
 
 import importlib.util
 import pathlib
-import re
 import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -45,7 +42,7 @@ ALSO_IMPORTED = {
 
 
 @pytest.mark.parametrize("library", sorted(SAMPLES))
-def test_sample_of_the_librarys_own_tests_passes_as_under_jax(library, tmp_path):
+def test_sample_of_the_librarys_own_tests_passes_as_under_jax(library, tmp_path, own_tests):
     for name in [library, "equinox", *ALSO_IMPORTED[library]]:
         if importlib.util.find_spec(name) is None:
             pytest.skip(f"{name} is not installed (see README, Set up)")
@@ -53,16 +50,5 @@ def test_sample_of_the_librarys_own_tests_passes_as_under_jax(library, tmp_path)
     # The folder as the repository names it (lineax and optimistix: tests/, diffrax: test/).
     (folder,) = [p.name for p in (SUITES / library).iterdir() if p.is_dir()]
     shutil.copytree(SUITES / library / folder, tmp_path / folder)
-    (tmp_path / "pytest.ini").write_text("[pytest]\npython_files = test_*.py\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "morphax", "run", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-        + ["-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path), "-rf"]
-        + [f"{folder}/{m}" for m in modules],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-2000:]
-    passed = int(m.group(1)) if (m := re.search(r"(\d+) passed", summary)) else 0
-    assert passed >= jax_passes, f"{passed} passed, JAX passes {jax_passes}: {summary}\n{done.stdout[-4000:]}"
+    passed, summary, output = own_tests([f"{folder}/{m}" for m in modules])
+    assert passed >= jax_passes, f"{passed} passed, JAX passes {jax_passes}: {summary}\n{output[-4000:]}"
