@@ -34,6 +34,7 @@ from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray
 from morphax._src.core.dtypes import float0
 from morphax._src.core.jaxpr import check_jaxpr
+from morphax._src.core.memo import memoized
 from morphax._src.errors import JaxRuntimeError
 from morphax._src.higher_order.pjit import pjit_p
 from morphax._src.runtime import call_fast
@@ -110,8 +111,13 @@ def _leaf_key(x):
 
 
 def _float0_outputs(closed) -> frozenset:
-    """The positions of `closed`'s float0 outputs (integer inputs' cotangents)."""
-    return frozenset(k for k, a in enumerate(closed.out_avals) if a.dtype == float0)
+    """The positions of `closed`'s float0 outputs (integer inputs' cotangents), found once per
+    jaxpr (every eager call on the general path asks)."""
+    return memoized(
+        closed,
+        "float0 outputs",
+        lambda: frozenset(k for k, a in enumerate(closed.out_avals) if a.dtype == float0),
+    )
 
 
 _positional_trees: dict = {}
