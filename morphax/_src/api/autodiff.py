@@ -157,10 +157,7 @@ def linearize(fun, *primals, has_aux=False):
     if has_aux and any(a is None for a in lin.out_zero_avals[n:]):
         lin = _drop_outputs(lin, n)
     out_tree = store["out_tree"]
-    in_avals = [tangent_aval(get_aval(p)) for p in p_leaves]
-    structure = _LinearStructure(
-        lin.jaxpr.jaxpr, lin.out_zero_avals, lin.in_avals, in_avals, p_tree, out_tree, n
-    )
+    structure = _LinearStructure(lin.jaxpr.jaxpr, lin.out_zero_avals, lin.in_avals, p_tree, out_tree, n)
     f_jvp = Linearized(lin.jaxpr.consts, structure)
     primals_out = pytree.tree_unflatten(out_tree, out_p[:n])
     if has_aux:
@@ -172,8 +169,7 @@ def linearize(fun, *primals, has_aux=False):
 class _LinearStructure:
     jaxpr: object  # the linear Jaxpr; its constants are the residual arrays
     out_zero_avals: list
-    lin_in_avals: list
-    in_avals: list  # the tangents' avals, as the primals'
+    in_avals: list  # the tangents' avals (the primals' tangent avals)
     in_tree: object
     out_tree: object
     n_out: int
@@ -205,7 +201,7 @@ class Linearized:
                 raise ValueError(
                     f"linearized function: tangent shape {get_aval(t).shape} != primal shape {a.shape}"
                 )
-        lin = ad.LinearFunction(self.jaxpr, s.out_zero_avals, s.lin_in_avals)
+        lin = ad.LinearFunction(self.jaxpr, s.out_zero_avals, s.in_avals)
         outs = lin(*t_leaves)[: s.n_out]
         return pytree.tree_unflatten(s.out_tree, [instantiate(t) for t in outs])
 

@@ -155,8 +155,9 @@ class Lowered(_TracedStage):
     def compile(self, compiler_options=None):
         """The compiled program. `compiler_options`, as JAX takes them ({XLA debug option name:
         value}), are checked by name (an XLA option is `xla_` and lowercase words; anything else
-        raises JaxRuntimeError as XLA's check does) and kept as `Compiled.compiler_options`; they
-        do not change what morphax generates."""
+        raises JaxRuntimeError as XLA's check does) and kept as `Compiled.compiler_options`.
+        NB: unlike JAX's, they do not change the program: morphax's C backend has no XLA options,
+        and the xla backend does not pass them to the plugin yet."""
         options = _checked_compiler_options(compiler_options)
         compiled = Compiled(self._traced)
         compiled.compiler_options = options
