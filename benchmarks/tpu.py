@@ -37,17 +37,18 @@ the best of five) and prints one JSON line, device included. Workloads 1-7 share
 library and round (opening a TPU costs a process about 10 s; ``--separate`` gives each its own);
 8, 9 and 10 always get fresh ones. The parent runs the workers in interleaved rounds (JAX,
 morphax, JAX, morphax, ... for ``--rounds``; transformer_lm, which averages 100 steps itself, in
-the first ``--lm-rounds`` only), keeps each library's best, and prints a markdown table. A
-workload that raises, kills its worker or outlives ``--timeout`` is a row marked as an error
-(its last stderr lines follow the table; a new worker runs the workloads after it), not the end
-of the run; one that failed or took over ``--slow`` seconds is not run again in later rounds.
+the first ``--lm-rounds`` only), reports each library's median round (with the range over the
+rounds: on a TPU a fresh process's timings of a small row vary by up to 5%), and prints a
+markdown table. A workload that raises, kills its worker or outlives ``--timeout`` is a row marked
+as an error (its last stderr lines follow the table; a new worker runs the workloads after it),
+not the end of the run; one that failed or took over ``--slow`` seconds is not run again in later rounds.
 
 Run on a TPU machine where JAX (with libtpu) is installed, from the checkout's root (the morphax
 workers get the checkout on their PYTHONPATH):
 
     python3 benchmarks/tpu.py --json tpu.json
 
-(about six minutes on a v5e). With libtpu installed morphax's default platform is the TPU, as
+(about eight minutes on a v5e). With libtpu installed morphax's default platform is the TPU, as
 JAX's is; each worker reports its device, and the table's first line names both.
 
 ``--jax-python`` / ``--morphax-python`` name other interpreters (both default to the one running
@@ -714,13 +715,34 @@ def fmt_time(t):
 
 
 def best(records, workload):
-    """The best successful record (min time; max rate), or None."""
+    """The record a row reports, or None: of the rounds' successful records (each already its
+    process's best of five timings), the median one (the lower middle of an even count). One round
+    is not enough on a TPU: a process's timings of the small rows differ from the next process's
+    by up to 5% for either library, so the best of rounds reports the luckiest process rather than
+    the library."""
     ok = [r for r in records if "error" not in r]
     if not ok:
         return None
     if workload == "transformer_lm":
-        return max(ok, key=lambda r: r["tokens_per_s"])
-    return min(ok, key=lambda r: r["seconds"])
+        ranked = sorted(ok, key=lambda r: -r["tokens_per_s"])
+    else:
+        ranked = sorted(ok, key=lambda r: r["seconds"])
+    return ranked[(len(ranked) - 1) // 2]
+
+
+def spread(records, workload):
+    """'lo-hi' over the rounds' successful records (the row's noise), or '' for fewer than two."""
+    ok = [r for r in records if "error" not in r]
+    if len(ok) < 2:
+        return ""
+    if workload == "transformer_lm":
+        values = sorted(r["tokens_per_s"] for r in ok)
+        return f"{values[0]:.0f}-{values[-1]:.0f} tokens/s"
+    if workload == "matmul":
+        values = sorted(r["tflops"] for r in ok)
+        return f"{values[0]:.1f}-{values[-1]:.1f} TFLOP/s"
+    values = sorted(r["seconds"] for r in ok)
+    return f"{fmt_time(values[0])}-{fmt_time(values[-1])}"
 
 
 def cell(rec, records, workload):
@@ -760,7 +782,11 @@ def devices_line(results):
 
 
 def report(args, results, skipped, desc):
-    lines = [f"Devices: {devices_line(results)}. Best of {args.rounds} round(s).", ""]
+    lines = [
+        f"Devices: {devices_line(results)}. Median of {args.rounds} round(s), each a fresh "
+        "process's best of five timings.",
+        "",
+    ]
     lines.append("| workload | morphax | JAX | morphax/JAX | goal |")
     lines.append("|---|---|---|---|---|")
     rows, notes, failures = [], [], []
@@ -784,6 +810,11 @@ def report(args, results, skipped, desc):
         rows.append({"workload": w, "morphax": m, "jax": j, "ratio": ratio, "goal": [op, bound]})
         for lib in LIBS:
             failures += [(w, lib, r) for r in results[w][lib] if "error" in r]
+        ranges = [
+            f"{lib} {spread(results[w][lib], w)}" for lib in ("morphax", "jax") if spread(results[w][lib], w)
+        ]
+        if ranges:
+            notes.append(f"{w}: range over rounds: " + ", ".join(ranges))
         if m is not None and j is not None and "check" in m and "check" in j:
             notes.append(f"{w}: check value morphax {m['check']:.6g}, JAX {j['check']:.6g}")
         if w == "first-call-warm" and m is not None and "cold_s" in m:
@@ -813,7 +844,7 @@ def main():
     parser.add_argument(
         "--only", choices=WORKLOADS, action="append", help="run only this workload (repeatable)"
     )
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds per library (2)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per library (3)")
     parser.add_argument("--json", metavar="OUT", help="write every worker's raw result to OUT")
     parser.add_argument("--jax-python", default=sys.executable, help="interpreter of the JAX workers")
     parser.add_argument("--morphax-python", default=sys.executable, help="interpreter of the morphax workers")

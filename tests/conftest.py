@@ -27,8 +27,28 @@ collect_ignore = ["data"]
 # cases of each still exercise every test function. CI runs everything.
 SAMPLE = int(os.environ.get("MORPHAX_TEST_SAMPLE", "0") or 0)
 
+# MORPHAX_TEST_SHARD=i/n keeps every n-th collected test from the i-th (0-based): a run too long
+# for one command (the primitive matrix's tpu column on a chip, which admits one process at a
+# time) split into n runs that together cover every test once.
+SHARD = os.environ.get("MORPHAX_TEST_SHARD", "")
+
+
+def _shard(config, items):
+    try:
+        index, count = (int(part) for part in SHARD.split("/"))
+    except ValueError:
+        raise pytest.UsageError(f"MORPHAX_TEST_SHARD={SHARD!r}: expected i/n, e.g. 0/2") from None
+    if not 0 <= index < count:
+        raise pytest.UsageError(f"MORPHAX_TEST_SHARD={SHARD!r}: i must be in 0..n-1")
+    drop = [item for k, item in enumerate(items) if k % count != index]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = items[index::count]
+
 
 def pytest_collection_modifyitems(config, items):
+    if SHARD:
+        _shard(config, items)
     if SAMPLE <= 0:
         return
     groups: dict = {}
