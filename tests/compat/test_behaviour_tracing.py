@@ -647,3 +647,37 @@ def test_masks_and_slices_are_built_in_the_program_as_jax_builds_them(name, fun)
     # closure-converts such functions and requires the same constants in both branches of a cond.
     closed = morphax.make_jaxpr(fun)(jnp.ones((3, 3)))
     assert closed.jaxpr.constvars == [] and closed.consts == [], name
+
+
+def test_an_array_made_under_jit_is_a_constvar_of_a_jaxpr_closing_over_it_as_in_jax():
+    # JAX 0.10.2: under `jit`, `jnp.array(0)` is lifted into the trace (`lax.stage`), so a jaxpr
+    # traced inside that closes over it holds it as a constvar, though it is a scalar; printed:
+    #   { lambda a:i32[] b:f32[]; c:f32[]. let
+    #       d:f32[] = convert_element_type[new_dtype=float32 weak_type=False] a
+    #       e:f32[] = add c d
+    #       f:f32[] = convert_element_type[new_dtype=float32 weak_type=False] b
+    #       g:f32[] = add e f
+    #     in (g,) }
+    # optimistix's L-BFGS closure-converts an operator over `jnp.array(0)` made in its `init`
+    # and over `index + 1` in its update, and needs as many constants in both branches of a cond.
+    # At the top level JAX inlines it as a literal: make_jaxpr(lambda: jnp.array(0)) prints
+    # `{ lambda ; . let  in (0:i32[],) }`.
+    seen = {}
+
+    def f(x):
+        a, b = jnp.array(0), jnp.array(1.5)
+        seen["inner"] = morphax.make_jaxpr(lambda y: y + a + b)(x)
+        return x + a
+
+    morphax.jit(f)(jnp.float32(1))
+    inner = seen["inner"]
+    assert str(inner) == (
+        "{ lambda a:i32[] b:f32[]; c:f32[]. let\n"
+        "    d:f32[] = convert_element_type[new_dtype=float32 weak_type=False] a\n"
+        "    e:f32[] = add c d\n"
+        "    f:f32[] = convert_element_type[new_dtype=float32 weak_type=False] b\n"
+        "    g:f32[] = add e f\n"
+        "  in (g,) }"
+    )
+    assert len(inner.consts) == 2
+    assert _jaxpr(lambda: jnp.array(0)) == "{ lambda ; . let  in (0:i32[],) }"

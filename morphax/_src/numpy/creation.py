@@ -17,11 +17,12 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.core.promotion import result_type
 from morphax._src.core.trace import Tracer
-from morphax._src.core.values import make_array
+from morphax._src.core.values import is_concrete_array, make_array
 from morphax._src.numpy import ufuncs, util
 from morphax._src.prims import lax_api as L
 from morphax._src.runtime import guards
 from morphax._src.runtime.array import Array
+from morphax._src.transforms import staging
 
 __all__ = [
     "array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
@@ -240,7 +241,15 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):  # noqa: A002 - Nu
         # A new buffer, as JAX's `copy` primitive gives: the result may be donated while the
         # input is still used (optax copies parameters into optimizer state this way).
         object = L.copy_p.bind(object)
-    return _array(object, dtype, ndmin, "array")
+    return _lift(_array(object, dtype, ndmin, "array"))
+
+
+def _lift(out):
+    """Under `jit` / `make_jaxpr`, a new concrete array is lifted into the trace, as JAX's
+    `jnp.array` does (`lax.stage`, `device_put`): a jaxpr closing over it then holds it as a
+    constvar (JAX's jaxprs inline a closed-over value as a literal only when it is a Python or
+    NumPy scalar)."""
+    return staging.lift(out) if is_concrete_array(out) else out
 
 
 def asarray(a, dtype=None, order=None, *, copy=None, device=None):
@@ -252,7 +261,7 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     if copy and _is_leaf_array(a):
         a = L.copy_p.bind(a)  # as `array(copy=True)`
     out = _array(a, dtype, 0, "asarray")
-    return out if device is None else _on(out, device)
+    return _lift(out) if device is None else _on(out, device)
 
 
 def astype(x, dtype, /, *, copy=False, device=None):

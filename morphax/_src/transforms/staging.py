@@ -46,6 +46,37 @@ class StagingTracer(Tracer):
 _trace.register_tracer_type(StagingTracer)
 
 
+class LiftedTracer(StagingTracer):
+    """A constant lifted into a staging trace: what `jnp.array(0)` gives under `jit`, as JAX's
+    `lax.stage` does. In the jaxpr being built it is its constant (a literal when a scalar); a
+    jaxpr traced inside (a `cond` branch, `closure_convert`) that closes over it holds it as a
+    constvar, as JAX's does. NB: its value stays known (`int(x)` works; JAX 0.10 raises)."""
+
+    __slots__ = ("_const",)
+
+    def __init__(self, trace, const):
+        super().__init__(trace, get_aval(const))
+        self._const = const
+
+    def to_concrete_value(self):
+        c = self._const
+        return c._value if hasattr(c, "_value") else c
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.to_concrete_value(), dtype=dtype)
+
+
+def lift(x):
+    """`x` (a concrete Array) as a tracer of the current trace when that is a plain staging trace
+    (jit, make_jaxpr, a control-flow body) outside `ensure_compile_time_eval`; else `x`."""
+    trace = _trace.current_trace()
+    if type(trace) is not StagingTrace or config.eager_constant_folding:
+        return x
+    tracer = LiftedTracer(trace, x)
+    trace._tracers.append(tracer)
+    return tracer
+
+
 # ---------------------------------------------------------------------------------- debug info
 
 
@@ -204,7 +235,10 @@ class StagingTrace(_trace.Trace):
     def to_var(self, x):
         if isinstance(x, Tracer):
             if x._trace is self:
-                return self._var_of[id(x)]
+                var = self._var_of.get(id(x))
+                if var is None:  # a LiftedTracer: its constant, the first time it is used
+                    var = self._var_of[id(x)] = self.to_var(x._const)
+                return var
             _trace.check_tracer_valid(x, self)
         aval = get_aval(x)
         if _is_literalable(x, aval):
