@@ -202,6 +202,17 @@ def test_multivariate_normal_singular_covariance():
         assert abs(x[:, 0].var() - 1.0) < Z * np.sqrt(2 / 2000)
 
 
+@pytest.mark.parametrize("method", ["cholesky", "eigh", "svd"])
+def test_multivariate_normal_under_rank_promotion_raise_as_jax(method):
+    # JAX 0.10.2 broadcasts `mean` against the samples inside the sampler with rank promotion
+    # allowed, so this gives shape (4, 3) under "raise" (diffrax's tests set it).
+    with morphax.numpy_rank_promotion("raise"):
+        x = random.multivariate_normal(random.PRNGKey(4), _MU, _COV, (4,), method=method)
+        assert x.shape == (4, 3)
+        with pytest.raises(ValueError, match="rank"):
+            jnp.ones((4, 3)) + jnp.ones(3)
+
+
 def test_double_sided_maxwell_symmetric():
     x = _np(random.double_sided_maxwell(random.PRNGKey(6), 0.0, 1.0, (N,)))
     assert abs(np.mean(x > 0) - 0.5) < Z * np.sqrt(0.25 / N)

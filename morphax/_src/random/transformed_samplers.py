@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.numpy import creation as _creation
@@ -266,7 +267,10 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     else:
         factor = linalg.cholesky(cov)
     z = normal(key, shape + mshape[-1:], dtype)
-    return mean + _linalg_einsum(factor, z)
+    # `mean` broadcasts against the samples' leading axes whatever jax_numpy_rank_promotion says,
+    # as in JAX (diffrax's tests run with "raise").
+    with config._override("jax_numpy_rank_promotion", "allow"):
+        return mean + _linalg_einsum(factor, z)
 
 
 def _linalg_einsum(factor, z):
