@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from morphax._src.compiler.backends import get_backend
+from morphax._src.pjrt.plugin import find_plugin
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -24,8 +24,10 @@ CASES = [
 
 
 def test_sharded_device_arrays(device_case_runner):
-    if not get_backend("xla").available():
-        pytest.skip("no PJRT plugin (pip install --no-deps lammps-jax-pjrt-cpu)")
+    # XLA's CPU plugin itself, not just some PJRT plugin: on a TPU machine libtpu makes the xla
+    # backend available, but the cases need the CPU plugin's four devices.
+    if find_plugin() is None:
+        pytest.skip("no XLA CPU plugin (pip install --no-deps lammps-jax-pjrt-cpu)")
     out = device_case_runner(
         HERE, "sharded_cases", CASES, devices=4, devices_via="config", env={"JAX_PLATFORMS": "xla_cpu"}
     )

@@ -155,13 +155,49 @@ def test_xla(prim, case):
                 _assert_matches(g, w, a, _xla_tol(prim, case, a))
             return
         except AssertionError:
-            if k == len(wants) - 1:
+            if k < len(wants) - 1:
+                continue
+            if not (on_tpu and prim.name in ("dot_general", "conv_general_dilated")):
                 raise
+            if avals[0].dtype.kind != "c":
+                raise
+            _assert_within_gauss_bound(prim, case, got[0], wants[-1][0])
+
+
+def _assert_within_gauss_bound(prim, case, got, want):
+    """A complex dot or convolution on a TPU at the default precision: three real products of
+    bfloat16-rounded sums of the parts (Gauss's trick), whose error is relative to the sum of the
+    terms' magnitudes, not to the result (the parts of a result cancel where the terms do not).
+    Each element within 2^-6 of sum |x| |w| over its terms, the parts' magnitudes added (four
+    roundings of 2^-9 and a factor two for the sums), or the test fails."""
+
+    def magnitudes(a):
+        a = np.asarray(a)
+        return (np.abs(a.real) + np.abs(a.imag)).astype(a.dtype) if a.dtype.kind == "c" else np.abs(a)
+
+    scale = np.abs(
+        np.asarray(_reference(prim, dataclasses.replace(case, args=tuple(map(magnitudes, case.args))))[0])
+    )
+    error = np.abs(np.asarray(got).astype(np.complex128) - np.asarray(want).astype(np.complex128))
+    bound = 2.0**-6 * scale + 1e-6
+    worst = np.unravel_index(np.argmax(error - bound), error.shape)
+    assert np.all(error <= bound), (
+        f"{prim.name} on the TPU: |got - want| = {error[worst]:.3g} at {worst} exceeds 2^-6 * "
+        f"{scale[worst]:.3g} (got {got[worst]}, want {want[worst]})"
+    )
 
 
 # Special values where the TPU's own arithmetic gives another answer, JAX's included (it lowers
 # these primitives to the same StableHLO operations).
 _TPU_DIFFERS = {
+    **{
+        name: (
+            ("complex64-specials",),
+            f"the TPU's complex {name} gives NaN at infinite or huge parts (XLA's expansion of "
+            f"stablehlo.{name} there; JAX lowers to the same operation)",
+        )
+        for name in ("tanh", "rsqrt")
+    },
     "rem": (
         ("float32-specials", "float16-specials", "bfloat16-specials"),
         "the TPU's remainder loses digits for large quotients (rem(1e6, pi) = 2.75, not 2.7562) "

@@ -220,7 +220,18 @@ logistic_p = _with_accuracy(
     "inexact",
     specials=(0.0, -0.0, 1.0, -1.0, 100.0, -100.0, np.inf, -np.inf, np.nan),
 )
-logistic_p.stablehlo = hlo.elementwise("stablehlo.logistic")
+
+
+def _logistic_stablehlo(ctx, x, **params):
+    # 1 / (1 + exp(-x)), as JAX lowers it (its results, bit for bit): XLA's own logistic differs
+    # in the last bits, and on a TPU gives NaN for complex arguments of large negative real part
+    # where this gives 0.
+    one = ctx.constant(1, x.dtype, x.shape)
+    e = ctx.op1("stablehlo.exponential", [ctx.op1("stablehlo.negate", [x], x)], x)
+    return [ctx.op1("stablehlo.divide", [one, ctx.op1("stablehlo.add", [one, e], x)], x)]
+
+
+logistic_p.stablehlo = _logistic_stablehlo
 
 
 _jvp(exp_p, lambda g, ans, x: mul(g, ans))
