@@ -20,6 +20,7 @@ CASES = [
     "eager_operations_and_gradients_on_sharded_arrays",
     "waiting_deleting_and_moving_sharded_arrays",
     "donation_in_shardings_and_callbacks",
+    "pmap_results_stay_on_their_devices",
 ]
 
 

@@ -82,24 +82,26 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
         return _compile_miss(closed, name, chosen, donate, key)
 
 
-def compile_replicated(closed: ClosedJaxpr, name: str, backend: str | None, axis_env: tuple):
+def compile_replicated(closed: ClosedJaxpr, name: str, backend: str | None, axis_env: tuple, blocks=None):
     """The per-device program of a pmap over the named axes `axis_env` ((name, size), ...),
     compiled by `backend` into one program run on all the devices at once with its collectives
     inside (the xla backend: a module of several replicas); None where the backend cannot (no
     such compiler, a collective or callback it must run on the host, too few devices). Then the
-    caller runs `compile_jaxpr`'s program on each device, collectives through the host."""
+    caller runs `compile_jaxpr`'s program on each device, collectives through the host.
+    `blocks`: the pmap's (in_axes, out_axes), for a program that can also keep its results on
+    the devices as blocks of the mapped arrays (ReplicatedProgram.device_run)."""
     backend = resolve_name(backend)
     chosen = get_backend(backend)
     replicated = getattr(chosen, "compile_replicated", None)
     if replicated is None:
         return None
-    key = ("replicated", backend, _generation, tuple(axis_env))
+    key = ("replicated", backend, _generation, tuple(axis_env), blocks)
     hit = memo_get(closed, key)
     if hit is not MISSING:
         return hit
     counters.compiles += 1
     with events.span(f"compile {name}", "compile", {"backend": chosen.name, "replicas": len(axis_env)}):
-        program = replicated(_optimize(closed), name, tuple(axis_env))
+        program = replicated(_optimize(closed), name, tuple(axis_env), blocks)
     return memo_put(closed, key, program)
 
 

@@ -114,6 +114,11 @@ class ReplicatedProgram:
         self.run = run
         self.source = source
         self.replicas = replicas
+        # Where the backend keeps results in device memory (a plugin's devices): the pjrt
+        # devices it runs on, and `device_run(per_device_inputs) -> per_device_buffers` on the
+        # devices' blocks of the mapped arrays (backends/xla).
+        self.devices = None
+        self.device_run = None
 
     def __repr__(self):
         return f"<program of {self.replicas} replicas>"

@@ -21,6 +21,7 @@ import numpy as np
 from morphax._src.compiler.compile import compile_jaxpr, compile_replicated
 from morphax._src.compiler.executor import ReplicatedProgram
 from morphax._src.core.avals import get_aval
+from morphax._src.core.dtypes import float0
 from morphax._src.core.jaxpr import any_eqn
 from morphax._src.core.memo import memoized
 from morphax._src.distributed import state as _state
@@ -30,7 +31,13 @@ from morphax._src.prims import collective_axes
 from morphax._src.runtime import devices as _devices
 from morphax._src.runtime import dispatch, placement, replicated_outputs
 from morphax._src.runtime.array import Array
-from morphax._src.runtime.buffers import fail_outputs, fill_outputs, local_data, pending_outputs
+from morphax._src.runtime.buffers import (
+    ShardedDeviceBuffer,
+    fail_outputs,
+    fill_outputs,
+    local_data,
+    pending_outputs,
+)
 from morphax._src.runtime.communicators import CollectiveError, ThreadCommunicator
 from morphax._src.sharding.mesh import Mesh
 from morphax._src.sharding.partition_spec import PartitionSpec
@@ -298,7 +305,13 @@ def _prepare(jaxpr, mesh_axes, axis_size, in_axes, out_axes, devices, backend, n
     if layout is None and not split.split:
         # One program over all the devices, collectives inside, where the backend can (xla).
         with _pmap.axis_frame(mesh_axes):
-            replicated = compile_replicated(split.programs[0], f"pmap_{name}", backend, tuple(mesh_axes))
+            replicated = compile_replicated(
+                split.programs[0],
+                f"pmap_{name}",
+                backend,
+                tuple(mesh_axes),
+                (tuple(in_axes), tuple(out_axes)),
+            )
         if replicated is not None:
             return ids, replicated, split.owner, False, None, None
     # Compiled with the axis names bound: loop forms retrace bodies that hold collectives.
@@ -435,6 +448,8 @@ def _run_pmap_eager(args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, dev
             devices=devices, backend=backend, name=name,
         )  # fmt: skip
         return [Array(np.asarray(o, dtype=a.dtype), a.weak_type) for o, a in zip(outs, out_avals)]
+    if picks is None and _in_device_memory(programs, ids, out_avals):
+        return _run_in_device_memory(programs, ids, args, jaxpr.in_avals, in_axes, out_axes, out_avals)
     inputs = [
         x._buf if type(x) is Array else np.asarray(x, dtype=a.dtype) for x, a in zip(args, jaxpr.in_avals)
     ]
@@ -461,6 +476,61 @@ def _run_pmap_eager(args, *, jaxpr, mesh_axes, axis_size, in_axes, out_axes, dev
 
     launch(programs, ids, args_for, bindings, on_done)
     return [Array(b, a.weak_type) for b, a in zip(buffers, out_avals)]
+
+
+def _in_device_memory(programs, ids, out_avals) -> bool:
+    """Whether the pmap runs as one program whose results stay in its devices' memory: a
+    plugin's devices (a TPU's cores; XLA's CPU plugin as `xla_cpu`), the map's devices in the
+    program's order."""
+    if not isinstance(programs, ReplicatedProgram) or programs.device_run is None:
+        return False
+    if any(a.dtype == float0 for a in out_avals) or len(ids) != len(programs.devices):
+        return False
+    by_id = _devices_by_id()
+    return all(getattr(by_id.get(i), "pjrt", None) is p for i, p in zip(ids, programs.devices))
+
+
+_by_id: dict = {}  # the default platform's devices by id, per device count (they change with it)
+
+
+def _devices_by_id():
+    count = _devices.device_count()
+    hit = _by_id.get(count)
+    if hit is None:
+        hit = _by_id[count] = {d.id: d for d in _devices.devices()}
+    return hit
+
+
+def _block_index(ndim, axis, r) -> tuple:
+    """Device r's block of an array mapped along `axis` (None: the whole array, a replica)."""
+    return tuple(slice(r, r + 1) if k == axis else slice(None) for k in range(ndim))
+
+
+def _run_in_device_memory(program, ids, args, in_avals, in_axes, out_axes, out_avals):
+    """The pmap's results as arrays whose blocks stay where the devices computed them
+    (ShardedDeviceBuffers, not waited for): an argument that an earlier pmap over the same
+    devices left there, mapped the same way, goes in as it lies; others are sliced on the host
+    and copied in."""
+    layout_of = lambda ax: ("pmap", tuple(ids), ax)  # noqa: E731 - what the next pmap matches
+    per_device = [[] for _ in ids]
+    for x, a, ax in zip(args, in_avals, in_axes):
+        buf = x._buf if type(x) is Array else None
+        if type(buf) is ShardedDeviceBuffer and buf.layout == layout_of(ax):
+            for r, (b, _) in enumerate(buf.shards):
+                per_device[r].append(b)
+            continue
+        value = local_data(x._settle()) if type(x) is Array else np.asarray(x, dtype=a.dtype)
+        for r in range(len(ids)):
+            per_device[r].append(value if ax is None else np.ascontiguousarray(_slice(value, ax, r)))
+    rows = program.device_run(per_device)
+    outs = []
+    for j, (a, ax) in enumerate(zip(out_avals, out_axes)):
+        shards = [(rows[r][j], _block_index(len(a.shape), ax, r)) for r in range(len(ids))]
+        buf = ShardedDeviceBuffer(shards, a.shape, a.dtype, layout_of(ax))
+        if rows[0][j].dtype != a.dtype:  # a program's output type that is not the map's
+            buf = buf.result().astype(a.dtype)
+        outs.append(Array(buf, a.weak_type))
+    return outs
 
 
 def _check_process_local(args, in_axes, ids, picks, name):

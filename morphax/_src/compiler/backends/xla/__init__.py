@@ -297,14 +297,18 @@ class XlaBackend:
 
         return run, device_run
 
-    def compile_replicated(self, closed, name: str, axis_env: tuple):
+    def compile_replicated(self, closed, name: str, axis_env: tuple, blocks=None):
         from morphax._src.compiler.executor import ReplicatedProgram
+        from morphax._src.pjrt.buffer import Buffer
 
         """A pmap's per-device program as one module of N replicas (N the product of the axes'
         sizes), its collectives cross-replica operations: `run(per_device_args) ->
-        per_device_outputs` runs it on the plugin's first N devices at once. None where a step
-        must run on the host (a callback, a decomposition without a lowering) or the plugin has
-        fewer devices."""
+        per_device_outputs` runs it on the plugin's first N devices at once, NumPy in and out;
+        with `blocks` (the pmap's in_axes and out_axes) the module's arguments and results are
+        the devices' blocks of the mapped arrays (lower_module), and `device_run(per_device_inputs)
+        -> per_device_buffers` takes blocks in device memory (or NumPy) and leaves its results
+        there. None where a step must run on the host (a callback, a decomposition without a
+        lowering) or the plugin has fewer devices."""
         axes = frozenset(n for n, _ in axis_env)
         steps = host_steps.plan(closed.jaxpr, axes)
         if any(kind == "host" for kind, _ in steps):
@@ -314,20 +318,40 @@ class XlaBackend:
         devices = client.addressable_devices[:replicas]
         if len(devices) < replicas:
             return None
-        text = lower_module(closed, f"pmap_{name}", axis_env=axis_env, platform=client.platform_name)
+        text = lower_module(
+            closed, f"pmap_{name}", axis_env=axis_env, platform=client.platform_name, blocks=blocks
+        )
         compiled = executable_cache.compile(client, text, devices)
+        in_axes, out_axes = blocks if blocks is not None else ((None,) * len(closed.in_avals), ())
+        out_axes = (*out_axes, *(None,) * (len(closed.out_avals) - len(out_axes)))
+        in_blocks = [_block(a.shape, ax) for a, ax in zip(closed.in_avals, in_axes)]
         in_dtypes = [np.dtype(a.dtype) for a in closed.in_avals]
-        out_dtypes = [np.dtype(a.dtype) for a in closed.out_avals]
+        out_types = [(tuple(a.shape), np.dtype(a.dtype)) for a in closed.out_avals]
+
+        def device_run(per_device_inputs):
+            buffers = [
+                [
+                    x
+                    if isinstance(x, Buffer)
+                    else client.buffer_from_host(np.asarray(x, dtype=t).reshape(shape), d)
+                    for x, t, shape in zip(args, in_dtypes, in_blocks)
+                ]
+                for args, d in zip(per_device_inputs, devices)
+            ]
+            return compiled.execute_replicated(buffers)
 
         def run(per_device_args):
-            buffers = [
-                [client.buffer_from_host(np.asarray(a, dtype=t), d) for a, t in zip(args, in_dtypes)]
-                for args, d in zip(per_device_args, devices)
+            outs = device_run(per_device_args)
+            return [
+                [o.to_numpy().astype(t, copy=False).reshape(shape) for o, (shape, t) in zip(row, out_types)]
+                for row in outs
             ]
-            outs = compiled.execute_replicated(buffers)
-            return [[o.to_numpy().astype(t, copy=False) for o, t in zip(row, out_dtypes)] for row in outs]
 
-        return ReplicatedProgram(run, text, replicas)
+        program = ReplicatedProgram(run, text, replicas)
+        if blocks is not None:
+            program.device_run = device_run
+            program.devices = devices
+        return program
 
     def _split_program(self, closed, name, steps):
         jaxpr = closed.jaxpr
@@ -390,3 +414,8 @@ def _host_call(eqn):
 
 
 BACKEND = XlaBackend()
+
+
+def _block(shape, axis):
+    """A device's block of an array mapped along `axis`: the axis kept with extent 1."""
+    return tuple(shape) if axis is None else (*shape[:axis], 1, *shape[axis:])

@@ -229,6 +229,7 @@ def lower_module(
     axis_env=(),
     platform: str = "cpu",
     shardings=None,
+    blocks=None,
 ) -> str:
     """The StableHLO module (MLIR text) of `closed`: `@main` takes its inputs, returns its outputs,
     laid out as JAX prints its modules (`module @jit_f attributes {...}`, `func.func public @main`,
@@ -238,12 +239,31 @@ def lower_module(
     `axis_env`: the named axes of a program run on several replicas (ModuleLowering); `platform`:
     the PJRT platform it is for (a few rules differ by platform, as JAX's do); `shardings`:
     (argument shardings, result shardings, partitions), HLO sharding strings of a program XLA
-    partitions over that many devices (runtime/xla_partitioned.py)."""
+    partitions over that many devices (runtime/xla_partitioned.py); `blocks`: (in_axes, out_axes)
+    of a pmap's program, whose arguments and results are then each device's block of the mapped
+    arrays, the mapped axis kept with extent 1 (reshaped away inside), so that they are the
+    blocks of the global arrays a device holds."""
     module = ModuleLowering(axis_env, platform)
     b = module.builder
-    args = [Value(f"%arg{k}", v.aval.shape, v.aval.dtype) for k, v in enumerate(closed.jaxpr.invars)]
+    in_axes, out_axes = blocks if blocks is not None else ((None,) * len(closed.jaxpr.invars), ())
+
+    def block(shape, axis):
+        return shape if axis is None else (*shape[:axis], 1, *shape[axis:])
+
+    args = [
+        Value(f"%arg{k}", block(v.aval.shape, ax), v.aval.dtype)
+        for k, (v, ax) in enumerate(zip(closed.jaxpr.invars, in_axes))
+    ]
     b.push_block()
-    results = module.lower_jaxpr(closed.jaxpr, closed.consts, args)
+    inner = [
+        a if ax is None else b.op("stablehlo.reshape", [a], [(v.aval.shape, v.aval.dtype)])[0]
+        for a, v, ax in zip(args, closed.jaxpr.invars, in_axes)
+    ]
+    results = module.lower_jaxpr(closed.jaxpr, closed.consts, inner)
+    results = [
+        r if ax is None else b.op("stablehlo.reshape", [r], [(block(r.shape, ax), r.dtype)])[0]
+        for r, ax in zip(results, (*out_axes, *(None,) * (len(results) - len(out_axes))))
+    ]
     b.op("func.return", results, [])
     body = b.pop_block()
     in_s, out_s, partitions = shardings if shardings is not None else (None, None, 1)
