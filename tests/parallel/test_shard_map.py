@@ -15,5 +15,6 @@ def test_shard_map_on_4_devices(run_cases):
             "case_jit_grad_vmap_and_cache",
             "case_errors",
             "case_smap_over_one_axis",
+            "case_result_shardings",
         ],
     )

@@ -34,8 +34,10 @@ from morphax._src.higher_order.pmap import axis_frame, pmap_p
 from morphax._src.numpy.creation import asarray
 from morphax._src.prims.shape import broadcast_in_dim, reshape, transpose
 from morphax._src.prims.slicing import slice as _slice
-from morphax._src.runtime import pmap_runner
+from morphax._src.runtime import array as _array
+from morphax._src.runtime import placement, pmap_runner
 from morphax._src.sharding import variance
+from morphax._src.sharding.constraint import sharding_constraint_p
 from morphax._src.sharding.mesh import resolving_mesh
 from morphax._src.sharding.partition_spec import PartitionSpec
 from morphax._src.sharding.shardings import NamedSharding
@@ -228,7 +230,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
             )
             if not hit[4]:
                 cache[key] = hit
-        closed, out_tree, out_entries, out_blocks, lifted = hit
+        closed, out_tree, out_entries, out_blocks, lifted, out_parts = hit
         pmap_runner.check_device_count(name, size, ids)
         ins, in_axes = [], []
         for x, entries, block in zip(leaves, all_entries, blocks):
@@ -254,9 +256,22 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
             _from_stacked(o, e, mesh_axes, b) if any(e) else o
             for o, e, b in zip(outs, out_entries, out_blocks)
         ]
+        results = [_laid_out(r, NamedSharding(the_mesh, p)) for r, p in zip(results, out_parts)]
         return pytree.tree_unflatten(out_tree, results)
 
     return wrapped
+
+
+def _laid_out(result, sharding):
+    """A result laid out over the mesh as its out_specs say, as JAX's are (`.sharding` is
+    NamedSharding(mesh, spec), under jit too): eagerly placed; traced, constrained. Over the
+    devices of several processes a result stays whole in each (morphax gathers it there)."""
+    if placement.spans_processes(sharding):
+        return result
+    if isinstance(result, _trace.Tracer):
+        _array.mark_placed()  # the program's results get placed (runtime/placement.py)
+        return sharding_constraint_p.bind(result, sharding=sharding)
+    return placement.put(result, sharding, "shard_map")
 
 
 def _layout(mesh, axis_names):
@@ -317,7 +332,8 @@ def _trace_body(f, in_tree, per_device, mesh_axes, manual, out_specs, name, in_e
     if check_vma:
         _check_vma(closed, in_entries, out_entries, flat_specs, {n for n, _ in mesh_axes}, name)
     closed, lifted = closure_convert_tracers(closed)
-    return closed, out_tree, out_entries, out_blocks, tuple(lifted)
+    out_parts = tuple(PartitionSpec() if spec is None else spec for spec in flat_specs)
+    return closed, out_tree, out_entries, out_blocks, tuple(lifted), out_parts
 
 
 def _check_vma(closed, in_entries, out_entries, out_specs, axes, name):
