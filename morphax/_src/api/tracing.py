@@ -52,11 +52,7 @@ class ShapeDtypeStruct:
 
     @property
     def aval(self):
-        if isinstance(self.dtype, _dtypes.ExtendedDType):
-            raise TypeError(
-                f"{self!r} stands for a key array, which has no ShapedArray of its own; eval_shape "
-                "and make_jaxpr accept it (as its key words, uint32[..., 2])."
-            )
+        # A key dtype gives the keys' own aval (``key<fry>[...]``), as in JAX.
         return ShapedArray(self.shape, self.dtype, self.weak_type)
 
     def __repr__(self):
@@ -80,13 +76,12 @@ def _is_extended(x) -> bool:
 
 def _physical(tree):
     """`tree` with each ShapeDtypeStruct of an extended dtype replaced by the value it stands for:
-    a key array whose key words are a ShapeDtypeStruct (what tracing flattens to)."""
+    a key array over it (tracing flattens that to the ShapeDtypeStruct, of aval ``key<fry>[...]``,
+    and hands the function a key array)."""
 
     def phys(x):
         if isinstance(x, ShapeDtypeStruct) and _is_extended(x):
-            return x.dtype.wrap_physical(
-                ShapeDtypeStruct(x.shape + x.dtype.key_shape, x.dtype.physical_dtype)
-            )
+            return x.dtype.wrap_physical(x)
         return x
 
     return pytree.tree_map(phys, tree, is_leaf=lambda x: isinstance(x, ShapeDtypeStruct))

@@ -8,6 +8,7 @@ import numpy as np
 from morphax._src import events
 from morphax._src.core import pytree
 from morphax._src.core.trace import Tracer
+from morphax._src.prims.random_keys import KEY_LEAF
 from morphax._src.runtime import guards
 from morphax._src.runtime.array import Array
 
@@ -23,6 +24,8 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     def put(v):
         if isinstance(v, Tracer):  # inside a transformation
             return v if device is None else _constrain(v, device)
+        if type(v) is KEY_LEAF[0]:  # concrete typed keys: their words are placed
+            return type(v)(put(v._data))
         if type(v) is not Array:
             v = _to_array(v)
             if device is None:

@@ -12,7 +12,7 @@ import threading
 import time
 
 from morphax._src import events
-from morphax._src.compiler import analysis, donation, executor, scan_matmuls, segments
+from morphax._src.compiler import analysis, donation, executor, physicalize, scan_matmuls, segments
 
 # The native backend is imported with morphax, not at the first jitted call (whose latency counts).
 from morphax._src.compiler.backends import c as _c_backend  # noqa: F401
@@ -50,6 +50,8 @@ _generation = 0
 
 
 def _optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
+    # Typed PRNG keys become their uint32 words and the random_* equations Threefry code.
+    closed = physicalize.physicalize(closed)
     if state_types.state_used[0] and state_discharge.has_state(closed):
         # Refs created inside the program become functional code (higher_order/state_discharge.py);
         # callers pass ref values, never refs, so the program's signature is unchanged.

@@ -18,7 +18,9 @@ from morphax._src.core.values import make_array
 
 
 def tangent_dtype(dtype) -> np.dtype:
-    """Integers and bools have float0 tangents (they cannot be perturbed), as in JAX."""
+    """Integers, bools and PRNG keys have float0 tangents (they cannot be perturbed), as in JAX."""
+    if isinstance(dtype, _dtypes.ExtendedDType):
+        return _dtypes.float0
     dtype = np.dtype(dtype)
     if _dtypes.is_inexact(dtype):
         return dtype

@@ -22,7 +22,10 @@ class ShapedArray:
         # NB: JAX avals carry a sharding, varying manual axes and a memory space; morphax's do not
         # (`sharding` is derived from the shape), so those arguments are accepted and ignored.
         self.shape = tuple(shape)
-        self.dtype = dtype if type(dtype) is np.dtype else np.dtype(dtype)
+        # Extended dtypes (typed PRNG keys, ``key<fry>``) are kept as they are.
+        self.dtype = (
+            dtype if type(dtype) is np.dtype or isinstance(dtype, _dtypes.ExtendedDType) else np.dtype(dtype)
+        )
         self.weak_type = bool(weak_type)
 
     @property

@@ -4,8 +4,9 @@ They are ``morphax._src.core.pytree``'s functions with one difference: node type
 with `register_array_leaf` count as single leaves. A typed PRNG key array is one: in JAX it is
 one leaf of dtype ``key<fry>``, so ``tree.leaves({"k": key}) == [key]`` and ``tree.map`` calls
 its function on the key array itself. morphax's transformations (jit, vmap, scan, cond, grad...)
-flatten with the internal functions, which go through such a node to its data (the key's
-``uint32`` words) and rebuild it on the way out, so a key crosses every transformation.
+flatten with the internal functions, which go through such a node to its data (the keys as one
+value of aval ``key<fry>[...]``) and rebuild it on the way out, so a key crosses every
+transformation.
 
 Imports only the standard library and its sibling ``pytree*`` modules.
 """

@@ -51,7 +51,7 @@ class Initializer(Protocol):
 
 def _raw(key):
     """The uint32 data of a key (typed keys are accepted as in JAX)."""
-    return key._data if isinstance(key, KeyArray) else key
+    return key._value() if isinstance(key, KeyArray) else key
 
 
 def _float(dtype):
@@ -150,7 +150,8 @@ def _fans(shape, in_axis=-2, out_axis=-1, batch_axis=()):
 
 def _complex_uniform(key, shape, dtype):
     """Uniform on the unit-variance disk of the complex plane (radius sqrt(2 u), angle 2 pi u')."""
-    key_r, key_theta = prng.split(_raw(key))
+    keys = prng.split(_raw(key))
+    key_r, key_theta = prng.key_row(keys, 0), prng.key_row(keys, 1)
     real = np.array(0, dtype).real.dtype
     dtype = _dtypes.to_complex_dtype(real)
     r = util.convert_element_type(
@@ -165,7 +166,8 @@ def _complex_uniform(key, shape, dtype):
 def _complex_truncated_normal(key, upper, shape, dtype):
     """A centred unit-variance complex normal with its modulus truncated to `upper` (inverse
     CDF of the modulus), at a uniform angle."""
-    key_r, key_theta = prng.split(_raw(key))
+    keys = prng.split(_raw(key))
+    key_r, key_theta = prng.key_row(keys, 0), prng.key_row(keys, 1)
     real = np.array(0, dtype).real.dtype
     dtype = _dtypes.to_complex_dtype(real)
     tail = ufuncs.subtract(1, ufuncs.exp(_const(-(upper**2), dtype)))

@@ -21,7 +21,7 @@ from morphax._src.numpy import ufuncs as _uf
 from morphax._src.numpy import util as _util
 from morphax._src.prims import lax_api as L
 from morphax._src.prims.arithmetic import fma
-from morphax._src.random.prng import check_key, random_bits, split
+from morphax._src.random.prng import check_key, key_row, random_bits, split
 
 __all__ = [
     "bernoulli",
@@ -143,7 +143,7 @@ def normal(key, shape=(), dtype=float):
     dtype = _float_dtype("normal", dtype, allow_complex=True)
     if _dtypes.is_complex(dtype):
         real = _dtypes.real_dtype(dtype)
-        k_re, k_im = (L.reshape(L.slice(split(key), (i, 0), (i + 1, 2)), (2,)) for i in range(2))
+        k_re, k_im = (key_row(split(key), i) for i in range(2))
         re = L.convert_element_type(_normal_real(k_re, shape, real), dtype)
         im = L.convert_element_type(_normal_real(k_im, shape, real), dtype)
         z = L.add(re, L.mul(_const(1j, dtype), im))
@@ -217,7 +217,7 @@ def randint(key, shape, minval, maxval, dtype=int):
     unsigned = _UINT[nbits]
 
     keys = split(key)
-    k1, k2 = (L.reshape(L.slice(keys, (i, 0), (i + 1, 2)), (2,)) for i in range(2))
+    k1, k2 = (key_row(keys, i) for i in range(2))
     higher_bits = random_bits(k1, nbits, shape)
     lower_bits = random_bits(k2, nbits, shape)
 
@@ -346,7 +346,7 @@ def _shuffle(key, x, axis):
     num_rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
     for _ in range(num_rounds):
         keys = split(key)
-        key, subkey = (L.reshape(L.slice(keys, (i, 0), (i + 1, 2)), (2,)) for i in range(2))
+        key, subkey = (key_row(keys, i) for i in range(2))
         sort_keys = random_bits(subkey, 32, get_aval(x).shape)
         _, x = L.sort_key_val(sort_keys, x, axis)
     return x

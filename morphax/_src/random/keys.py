@@ -1,8 +1,10 @@
 """Typed PRNG keys: `key(seed)` gives a `KeyArray` of dtype ``key<fry>`` whose shape leaves out
 the two uint32 words of each threefry key. As in JAX it is one leaf for the user-facing tree
 functions (``tree.leaves({"k": key}) == [key]``); the transformations' internal flattening goes
-through it to the raw ``uint32[..., 2]`` data, so jit, vmap, scan, cond and grad see plain arrays; `typed_key_api` lets every jax.random entry point
-take typed keys (and return them from split/fold_in/clone)."""
+through it to one value of aval ``key<fry>[*shape]`` (a `_KeyLeaf` over concrete words), so jit,
+vmap, scan, cond and grad trace keys as JAX does, with the ``random_*`` primitives of
+prims/random_keys.py; `typed_key_api` lets every jax.random entry point take typed keys (and
+return them from split/fold_in/clone)."""
 
 from __future__ import annotations
 
@@ -13,14 +15,16 @@ import warnings
 import numpy as np
 
 from morphax._src.config import config
-from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.avals import get_aval, is_valid_value
+from morphax._src.core.avals import ShapedArray, get_aval, is_valid_value, pytype_aval_mappings
+from morphax._src.core.dtypes import float0 as _float0
 from morphax._src.core.pytree_api import register_array_leaf
 from morphax._src.core.pytree_registry import register_pytree_node
 from morphax._src.core.trace import Tracer
 from morphax._src.errors import KeyReuseError
 from morphax._src.prims import lax_api as L
-from morphax._src.random.prng import PRNGKey, check_key
+from morphax._src.prims import random_keys as _rk
+from morphax._src.prims.random_keys import KEY_DTYPE, PRNGKeyDtype, prng_key
+from morphax._src.random.prng import PRNGKey, check_key, is_key_value
 from morphax._src.runtime.array import register_virtual_array_type
 
 __all__ = [
@@ -38,45 +42,6 @@ __all__ = [
 _IMPL = "threefry2x32"
 
 
-class prng_key(_dtypes.extended):  # noqa: N801 - JAX's name for the category
-    """Abstract category of PRNG key dtypes: ``issubdtype(k.dtype, prng_key)``."""
-
-
-class PRNGKeyDtype(_dtypes.ExtendedDType):
-    """The dtype of typed threefry keys, shown ``key<fry>``; each element is a ``uint32[2]``."""
-
-    type = prng_key
-
-    def __init__(self, impl: str = _IMPL):
-        self.impl = impl
-        self.name = "key<fry>"
-        self.key_shape = (2,)
-        self.itemsize = 8
-
-    def __eq__(self, other):
-        return isinstance(other, PRNGKeyDtype) and other.impl == self.impl
-
-    def __hash__(self):
-        return hash((PRNGKeyDtype, self.impl))
-
-    def __str__(self):
-        return self.name
-
-    # The dtype of the key words, and the key array holding them: how the layers below this
-    # module (eval_shape of a key ShapeDtypeStruct) build a key array without importing it.
-    physical_dtype = np.dtype(np.uint32)
-
-    def wrap_physical(self, data):
-        return KeyArray(data)
-
-    def physical(self, keys):
-        """The ``uint32[..., 2]`` words of the key array `keys` (what `wrap_physical` wraps)."""
-        return keys._data
-
-
-KEY_DTYPE = PRNGKeyDtype()
-
-
 def _check_impl(name, impl):
     if impl not in (None, _IMPL, KEY_DTYPE):
         raise NotImplementedError(f"{name}: only the '{_IMPL}' PRNG implementation exists, got impl={impl!r}")
@@ -86,8 +51,7 @@ class KeyArray:
     """An array of typed PRNG keys: `shape` counts keys; `key_data` gives the ``uint32[*shape, 2]``
     words. Immutable; supports indexing and reshaping, not arithmetic.
 
-    Transformations see the data array, whose last axis holds the key words: vmap's in_axes and
-    out_axes for key arrays must be non-negative (a negative axis would count that axis)."""
+    Transformations see the keys as one value of aval ``key<fry>[*shape]`` (no key-word axis)."""
 
     # _consumed and _source serve jax_debug_key_reuse only (`consume`): whether the keys were
     # used (False, True, or a NumPy bool mask over `shape` when some were), and for a key taken
@@ -102,6 +66,12 @@ class KeyArray:
         return is_valid_value(self._data)
 
     def __init__(self, data, source=None):
+        # `_data` is the key words (concrete ``uint32[..., 2]``) or, inside a transformation, a
+        # tracer of the keys themselves (``key<fry>[...]``); traced words are wrapped into one.
+        if type(data) is _KeyLeaf:
+            data = data._data
+        elif isinstance(data, Tracer) and data.dtype == np.uint32:
+            data = _rk.random_wrap(data)
         self._data = data
         self._consumed = False
         self._source = source
@@ -113,7 +83,19 @@ class KeyArray:
 
     @property
     def shape(self):
-        return tuple(get_aval(self._data).shape[:-1])
+        aval = get_aval(self._data)
+        return tuple(aval.shape) if aval.dtype is KEY_DTYPE else tuple(aval.shape[:-1])
+
+    def _value(self):
+        """The keys as one value of aval ``key<fry>[*shape]``, what the primitives take: the
+        tracer inside a transformation, else a `_KeyLeaf` over the concrete words."""
+        data = self._data
+        return data if is_key_value(data) else _KeyLeaf(data)
+
+    def _words(self):
+        """The ``uint32[*shape, 2]`` words (`random_unwrap` of traced keys)."""
+        data = self._data
+        return _rk.random_unwrap(data) if is_key_value(data) else data
 
     @property
     def ndim(self):
@@ -139,6 +121,12 @@ class KeyArray:
     def __iter__(self):
         if not self.shape:
             raise TypeError("iteration over a 0-d key array")
+        if is_key_value(self._data):  # JAX unstacks traced keys with unit strides
+            return (
+                KeyArray(L.squeeze(L.slice(self._data, (i, *starts), (i + 1, *rest), (1,) * self.ndim), (0,)))
+                for starts, rest in [((0,) * (self.ndim - 1), self.shape[1:])]
+                for i in range(self.shape[0])
+            )
         return (self[i] for i in range(self.shape[0]))
 
     # ------------------------------------------------------------------------- structural ops
@@ -146,6 +134,8 @@ class KeyArray:
         if isinstance(idx, KeyArray):
             raise TypeError("key arrays cannot index other arrays")
         idx = idx if isinstance(idx, tuple) else (idx,)
+        if is_key_value(self._data):
+            return KeyArray(_index_traced(self._data, idx))
         if any(i is Ellipsis for i in idx):
             # Keep the key words out of the Ellipsis: they sit after everything it covers.
             return KeyArray(self._data[(*idx, slice(None))])
@@ -162,7 +152,9 @@ class KeyArray:
         if shape.count(-1) == 1:
             known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
             shape = tuple(size // known if s == -1 else s for s in shape)
-        return KeyArray(self._data.reshape(*shape, 2, order=order))
+        if is_key_value(self._data) and order == "C":
+            return KeyArray(L.reshape(self._data, shape))
+        return KeyArray(self._words().reshape(*shape, 2, order=order))
 
     def ravel(self, order="C"):
         return self.reshape(-1, order=order)
@@ -183,6 +175,8 @@ class KeyArray:
             if not axes or axes == (None,)
             else tuple(a % self.ndim for a in axes)
         )
+        if is_key_value(self._data):
+            return KeyArray(L.transpose(self._data, axes))
         return KeyArray(L.transpose(self._data, (*axes, self.ndim)))
 
     @property
@@ -204,7 +198,7 @@ class KeyArray:
         from morphax._src.numpy import ufuncs
 
         # Keys are equal when both words are; jnp's equal broadcasts the key shapes.
-        return L.reduce_and(ufuncs.equal(self._data, other._data), (max(self.ndim, other.ndim),))
+        return L.reduce_and(ufuncs.equal(self._words(), other._words()), (max(self.ndim, other.ndim),))
 
     def __ne__(self, other):
         if not isinstance(other, KeyArray):
@@ -310,9 +304,80 @@ def _install_binary_errors():
 
 
 _install_binary_errors()
-register_pytree_node(KeyArray, lambda k: ((k._data,), None), lambda _, children: KeyArray(children[0]))
+
+
+class _KeyLeaf(KeyArray):
+    """Concrete keys as the one value of aval ``key<fry>[*shape]`` that transformations see (a
+    leaf of their flattening): jit passes its words to the compiled program, vmap and the eager
+    operations on keys (runtime/eager.py) run the key primitives on them. Behaves as a KeyArray."""
+
+    __slots__ = ()
+
+    def __init__(self, data):
+        _rk.KEYS_USED[0] = True
+        self._data = data
+        self._consumed = False
+        self._source = None
+
+    @property
+    def aval(self):
+        return ShapedArray(self.shape, KEY_DTYPE)
+
+
+pytype_aval_mappings[_KeyLeaf] = lambda k: ShapedArray(k.shape, KEY_DTYPE)
+_rk.KEY_LEAF[0] = _KeyLeaf
+PRNGKeyDtype._wrap = KeyArray
+
+
+def _flatten_keys(k):
+    data = k._data
+    # Placeholders (None, sentinels) that tree utilities unflatten around stay themselves.
+    return ((_KeyLeaf(data) if is_valid_value(data) and not is_key_value(data) else data,), None)
+
+
+def _index_traced(keys, idx):
+    """Traced keys indexed by `idx`: JAX's slice and squeeze for integers and unit-step slices,
+    else the words indexed and wrapped again."""
+    shape = get_aval(keys).shape
+    if len(idx) <= len(shape) and all(
+        (isinstance(i, (int, np.integer)) and not isinstance(i, bool) and -n <= i < n)
+        or (isinstance(i, slice) and i.step in (None, 1))
+        for i, n in zip(idx, shape)
+    ):
+        starts, limits, squeeze = [], [], []
+        for d, n in enumerate(shape):
+            i = idx[d] if d < len(idx) else slice(None)
+            if isinstance(i, slice):
+                lo, hi, _ = i.indices(n)
+                starts.append(lo)
+                limits.append(max(lo, hi))
+            else:
+                i = int(i) % n
+                starts.append(i)
+                limits.append(i + 1)
+                squeeze.append(d)
+        out = keys
+        if tuple(starts) != (0,) * len(shape) or tuple(limits) != tuple(shape):
+            out = L.slice(keys, tuple(starts), tuple(limits))
+        return L.squeeze(out, tuple(squeeze)) if squeeze else out
+    words = _rk.random_unwrap(keys)
+    if any(i is Ellipsis for i in idx):
+        return _rk.random_wrap(words[(*idx, slice(None))])
+    return _rk.random_wrap(words[idx])
+
+
+def _unflatten_keys(_, children):
+    (child,) = children
+    # Tangents of keys are float0 arrays of the keys' shape (jvp's key outputs), as in JAX.
+    dtype = getattr(child, "dtype", None)
+    if isinstance(dtype, np.dtype) and dtype == _float0:
+        return child
+    return KeyArray(child)
+
+
+register_pytree_node(KeyArray, _flatten_keys, _unflatten_keys)
 # One leaf for the user-facing tree functions, as in JAX; the transformations flatten through it
-# to the uint32 data and rebuild the key array on the way out.
+# to the keys as one value of their key dtype and rebuild the key array on the way out.
 register_array_leaf(KeyArray)
 register_virtual_array_type(KeyArray)  # a typed key array is a morphax.Array, as in JAX
 
@@ -326,7 +391,7 @@ def key(seed, *, impl=None, dtype=None):
     _check_impl("key", dtype)
     if isinstance(seed, KeyArray):
         raise TypeError("key: seed must be a scalar integer, got a key array")
-    return KeyArray(PRNGKey(seed))
+    return KeyArray(PRNGKey(seed, typed=isinstance(seed, Tracer)))
 
 
 def key_dtype(impl_spec=None):
@@ -338,7 +403,9 @@ def key_dtype(impl_spec=None):
 def key_data(keys):
     """The raw ``uint32[..., 2]`` words of typed keys (raw keys are returned as they are)."""
     if isinstance(keys, KeyArray):
-        return keys._data
+        return keys._words()
+    if is_key_value(keys):
+        return _rk.random_unwrap(keys)
     return check_key("key_data", keys, allow_batched=True)
 
 
@@ -452,12 +519,14 @@ def typed_key_api(fn=None, *, returns_key=False, default_dtype=None, consumes=Tr
     def wrapper(key, *args, **kwargs):
         out_sharding = kwargs.pop("out_sharding", None) if sharded else None
         typed = isinstance(key, KeyArray)
+        if is_key_value(key) and not typed:  # a bare traced key (of a key array's tracer)
+            key, typed = KeyArray(key), True
         if typed:
             if consumes and config.debug_key_reuse:
                 consume(key, fn.__name__)
         elif config.legacy_prng_key != "allow":
             _legacy_key_used(fn.__name__)
-        raw = key._data if typed else key
+        raw = key._value() if typed else key
         if sig is not None:
             bound = sig.bind(raw, *args, **kwargs)
             if default_dtype is not None and bound.arguments.get("dtype", 0) is None:

@@ -30,7 +30,7 @@ from morphax._src.random.distributions import (
     rademacher,
     uniform,
 )
-from morphax._src.random.prng import check_key, split
+from morphax._src.random.prng import check_key, key_row, split
 from morphax._src.transforms.custom import custom_jvp
 
 __all__ = [
@@ -54,8 +54,8 @@ __all__ = [
 
 
 def key_rows(keys, n):
-    """The `n` single keys of a ``uint32[n, 2]`` key array."""
-    return [L.reshape(L.slice(keys, (i, 0), (i + 1, 2)), (2,)) for i in range(n)]
+    """The `n` single keys of a ``uint32[n, 2]`` (or typed ``key<fry>[n]``) key array."""
+    return [key_row(keys, i) for i in range(n)]
 
 
 def split_n(key, n=2):

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from morphax._src import errors, events
+from morphax._src.compiler import physicalize
 from morphax._src.compiler.backends import platform as backend_platform
 from morphax._src.compiler.compile import compile_jaxpr
 from morphax._src.config import config
@@ -23,6 +24,7 @@ from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_jaxpr
 from morphax._src.core.trace import Tracer
+from morphax._src.prims import random_keys as _random_keys
 from morphax._src.runtime import array as _array
 from morphax._src.runtime import dispatch, guards, placement, spmd_runner
 from morphax._src.runtime.array import Array
@@ -88,6 +90,8 @@ class EvalTrace(_trace.Trace):
     def process_primitive(self, prim, args, params):
         if guards.active:
             guards.before_eager(prim.name, args)
+        if _keys_used[0] and (prim in _key_rules or any(type(x) is _key_leaf[0] for x in args)):
+            return _run_on_keys(prim, args, params)
         if _device_default:
             out = _run_on_device(prim, args, params)
             if out is not None:
@@ -342,10 +346,38 @@ def _run_with_refs(prim, args, params):
     )
 
 
+def _run_on_keys(prim, args, params):
+    """An operation on concrete typed keys: its rule on their words (compiler/physicalize.py),
+    the key results made key values again."""
+    leaf = _key_leaf[0]
+    in_avals = [get_aval(x) for x in args]
+    outs = physicalize.physical_apply(prim, [physicalize.physical_value(x) for x in args], in_avals, params)
+    out_avals = prim.abstract_eval(*in_avals, **params)
+    out_avals = out_avals if prim.multiple_results else [out_avals]
+    outs = [leaf(o) if _random_keys.is_key_aval(a) else o for o, a in zip(outs, out_avals)]
+    return outs if prim.multiple_results else outs[0]
+
+
+def _call_on_keys(args, jaxpr, name, backend, donate, shardings):
+    """`call_compiled` of a program with typed keys: its physical form on the keys' words."""
+    leaf = _key_leaf[0]
+    outs = call_compiled(
+        [physicalize.physical_value(x) for x in args],
+        physicalize.physicalize(jaxpr),
+        name,
+        backend,
+        donate,
+        shardings,
+    )
+    return [leaf(o) if _random_keys.is_key_aval(a) else o for o, a in zip(outs, jaxpr.out_avals)]
+
+
 def call_compiled(args, jaxpr, name, backend=None, donate: tuple = (), shardings=None):
     """Run the compiled `jaxpr` on `args` on the device stream; the Arrays at positions `donate`
     are consumed (their buffers may hold outputs). `shardings`: jit's (in_shardings,
     out_shardings), one entry (a Sharding or None) per flat argument and result, or None."""
+    if _keys_used[0] and physicalize.has_keys(jaxpr):
+        return _call_on_keys(args, jaxpr, name, backend, donate, shardings)
     if guards.active:
         guards.before_call(name, args)
     if backend is None and _placed and _device_platform[0] not in (None, "cpu"):
@@ -413,6 +445,12 @@ def clear_caches():
     _one_equation_programs.clear()
     _identities.clear()
 
+
+# Typed PRNG keys: whether any key value was made yet, the class of concrete ones, and the key
+# primitives (prims/random_keys.py), which always run through their physical rules eagerly.
+_keys_used = _random_keys.KEYS_USED
+_key_leaf = _random_keys.KEY_LEAF
+_key_rules = _random_keys.PHYSICAL
 
 # jax_debug_nans / jax_debug_infs, folded into one module global so the hot path pays one read.
 _float_checks = False

@@ -186,8 +186,13 @@ def _join_names(names) -> str:
 
 def _is_literalable(x, aval: ShapedArray) -> bool:
     # JAX inlines scalar constants as literals; arrays become constvars.
-    # A scalar Ref is a mutable box, never a literal.
-    return aval.shape == () and not isinstance(x, Tracer) and type(aval) is not AbstractRef
+    # A scalar Ref is a mutable box, never a literal; nor is a typed PRNG key (``key<fry>[]``).
+    return (
+        aval.shape == ()
+        and not isinstance(x, Tracer)
+        and type(aval) is not AbstractRef
+        and isinstance(aval.dtype, np.dtype)
+    )
 
 
 # How a staging trace records a custom_jvp / custom_vjp call: filled in by custom_call.py, which
