@@ -145,6 +145,19 @@ JAX_TEXTS = {
         "  in (b, c) }",
     ),
     "identity": (lambda k: k, (K,), "{ lambda ; a:key<fry>[]. let  in (a,) }"),
+    "clone": (
+        lambda k: random.clone(k),
+        (K,),
+        "{ lambda ; a:key<fry>[]. let b:key<fry>[] = random_clone a in (b,) }",
+    ),
+    "new_axis": (
+        lambda k: k[None, 1:3],
+        (KS,),
+        "{ lambda ; a:key<fry>[4]. let\n"
+        "    b:key<fry>[2] = slice[limit_indices=(3,) start_indices=(1,) strides=None] a\n"
+        "    c:key<fry>[1,2] = broadcast_in_dim[broadcast_dimensions=(1,)] b\n"
+        "  in (c,) }",
+    ),
     "index": (
         lambda k: k[0],
         (random.split(K),),
@@ -254,6 +267,16 @@ def test_values_equal_raw_key_path(name, partitionable):
         same(morphax.vmap(typed)(KS), morphax.vmap(raw)(RS))
 
 
+def test_indexing_and_clone_values():
+    words = np.asarray(RS).reshape(2, 2, 2)
+    k22 = KS.reshape(2, 2)
+    for idx in ((1,), (slice(0, 1),), (None, 1), (slice(None), None, 1), (Ellipsis, 0), (-1, -2)):
+        same(kd(morphax.jit(lambda k, idx=idx: k[idx])(k22)), words[(*idx, slice(None))])
+    same(kd(morphax.jit(lambda k: k[jnp.array([1, 0])])(k22)), words[[1, 0]])
+    same(kd(morphax.jit(random.clone)(K)), R)
+    same(kd(morphax.vmap(random.clone)(KS)), RS)
+
+
 def test_seed_and_wrap_values():
     same(kd(morphax.jit(random.key)(7)), random.PRNGKey(7))
     same(kd(morphax.vmap(random.key)(jnp.arange(3))), morphax.vmap(random.PRNGKey)(jnp.arange(3)))
@@ -355,6 +378,7 @@ def test_numpy_references_agree():
     )
     same(rk.random_unwrap_p.impl(words), words)
     same(rk.random_wrap_p.impl(words, impl="fry"), words)
+    same(rk.random_clone_p.impl(words), words)
 
 
 def test_abstract_eval_errors():

@@ -3,7 +3,8 @@
 A typed key is, to every transformation, one value of aval ``key<fry>[*shape]`` (no trailing
 axis for the two key words), and the key operations are primitives, as JAX prints them:
 ``random_seed[impl=fry]``, ``random_wrap[impl=fry]``, ``random_unwrap``,
-``random_split[shape=...]``, ``random_fold_in`` and ``random_bits[bit_width=... shape=...]``.
+``random_split[shape=...]``, ``random_fold_in``, ``random_bits[bit_width=... shape=...]`` and
+``random_clone``.
 
 Physically a key is its ``uint32[*shape, 2]`` words. Every rule below that computes is written
 on those words: `PHYSICAL` maps each primitive to ``rule(phys_operands, in_avals, **params) ->
@@ -46,6 +47,8 @@ __all__ = [
     "is_key_aval",
     "random_bits",
     "random_bits_p",
+    "random_clone",
+    "random_clone_p",
     "random_fold_in",
     "random_fold_in_p",
     "random_seed",
@@ -250,7 +253,16 @@ random_unwrap_p = Primitive("random_unwrap")
 random_split_p = Primitive("random_split")
 random_fold_in_p = Primitive("random_fold_in")
 random_bits_p = Primitive("random_bits")
-_ALL = (random_seed_p, random_wrap_p, random_unwrap_p, random_split_p, random_fold_in_p, random_bits_p)
+random_clone_p = Primitive("random_clone")
+_ALL = (
+    random_seed_p,
+    random_wrap_p,
+    random_unwrap_p,
+    random_split_p,
+    random_fold_in_p,
+    random_bits_p,
+    random_clone_p,
+)
 
 
 def _seed_abstract_eval(seeds, *, impl):
@@ -271,6 +283,11 @@ def _wrap_abstract_eval(data, *, impl):
 def _unwrap_abstract_eval(keys):
     _check_keys("random_unwrap", keys)
     return ShapedArray((*keys.shape, 2), _U32)
+
+
+def _clone_abstract_eval(keys):
+    _check_keys("random_clone", keys)
+    return keys
 
 
 def _split_abstract_eval(keys, *, shape):
@@ -302,6 +319,7 @@ random_unwrap_p.abstract_eval = _unwrap_abstract_eval
 random_split_p.abstract_eval = _split_abstract_eval
 random_fold_in_p.abstract_eval = _fold_in_abstract_eval
 random_bits_p.abstract_eval = _bits_abstract_eval
+random_clone_p.abstract_eval = _clone_abstract_eval
 
 
 # The physical rules, for a single key (scalar seed, ``uint32[2]`` key words, scalar message).
@@ -309,6 +327,7 @@ PHYSICAL = {
     random_seed_p: lambda seed, *, impl: [seed_words(seed)],
     random_wrap_p: lambda data, *, impl: [data],
     random_unwrap_p: lambda key: [key],
+    random_clone_p: lambda key: [key],
     random_split_p: lambda key, *, shape: [split_words(key, shape)],
     random_fold_in_p: lambda key, msg: [fold_in_words(key, msg)],
     random_bits_p: lambda key, *, bit_width, shape: [bits_words(key, bit_width, shape)],
@@ -343,7 +362,7 @@ def _numpy_impl(prim):
 
 
 def _impl_aval(prim, i, v):
-    if i == 0 and prim in (random_unwrap_p, random_split_p, random_bits_p, random_fold_in_p):
+    if i == 0 and prim not in (random_seed_p, random_wrap_p):
         return _key_aval(v.shape[:-1])
     return ShapedArray(v.shape, v.dtype)
 
@@ -385,7 +404,7 @@ def _keeps_axis(prim):
     prim.batch = rule
 
 
-for _p in (random_seed_p, random_wrap_p, random_unwrap_p, random_split_p, random_bits_p):
+for _p in (random_seed_p, random_wrap_p, random_unwrap_p, random_split_p, random_bits_p, random_clone_p):
     _keeps_axis(_p)
 
 
@@ -512,6 +531,10 @@ def random_wrap(data):
 
 def random_unwrap(keys):
     return random_unwrap_p.bind(keys)
+
+
+def random_clone(keys):
+    return random_clone_p.bind(keys)
 
 
 def random_split(keys, shape: tuple):

@@ -336,30 +336,42 @@ def _flatten_keys(k):
 
 
 def _index_traced(keys, idx):
-    """Traced keys indexed by `idx`: JAX's slice and squeeze for integers and unit-step slices,
-    else the words indexed and wrapped again."""
+    """Traced keys indexed by `idx`: as JAX, slice and squeeze for integers and unit-step slices,
+    broadcast_in_dim for new axes (None); other indices index the words, wrapped again."""
     shape = get_aval(keys).shape
-    if len(idx) <= len(shape) and all(
+    used = [i for i in idx if i is not None]
+    if len(used) <= len(shape) and all(
         (isinstance(i, (int, np.integer)) and not isinstance(i, bool) and -n <= i < n)
         or (isinstance(i, slice) and i.step in (None, 1))
-        for i, n in zip(idx, shape)
+        for i, n in zip(used, shape)
     ):
-        starts, limits, squeeze = [], [], []
-        for d, n in enumerate(shape):
-            i = idx[d] if d < len(idx) else slice(None)
+        starts, limits, squeeze, out_shape, kept = [], [], [], [], []
+        d = 0
+        for i in (*idx, *[slice(None)] * (len(shape) - len(used))):
+            if i is None:
+                out_shape.append(1)
+                continue
+            n = shape[d]
             if isinstance(i, slice):
                 lo, hi, _ = i.indices(n)
                 starts.append(lo)
                 limits.append(max(lo, hi))
+                kept.append(len(out_shape))
+                out_shape.append(limits[-1] - lo)
             else:
                 i = int(i) % n
                 starts.append(i)
                 limits.append(i + 1)
                 squeeze.append(d)
+            d += 1
         out = keys
         if tuple(starts) != (0,) * len(shape) or tuple(limits) != tuple(shape):
             out = L.slice(keys, tuple(starts), tuple(limits))
-        return L.squeeze(out, tuple(squeeze)) if squeeze else out
+        if squeeze:
+            out = L.squeeze(out, tuple(squeeze))
+        if len(out_shape) != len(kept):
+            out = L.broadcast_in_dim(out, tuple(out_shape), tuple(kept))
+        return out
     words = _rk.random_unwrap(keys)
     if any(i is Ellipsis for i in idx):
         return _rk.random_wrap(words[(*idx, slice(None))])

@@ -135,8 +135,9 @@ def key_data(keys):
 
 
 def clone(key):
-    """A copy of `key` (keys are immutable values, so the key itself)."""
-    return check_key("clone", key, allow_batched=True)
+    """A copy of `key` (keys are immutable values, so the key itself; typed keys: random_clone)."""
+    key = check_key("clone", key, allow_batched=True)
+    return _rk.random_clone(key) if is_key_value(key) else key
 
 
 # -------------------------------------------------------------------------------------- the hash

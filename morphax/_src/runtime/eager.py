@@ -90,7 +90,7 @@ class EvalTrace(_trace.Trace):
     def process_primitive(self, prim, args, params):
         if guards.active:
             guards.before_eager(prim.name, args)
-        if _keys_used[0] and (prim in _key_rules or any(type(x) is _key_leaf[0] for x in args)):
+        if _keys_used[0] and (prim in _key_rules or _key_leaf[0] in map(type, args)):
             return _run_on_keys(prim, args, params)
         if _device_default:
             out = _run_on_device(prim, args, params)
