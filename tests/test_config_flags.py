@@ -102,7 +102,7 @@ def test_explain_cache_misses(caplog):
     assert len(lines) == 3
     assert "first call to <lambda>" in lines[0]
     assert "argument 0 was float32[3], is float32[4]" in lines[1]
-    assert "argument 1 was float, is int" in lines[2]
+    assert "argument 1 was float32[] (weak), is int32[] (weak)" in lines[2]
 
 
 def test_enable_checks_type_checks_traced_and_optimized_jaxprs(monkeypatch):

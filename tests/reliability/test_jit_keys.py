@@ -8,8 +8,9 @@ then sees the wrong value), and ``-0.0`` after ``0.0`` reuses the trace for ``0.
 types at every level of tuples and floats by their bits, so the traced program always sees exactly
 the value and type passed, which is what the property tests below state.
 
-Non-static Python scalars key on their type (JAX: ``g(3)`` gives int32, ``g(3.0)`` float32,
-``g(True)`` bool, whatever the order of the calls).
+Non-static Python scalars key as the arrays they become (JAX: ``g(3)`` gives int32, ``g(3.0)``
+float32, ``g(True)`` bool, whatever the order of the calls, and a loop ``i = g(i)`` from ``i = 0``
+traces once: the weak int32 scalar it returns keys as 0 did).
 
 JAX holds the jitted function weakly; a callable that cannot be weakly referenced (a ``__slots__``
 class without ``__weakref__``) must still never share a trace with another object that happens to
@@ -122,6 +123,29 @@ def test_non_static_python_scalars_key_on_their_type():
             assert out.dtype == want, (order, v, out.dtype)
             assert out.weak_type == (type(v) is not bool)
             assert out == v
+
+
+def test_python_scalars_and_weak_scalar_arrays_share_one_trace():
+    # JAX 0.10.2 traces each of these loops once.
+    for start in (0, 1.5, 2j, True):
+        g = morphax.jit(jnp.logical_not if start is True else (lambda s: s + 1))
+        before = trace_counters.traces
+        v = start
+        for _ in range(3):
+            v = g(v)
+        assert trace_counters.traces - before == 1, start
+        assert v.weak_type == (type(start) is not bool)
+    # A strong int32 scalar is another signature (JAX traces it again), and so is a Python
+    # scalar under x64, which becomes a 64-bit one.
+    g = morphax.jit(lambda s: s * 2)
+    before = trace_counters.traces
+    g(3)
+    g(np.int32(3))
+    assert trace_counters.traces - before == 2
+    with morphax.enable_x64():
+        assert g(3).dtype == np.int64
+    assert trace_counters.traces - before == 3
+    assert g(4).dtype == np.int32 and trace_counters.traces - before == 3
 
 
 def test_non_static_python_scalars_inside_containers_and_keywords():

@@ -97,8 +97,8 @@ def _leaf_key(x):
     t = type(x)
     if t is Array:
         return type_key(x)
-    if t in (float, int, complex, bool):
-        return t
+    if t in _PYTHON_SCALARS:
+        return _scalar_key(t)
     if isinstance(x, _trace.Tracer):
         aval = x.aval
         if type(aval) is ShapedArray:
@@ -133,7 +133,8 @@ def _positional_tree(n: int):
 
 
 def _positional_keys(args) -> tuple | None:
-    """The leaf keys of positional arguments if all are arrays or tracers, else None."""
+    """The leaf keys of positional arguments if all are arrays or tracers, else None (Python
+    scalars take the general path, which converts them; they key as the arrays they become)."""
     keys = []
     for a in args:
         if type(a) is Array:
@@ -143,6 +144,22 @@ def _positional_keys(args) -> tuple | None:
         else:
             return None
     return tuple(keys)
+
+
+_PYTHON_SCALARS = (int, float, complex, bool)
+_scalar_keys: dict = {}
+
+
+def _scalar_key(t) -> tuple:
+    """The key of a Python scalar argument: the (shape, dtype, weak type) of the value it traces
+    as (weak int32/float32/complex64, strong bool; 64-bit under x64), so that `i = f(i)` from
+    `i = 0` and a weak scalar Array share one trace, as in JAX."""
+    x64 = config.enable_x64
+    key = _scalar_keys.get((t, x64))
+    if key is None:
+        aval = _abstractify(t(0))
+        key = _scalar_keys[(t, x64)] = (aval.shape, aval.dtype, aval.weak_type)
+    return key
 
 
 def _axis_env() -> tuple:
