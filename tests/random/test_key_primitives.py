@@ -345,7 +345,15 @@ def test_grad_and_jvp_with_keys():
     same(morphax.grad(lambda x: (x * random.normal(K, (3,))).sum())(1.0), want)
     g = morphax.jit(morphax.grad(lambda x, k: (x * random.normal(k, (3,))).sum()))(1.0, K)
     np.testing.assert_allclose(g, want, rtol=1e-6)
-    # Key outputs get float0 tangents, as in JAX.
+    # A key primal takes a float0 tangent of its shape, as in JAX; key outputs get float0 ones.
+    f0 = np.zeros((), morphax.dtypes.float0)
+    out, tan = morphax.jvp(lambda k: random.split(k), (K,), (f0,))
+    same(kd(out), random.split(R))
+    assert tan.dtype == morphax.dtypes.float0 and tan.shape == (2,)
+    y, t = morphax.jvp(lambda k, x: random.normal(k) * x, (K, 2.0), (f0, 1.0))
+    same(t, random.normal(R))
+    with pytest.raises(TypeError, match="float0"):
+        morphax.jvp(lambda k: k, (K,), (1.0,))
     out, tan = morphax.jvp(lambda x: (random.split(K), x), (1.0,), (1.0,))
     same(kd(out[0]), random.split(R))
     assert tan[0].dtype == morphax.dtypes.float0 and tan[0].shape == (2,)

@@ -91,6 +91,10 @@ def _tangent_matches(p, t, where):
         )
 
 
+def _is_key_array(x) -> bool:
+    return isinstance(getattr(x, "dtype", None), _dtypes.ExtendedDType)
+
+
 def jvp(fun, primals, tangents, has_aux=False):
     """Push `tangents` forward through `fun` at `primals`: returns (primals_out, tangents_out)."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -98,13 +102,17 @@ def jvp(fun, primals, tangents, has_aux=False):
             "primal and tangent arguments to jvp must be tuples or lists; found "
             f"{type(primals).__name__} and {type(tangents).__name__}."
         )
-    p_paths, p_tree = pytree.tree_flatten_with_path(tuple(primals))
-    t_leaves, t_tree = pytree.tree_flatten(tuple(tangents))
-    if p_tree != t_tree:
+    # Typed PRNG keys are one leaf each here (their tangent is one float0 array, as in JAX).
+    p_paths, user_tree = pytree.tree_flatten_with_path(tuple(primals), is_leaf=_is_key_array)
+    t_leaves, t_tree = pytree.tree_flatten(tuple(tangents), is_leaf=_is_key_array)
+    if user_tree != t_tree:
         raise TypeError(
             "primal and tangent arguments to jvp must have the same tree structure; primals have "
-            f"structure {p_tree} whereas tangents have structure {t_tree}."
+            f"structure {user_tree} whereas tangents have structure {t_tree}."
         )
+    p_tree = pytree.tree_structure(tuple(primals))
+    if p_tree != user_tree:  # key arrays: each stands for the one leaf it flattens to
+        p_paths = [(path, pytree.tree_leaves(p)[0] if _is_key_array(p) else p) for path, p in p_paths]
     p_leaves = [leaf for _, leaf in p_paths]
     ts = []
     for (path, p), t in zip(p_paths, t_leaves):
