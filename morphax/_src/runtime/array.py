@@ -374,6 +374,15 @@ def computed_pair_dtype(a: Array, b: Array):
     return None
 
 
+def computed_host_value(a: Array):
+    """The NumPy array holding `a`'s value when it is computed and `a` is not placed (the common
+    eager case), else None: the condition of the operators' shortcut for a Python scalar."""
+    buf = a._buf
+    if type(buf) is np.ndarray and a._place is None:
+        return buf
+    return None
+
+
 def live_buffers():
     """(bytes, buffer, the NumPy array owning its memory or None while pending) for each
     distinct buffer of a live, undeleted Array (views of one NumPy array count once): the
