@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from morphax._src.config import config
 from morphax._src.core.state_types import AbstractRef
 from morphax._src.core.trace import Tracer
-from morphax._src.numpy import ufuncs
+from morphax._src.numpy import ready_shortcuts, ufuncs
 from morphax._src.prims import lax_api as L
-from morphax._src.runtime.array import Array, computed_host_value, computed_pair_dtype
+from morphax._src.runtime.array import Array, computed_pair_dtype
 
 _namespace: list = []  # the public morphax.numpy module, once it calls install_all
 
@@ -35,8 +34,8 @@ def _binop(fn, fast_prim=None, fast_kinds="fiuc"):
                 dtype = computed_pair_dtype(self, other)
                 if dtype is not None and dtype.kind in fast_kinds:
                     return fast_prim.bind(self, other)
-            elif type(other) in _SCALAR_TYPES:
-                scalar = _scalar_like(self, other, fast_kinds)
+            elif type(other) in ready_shortcuts.SCALAR_TYPES:
+                scalar = ready_shortcuts.scalar_like(self, other, fast_kinds)
                 if scalar is not None:
                     return fast_prim.bind(self, scalar)
         if not _is_operand(other):
@@ -48,8 +47,8 @@ def _binop(fn, fast_prim=None, fast_kinds="fiuc"):
 
 def _rbinop(fn, fast_prim=None, fast_kinds="fiuc"):
     def op(self, other):
-        if fast_prim is not None and type(self) is Array and type(other) in _SCALAR_TYPES:
-            scalar = _scalar_like(self, other, fast_kinds)
+        if fast_prim is not None and type(self) is Array and type(other) in ready_shortcuts.SCALAR_TYPES:
+            scalar = ready_shortcuts.scalar_like(self, other, fast_kinds)
             if scalar is not None:
                 return fast_prim.bind(scalar, self)
         if not _is_operand(other):
@@ -57,79 +56,6 @@ def _rbinop(fn, fast_prim=None, fast_kinds="fiuc"):
         return fn(other, self)
 
     return op
-
-
-_SCALAR_TYPES = (int, float)
-
-
-def _scalar_like(a, s, kinds):
-    """The Python scalar `s` as a weak Array of `a`'s dtype and shape (a broadcast view of large ones),
-    where `a` is a ready, unplaced Array of a dtype (of a kind in `kinds`) that `s` leaves as it
-    is under JAX's promotion (an int with any number, a float with floats and complex numbers)
-    and `s` is within its range: what the general path would make of it. Else None."""
-    buf = computed_host_value(a)
-    if buf is None:
-        return None
-    dtype = buf.dtype
-    if dtype.kind not in kinds:
-        return None
-    rule = _SCALAR_RULES.get(dtype) or _scalar_rule(dtype)
-    if rule is None:
-        return None
-    x64 = config.enable_x64
-    if a.weak_type and dtype not in _WEAK_DEFAULTS[x64]:
-        return None  # a weak float16 + 2 is a weak float32 (both weak: the default dtype)
-    takes_float, limit = rule
-    if type(s) is float:
-        # NaN and out-of-range floats (which round to inf) take the general path.
-        if not takes_float or not -limit <= s <= limit:
-            return None
-    elif not -_INT_BOUND[x64] <= s < _INT_BOUND[x64]:
-        return None  # a Python int becomes int32 (int64 under x64) first: JAX's OverflowError
-    try:
-        if buf.size <= 4096:  # filled: cheaper than a broadcast view (3 us) for small arrays
-            value = np.empty(buf.shape, dtype)
-            value.fill(s)
-        else:
-            value = np.broadcast_to(np.array(s, dtype), buf.shape)
-    except OverflowError:  # an int out of the dtype's range: the general path raises JAX's error
-        return None
-    return Array(value, True)
-
-
-def _scalar_rule(dtype):
-    """(whether a float keeps `dtype`, the largest finite value) for a number dtype, made at its
-    first use (bfloat16's needs ml_dtypes, imported only where such arrays exist); None for
-    others (bool, float8, int4: the general path)."""
-    if dtype.name not in _RULE_NAMES:
-        return None
-    if dtype.kind in "iu":
-        rule = (False, None)
-    else:
-        real = np.empty(0, dtype).real.dtype
-        info = np.finfo(real) if real.kind == "f" else _ml_finfo(real)
-        rule = (True, float(info.max))
-    _SCALAR_RULES[dtype] = rule
-    return rule
-
-
-def _ml_finfo(dtype):
-    import ml_dtypes
-
-    return ml_dtypes.finfo(dtype)
-
-
-_RULE_NAMES = frozenset(
-    "float16 bfloat16 float32 float64 complex64 complex128 int8 int16 int32 int64 uint8 uint16 uint32 uint64".split()
-)
-_SCALAR_RULES: dict = {}
-# By the x64 flag: the dtypes of weak values (what a Python scalar becomes), and the bound of
-# the Python ints that convert.
-_WEAK_DEFAULTS = {
-    False: frozenset(map(np.dtype, ("int32", "float32", "complex64"))),
-    True: frozenset(map(np.dtype, ("int64", "float64", "complex128"))),
-}
-_INT_BOUND = {False: 2**31, True: 2**63}
 
 
 # Array last: its isinstance hook (tracers are Arrays) costs a Python call for the scalars.
@@ -277,6 +203,10 @@ def _copy(self):
 
 
 def _getitem(self, idx):
+    if type(self) is Array:  # ints and slices of a ready array: NumPy's view, copied
+        out = ready_shortcuts.static_take(self, idx)
+        if out is not None:
+            return out
     from morphax._src.numpy import indexing
 
     return indexing.getitem(self, idx)

@@ -18,7 +18,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.core.values import make_array
 from morphax._src.errors import NonConcreteBooleanIndexError
-from morphax._src.numpy import ufuncs, util
+from morphax._src.numpy import ready_shortcuts, ufuncs, util
 from morphax._src.numpy._index_plan import (
     DYNINT,
     INT,
@@ -33,6 +33,7 @@ from morphax._src.numpy._index_plan import (
     parse_index,
 )
 from morphax._src.prims import lax_api as L
+from morphax._src.runtime.array import Array
 
 __all__ = ["take", "take_along_axis", "put_along_axis"]
 
@@ -353,6 +354,10 @@ class _IndexUpdateRef:
         self, values, *, indices_are_sorted=False, unique_indices=False, mode=None, wrap_negative_indices=True
     ):
         """`x[idx] = values`; with repeated indices the last update wins."""
+        if mode is None and wrap_negative_indices is True and type(self.array) is Array:
+            out = ready_shortcuts.static_set(self.array, self.index, values)
+            if out is not None:  # ints and slices of a ready array: set on a NumPy copy
+                return out
         return self._update(
             "set", values, indices_are_sorted, unique_indices, mode, "set", wrap_negative_indices
         )
