@@ -94,6 +94,10 @@ class Primitive:
         # A call the compiler must keep a call (not inline into its caller): checkpoint, whose
         # recomputation the caller's CSE would otherwise merge with the forward pass.
         self.keeps_call_boundary = False
+        # A primitive the compiler replaces by a jaxpr, as JAX lowers a primitive whose lowering is
+        # a Python function by tracing it (user primitives with a `register_lowering` rule):
+        # ``lowered_jaxpr(*in_avals, **params) -> ClosedJaxpr | None`` (None: keep the equation).
+        self.lowered_jaxpr = None
         # Control flow (Kind.LOOP): `loop_form(params) -> core.loop_form.LoopForm | None`, how a
         # compiler may run the equation as a native loop or branch over its bodies.
         self.loop_form = None

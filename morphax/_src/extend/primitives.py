@@ -17,6 +17,7 @@ it to morphax's convention and fills the slot, so the rule works for built-in pr
 
 from __future__ import annotations
 
+import logging
 from collections.abc import MutableMapping
 
 import numpy as np
@@ -29,6 +30,9 @@ from morphax._src.core.primitive import Kind
 from morphax._src.core.primitive import Primitive as _CorePrimitive
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import is_concrete_array, make_array
+from morphax._src.transforms import staging
+
+logger = logging.getLogger("morphax")
 
 
 def to_shaped_array(x, where: str) -> ShapedArray:
@@ -63,6 +67,7 @@ class Primitive(_CorePrimitive):
         self._lowering = None
         self.impl = self._run_impl
         self.abstract_eval = self._eval_abstract
+        self.lowered_jaxpr = self._lowered_jaxpr
 
     # ------------------------------------------------------------------------- JAX's definers
 
@@ -148,12 +153,31 @@ class Primitive(_CorePrimitive):
         lowering = self._lowering
         if isinstance(lowering, LoweredFun):
             return lowering.as_impl(self.multiple_results)
-        avals_in = [get_aval(v) for v in vals]
+        avals_in = [v if isinstance(v, ShapedArray) else get_aval(v) for v in vals]
         out = self._eval_abstract(*avals_in, **params)
         ctx = LoweringRuleContext(self, avals_in, out if self.multiple_results else [out])
         if self.multiple_results:
             return lambda *args, **kw: lowering(ctx, *args, **kw)
         return lambda *args, **kw: lowering(ctx, *args, **kw)[0]  # rules return a list of results
+
+    def _lowered_jaxpr(self, *avals, **params):
+        """The registered lowering traced on `avals` (what JAX compiles for an equation of this
+        primitive), for the compiler to inline; None without a lowering, or when tracing it
+        fails (the equation then runs its implementation on the host, as before)."""
+        if self._lowering is None or self.has_side_effects:
+            return None
+        multiple = self.multiple_results
+        try:
+            fn = self._lowering_as_impl(avals, params)
+
+            def flat(*args):
+                out = fn(*args, **params)
+                return list(out) if multiple else [out]
+
+            return staging.trace_to_jaxpr(flat, list(avals))
+        except Exception as e:  # noqa: BLE001 - any failure keeps the host implementation
+            logger.debug("morphax: the lowering of %r did not trace (%s); it runs on the host", self.name, e)
+            return None
 
 
 class CallPrimitive(Primitive):

@@ -8,6 +8,12 @@ running as a separate program between them. Bodies are inlined recursively; thei
 become constants of the result. Loop and branch bodies are left alone (each is compiled on its
 own, and inlined then), and so are calls that keep their boundary (`checkpoint`: merged with the
 forward pass by CSE, its recomputation would be lost).
+
+So are the equations of primitives defined by a Python lowering (`Primitive.lowered_jaxpr`: a user
+primitive with a `register_lowering` rule, as equinox's and lineax's are): JAX compiles such an
+equation by tracing its lowering into the program, and so does this pass, with the jaxpr the slot
+traces. Left as they were, they would run their Python implementation on the host, operation by
+operation, and keep any loop around them out of native code.
 """
 
 from __future__ import annotations
@@ -19,11 +25,27 @@ __all__ = ["inline_calls"]
 
 
 def _inlined(prim) -> bool:
-    return prim.call_jaxpr_param is not None and not prim.keeps_call_boundary
+    return (
+        prim.call_jaxpr_param is not None and not prim.keeps_call_boundary
+    ) or prim.lowered_jaxpr is not None
 
 
 def _has_call(jaxpr: Jaxpr) -> bool:
     return any(_inlined(e.primitive) for e in jaxpr.eqns)
+
+
+def _body(eqn):
+    """The closed jaxpr (or jaxpr) `eqn` evaluates, or None when it stays an equation."""
+    prim = eqn.primitive
+    if prim.lowered_jaxpr is None:
+        return eqn.params[prim.call_jaxpr_param]
+    inner = prim.lowered_jaxpr(*(v.aval for v in eqn.invars), **eqn.params)
+    if inner is None or len(inner.out_avals) != len(eqn.outvars):
+        return None
+    for a, v in zip(inner.out_avals, eqn.outvars):
+        if a.shape != v.aval.shape or a.dtype != v.aval.dtype:
+            return None  # a lowering that disagrees with the abstract evaluation: keep the primitive
+    return inner
 
 
 def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -38,12 +60,12 @@ def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
         """Append `body`'s equations with their variables renamed through `env` (updated)."""
         for eqn in body.eqns:
             ins = [subst(env, v) for v in eqn.invars]
-            if not _inlined(eqn.primitive):
+            inner = _body(eqn) if _inlined(eqn.primitive) else None
+            if inner is None:
                 outs = [DropVar(v.aval) if isinstance(v, DropVar) else Var(v.aval) for v in eqn.outvars]
                 eqns.append(eqn.replace(invars=ins, outvars=outs))
                 env.update(zip(map(id, eqn.outvars), outs))
                 continue
-            inner = eqn.params[eqn.primitive.call_jaxpr_param]
             inner_jaxpr = inner.jaxpr if isinstance(inner, ClosedJaxpr) else inner
             inner_env = dict(zip(map(id, inner_jaxpr.invars), ins))
             for v, c in zip(inner_jaxpr.constvars, inner.consts if isinstance(inner, ClosedJaxpr) else ()):
