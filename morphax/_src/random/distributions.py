@@ -10,7 +10,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from morphax._src.api.jit import jit
 from morphax._src.core import dtypes as _dtypes
+from morphax._src.core import trace as _trace
 from morphax._src.core.avals import get_aval
 from morphax._src.core.values import make_array
 from morphax._src.numpy import creation as _creation
@@ -84,6 +86,23 @@ def _to_dtype_full(x, dtype, shape):
     return x if not xs or xs == tuple(shape) else _manip.broadcast_to(x, shape)
 
 
+def _compiled_when_eager(fn):
+    """`fn(key, shape, dtype, *values)` run as one compiled program per signature when called
+    outside any trace, as JAX's jit-decorated samplers are (10^6 normals: one native program,
+    not threefry and erf_inv primitive by primitive through NumPy); under a trace, inlined."""
+    compiled = []
+
+    def call(key, shape, dtype, *values):
+        if _trace.ctx.trace is not _trace.base_trace():
+            return fn(key, shape, dtype, *values)
+        if not compiled:
+            compiled.append(jit(fn, static_argnums=(1, 2)))
+        return compiled[0](key, shape, dtype, *values)
+
+    call.__name__ = call.__qualname__ = fn.__name__
+    return call
+
+
 # ---------------------------------------------------------------------------------------- uniform
 
 
@@ -122,7 +141,7 @@ def uniform(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
     key = check_key("uniform", key)
     dtype = _float_dtype("uniform", dtype)
     shape = _creation.canonicalize_shape(shape, "uniform")
-    return _uniform(key, shape, dtype, minval, maxval)
+    return _uniform_compiled(key, shape, dtype, minval, maxval)
 
 
 # ----------------------------------------------------------------------------------------- normal
@@ -141,6 +160,10 @@ def normal(key, shape=(), dtype=float):
     key = check_key("normal", key)
     shape = _creation.canonicalize_shape(shape, "normal")
     dtype = _float_dtype("normal", dtype, allow_complex=True)
+    return _normal_compiled(key, shape, dtype)
+
+
+def _normal(key, shape, dtype):
     if _dtypes.is_complex(dtype):
         real = _dtypes.real_dtype(dtype)
         k_re, k_im = (key_row(split(key), i) for i in range(2))
@@ -161,6 +184,10 @@ def truncated_normal(key, lower, upper, shape=None, dtype=float):
     else:
         shape = _creation.canonicalize_shape(shape, "truncated_normal")
         _check_shape("truncated_normal", shape, _shape_of(lower), _shape_of(upper))
+    return _truncated_normal_compiled(key, shape, dtype, lower, upper)
+
+
+def _truncated_normal(key, shape, dtype, lower, upper):
     sqrt2 = _const(np.sqrt(2), dtype)
     lower = _util.convert_element_type(_util.asarray_like(lower), dtype)
     upper = _util.convert_element_type(_util.asarray_like(upper), dtype)
@@ -171,6 +198,11 @@ def truncated_normal(key, lower, upper, shape=None, dtype=float):
     lo = L.nextafter(L.stop_gradient(lower), _const(np.inf, dtype))
     hi = L.nextafter(L.stop_gradient(upper), _const(-np.inf, dtype))
     return _uf.clip(out, lo, hi)
+
+
+_uniform_compiled = _compiled_when_eager(_uniform)
+_normal_compiled = _compiled_when_eager(_normal)
+_truncated_normal_compiled = _compiled_when_eager(_truncated_normal)
 
 
 # ---------------------------------------------------------------------------------------- randint
