@@ -8,6 +8,7 @@ import functools
 
 import numpy as np
 
+from morphax._src.api.eager_compiled import compiled_when_eager
 from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
@@ -333,3 +334,25 @@ def logmeanexp(x, axis=None, where=None, keepdims=False):
         included = manipulation.broadcast_to(where, get_aval(x).shape)
         count = reductions.sum(included, axis, dtype=dt, keepdims=keepdims)
     return ufuncs.subtract(lse, ufuncs.log(count))
+
+
+# Called eagerly, each runs as one compiled program per signature, as JAX's jit-decorated
+# activations do (gelu of a (1000, 1000) array: one native loop, not eight NumPy passes); under a
+# trace they stay part of the caller's program.
+_ONE_ARGUMENT = (
+    "sigmoid relu relu6 hard_tanh hard_sigmoid hard_silu softplus log_sigmoid silu selu "
+    "sparse_plus sparse_sigmoid soft_sign mish log1mexp"
+).split()
+for _name in _ONE_ARGUMENT:
+    globals()[_name] = compiled_when_eager(globals()[_name])
+gelu = compiled_when_eager(gelu, static_argnames=("approximate",), static_argnums=(1,))
+elu = compiled_when_eager(elu)
+celu = compiled_when_eager(celu)
+leaky_relu = compiled_when_eager(leaky_relu)
+squareplus = compiled_when_eager(squareplus)
+softmax = compiled_when_eager(softmax, static_argnums=(1, 3), static_argnames=("axis", "initial"))
+log_softmax = compiled_when_eager(log_softmax, static_argnums=(1, 3), static_argnames=("axis", "initial"))
+glu = compiled_when_eager(glu, static_argnums=(1,), static_argnames=("axis",))
+hard_swish = hard_silu
+swish = silu
+del _name

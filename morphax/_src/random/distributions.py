@@ -10,9 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from morphax._src.api.jit import jit
+from morphax._src.api.eager_compiled import compiled_when_eager
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core import trace as _trace
 from morphax._src.core.avals import get_aval
 from morphax._src.core.values import make_array
 from morphax._src.numpy import creation as _creation
@@ -84,23 +83,6 @@ def _to_dtype_full(x, dtype, shape):
     x = _util.convert_element_type(x, dtype)
     xs = get_aval(x).shape
     return x if not xs or xs == tuple(shape) else _manip.broadcast_to(x, shape)
-
-
-def _compiled_when_eager(fn):
-    """`fn(key, shape, dtype, *values)` run as one compiled program per signature when called
-    outside any trace, as JAX's jit-decorated samplers are (10^6 normals: one native program,
-    not threefry and erf_inv primitive by primitive through NumPy); under a trace, inlined."""
-    compiled = []
-
-    def call(key, shape, dtype, *values):
-        if _trace.ctx.trace is not _trace.base_trace():
-            return fn(key, shape, dtype, *values)
-        if not compiled:
-            compiled.append(jit(fn, static_argnums=(1, 2)))
-        return compiled[0](key, shape, dtype, *values)
-
-    call.__name__ = call.__qualname__ = fn.__name__
-    return call
 
 
 # ---------------------------------------------------------------------------------------- uniform
@@ -200,9 +182,11 @@ def _truncated_normal(key, shape, dtype, lower, upper):
     return _uf.clip(out, lo, hi)
 
 
-_uniform_compiled = _compiled_when_eager(_uniform)
-_normal_compiled = _compiled_when_eager(_normal)
-_truncated_normal_compiled = _compiled_when_eager(_truncated_normal)
+# One compiled program per (shape, dtype) when called eagerly, as JAX's jit-decorated samplers:
+# 10^6 normals as native code, not threefry and erf_inv primitive by primitive through NumPy.
+_uniform_compiled = compiled_when_eager(_uniform, static_argnums=(1, 2))
+_normal_compiled = compiled_when_eager(_normal, static_argnums=(1, 2))
+_truncated_normal_compiled = compiled_when_eager(_truncated_normal, static_argnums=(1, 2))
 
 
 # ---------------------------------------------------------------------------------------- randint
