@@ -55,7 +55,9 @@ newaxis = None
 # The jax.numpy ufunc objects (add, multiply, maximum...: callables with reduce/accumulate/at/
 # reduceat/outer) take the place of the plain functions of the same names.
 # Last: Array and Tracer methods forward to the functions of this namespace.
+from morphax._src.api.eager_compiled import compiled_when_eager as _compiled_when_eager  # noqa: E402
 from morphax._src.numpy import array_methods as _array_methods  # noqa: E402
+from morphax._src.numpy.reductions import var as _var  # noqa: E402
 from morphax._src.numpy.ufunc_objects import (  # noqa: E402,F401  (after ufuncs.*: these names win)
     add,
     bitwise_and,
@@ -74,6 +76,14 @@ from morphax._src.numpy.ufunc_objects import (  # noqa: E402,F401  (after ufuncs
 )
 from morphax.numpy import fft as fft  # noqa: E402
 from morphax.numpy import linalg as linalg  # noqa: E402,F401
+
+# Called eagerly, one compiled program per signature, as JAX's jit-decorated reductions (the
+# variance of a (1000, 1000) array: one native pass, not five NumPy ones).
+var = _compiled_when_eager(
+    _var,
+    static_argnums=(1, 2, 3, 4, 5),
+    static_argnames=("axis", "dtype", "out", "ddof", "keepdims", "correction"),
+)
 
 _array_methods.install_all(_sys.modules[__name__])
 

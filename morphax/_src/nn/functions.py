@@ -353,6 +353,9 @@ squareplus = compiled_when_eager(squareplus)
 softmax = compiled_when_eager(softmax, static_argnums=(1, 3), static_argnames=("axis", "initial"))
 log_softmax = compiled_when_eager(log_softmax, static_argnums=(1, 3), static_argnames=("axis", "initial"))
 glu = compiled_when_eager(glu, static_argnums=(1,), static_argnames=("axis",))
+logsumexp = compiled_when_eager(
+    logsumexp, static_argnums=(1, 3, 4), static_argnames=("axis", "keepdims", "return_sign")
+)
 hard_swish = hard_silu
 swish = silu
 del _name
