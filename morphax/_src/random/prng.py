@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from morphax._src.api.eager_compiled import compiled_when_eager
 from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
@@ -158,10 +159,17 @@ def _split_shape(num) -> tuple:
 def split(key, num=2):
     """`num` new keys from `key` (an int, or a shape tuple: keys of shape ``(*num, 2)``)."""
     key = check_key("split", key)
-    shape = _split_shape(num)
+    return _split_compiled(key, _split_shape(num))
+
+
+def _split(key, shape):
     if is_key_value(key):
         return _rk.random_split(key, shape)
     return _rk.split_words(key, shape)
+
+
+# Called eagerly, one compiled program per shape, as JAX's jit-decorated split.
+_split_compiled = compiled_when_eager(_split, static_argnums=(1,))
 
 
 def fold_in(key, data):
