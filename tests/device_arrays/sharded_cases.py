@@ -72,19 +72,12 @@ def a_programs_results_feed_the_next_in_place():
     x = morphax.device_put(a, NamedSharding(mesh, P("x", "y")))
     f = morphax.jit(lambda v: v * 2 + 1)
     y = f(x)
-    copies = [0]
-    original = pjrt_client.Client.buffer_from_host
-
-    def counted(self, *args, **kwargs):
-        copies[0] += 1
-        return original(self, *args, **kwargs)
-
-    pjrt_client.Client.buffer_from_host = counted
+    copies, restore = _counting_host_copies()
     try:
         z = f(f(y))
         z.block_until_ready()
     finally:
-        pjrt_client.Client.buffer_from_host = original
+        restore()
     assert copies[0] == 0  # each device's block stayed where it was
     _check_shards(z, ((a * 2 + 1) * 2 + 1) * 2 + 1)
 
@@ -150,7 +143,7 @@ def donation_in_shardings_and_callbacks():
 
 
 def _counting_host_copies():
-    """A context-free counter of host-to-device copies: (counts, restore)."""
+    """Counts host-to-device copies from now on: ([count], restore)."""
     copies = [0]
     original = pjrt_client.Client.buffer_from_host
 

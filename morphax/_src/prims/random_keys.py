@@ -26,6 +26,7 @@ import numpy as np
 from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, get_aval
+from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.structural import broadcast_in_dim_p, reshape_p, transpose_p
 from morphax._src.core.values import make_array
@@ -382,23 +383,13 @@ for _p in _ALL:
 # ------------------------------------------------------------------------------------- batching
 
 
-def _moveaxis(x, src, dst):
-    nd = len(get_aval(x).shape)
-    src, dst = src % nd, dst % nd
-    if src == dst:
-        return x
-    perm = [i for i in range(nd) if i != src]
-    perm.insert(dst, src)
-    return transpose_p.bind(x, permutation=tuple(perm))
-
-
 def _keeps_axis(prim):
     # Each result element depends on the key (or seed) at the same leading index, with the
     # primitive's own axes appended: the batch axis stays where it is.
     def rule(vals, dims, *, axis_data, **params):
         (x,), (d,) = vals, dims
         if prim is random_wrap_p and d is not None and d % get_aval(x).ndim == get_aval(x).ndim - 1:
-            x, d = _moveaxis(x, d, 0), 0  # the batch axis after the key words: move it before
+            x, d = moveaxis(x, d, 0), 0  # the batch axis after the key words: move it before
         return prim.bind(x, **params), d
 
     prim.batch = rule
@@ -421,7 +412,7 @@ def _fold_in_batch(vals, dims, *, axis_data):
                 v, shape=shape, broadcast_dimensions=tuple(range(1, len(shape))), sharding=None
             )
         else:
-            v = _moveaxis(v, d, 0)
+            v = moveaxis(v, d, 0)
         out.append(v)
     keys, msgs = out
     kshape, mshape = get_aval(keys).shape, get_aval(msgs).shape
