@@ -4,6 +4,8 @@ its block in device memory, and jitted programs over them partitioned by XLA."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 import morphax
@@ -72,13 +74,9 @@ def a_programs_results_feed_the_next_in_place():
     x = morphax.device_put(a, NamedSharding(mesh, P("x", "y")))
     f = morphax.jit(lambda v: v * 2 + 1)
     y = f(x)
-    copies, restore = _counting_host_copies()
-    try:
+    with _no_host_copies():  # each device's block stayed where it was
         z = f(f(y))
         z.block_until_ready()
-    finally:
-        restore()
-    assert copies[0] == 0  # each device's block stayed where it was
     _check_shards(z, ((a * 2 + 1) * 2 + 1) * 2 + 1)
 
 
@@ -142,8 +140,9 @@ def donation_in_shardings_and_callbacks():
     assert len(seen) >= 1
 
 
-def _counting_host_copies():
-    """Counts host-to-device copies from now on: ([count], restore)."""
+@contextlib.contextmanager
+def _no_host_copies():
+    """The block runs without copying anything from the host to a device."""
     copies = [0]
     original = pjrt_client.Client.buffer_from_host
 
@@ -152,7 +151,11 @@ def _counting_host_copies():
         return original(self, *args, **kwargs)
 
     pjrt_client.Client.buffer_from_host = counted
-    return copies, lambda: setattr(pjrt_client.Client, "buffer_from_host", original)
+    try:
+        yield
+    finally:
+        pjrt_client.Client.buffer_from_host = original
+    assert copies[0] == 0, f"{copies[0]} host-to-device copies"
 
 
 def pmap_results_stay_on_their_devices():
@@ -166,13 +169,9 @@ def pmap_results_stay_on_their_devices():
         assert type(s.data._buf) is DeviceBuffer and s.data._buf.pjrt.device is s.device.pjrt
         np.testing.assert_allclose(np.asarray(s.data), np.sin(a[k : k + 1]) * 2, rtol=1e-6)
     # A pmap over the same devices takes them as they lie: nothing comes from the host.
-    copies, restore = _counting_host_copies()
-    try:
+    with _no_host_copies():
         z = f(f(y))
         z.block_until_ready()
-    finally:
-        restore()
-    assert copies[0] == 0
     want = a
     for _ in range(3):
         want = np.sin(want) * 2

@@ -143,10 +143,10 @@ def static_set(x, idx, values):
             return None
     else:
         return None
-    out = buf.copy()
     try:
-        if type(update) is np.ndarray and update.ndim > np.ndim(out[idx]):
+        if type(update) is np.ndarray and update.ndim > np.ndim(buf[idx]):
             return None
+        out = buf.copy()
         out[idx] = update
     except (IndexError, TypeError, ValueError, OverflowError):
         return None

@@ -115,7 +115,7 @@ def global_axis_size(name, size, devices=None) -> int:
 
 
 def _owners(name, devices):
-    by_id = {d.id: d for d in _devices.devices()}
+    by_id = _devices_by_id()
     missing = [i for i in devices if i not in by_id]
     if missing:
         raise ValueError(f"pmap({name}): devices= names unknown device ids {missing}")
@@ -578,7 +578,7 @@ def _pmap_shardings(out_axes, axis_name, ids) -> list:
     key = (out_axes, axis_name, ids, _devices.device_count())
     hit = _shardings_cache.get(key)
     if hit is None:
-        by_id = {d.id: d for d in _devices.devices()}
+        by_id = _devices_by_id()
         mesh = Mesh(np.array([by_id[i] for i in ids], dtype=object), (axis_name,))
         by_axis: dict = {}
         for ax in out_axes:

@@ -19,7 +19,7 @@ import threading
 import numpy as np
 
 from morphax._src.compiler.backends.xla import executable_cache, host_steps, launch
-from morphax._src.compiler.backends.xla.lowering import lower_module
+from morphax._src.compiler.backends.xla.lowering import block_shape, lower_module
 from morphax._src.compiler.backends.xla.mlir_text import LoweringError
 from morphax._src.config import requested_cpu_devices
 from morphax._src.core.dtypes import float0
@@ -322,9 +322,8 @@ class XlaBackend:
             closed, f"pmap_{name}", axis_env=axis_env, platform=client.platform_name, blocks=blocks
         )
         compiled = executable_cache.compile(client, text, devices)
-        in_axes, out_axes = blocks if blocks is not None else ((None,) * len(closed.in_avals), ())
-        out_axes = (*out_axes, *(None,) * (len(closed.out_avals) - len(out_axes)))
-        in_blocks = [_block(a.shape, ax) for a, ax in zip(closed.in_avals, in_axes)]
+        in_axes = blocks[0] if blocks is not None else (None,) * len(closed.in_avals)
+        in_blocks = [block_shape(a.shape, ax) for a, ax in zip(closed.in_avals, in_axes)]
         in_dtypes = [np.dtype(a.dtype) for a in closed.in_avals]
         out_types = [(tuple(a.shape), np.dtype(a.dtype)) for a in closed.out_avals]
 
@@ -414,8 +413,3 @@ def _host_call(eqn):
 
 
 BACKEND = XlaBackend()
-
-
-def _block(shape, axis):
-    """A device's block of an array mapped along `axis`: the axis kept with extent 1."""
-    return tuple(shape) if axis is None else (*shape[:axis], 1, *shape[axis:])

@@ -246,12 +246,8 @@ def lower_module(
     module = ModuleLowering(axis_env, platform)
     b = module.builder
     in_axes, out_axes = blocks if blocks is not None else ((None,) * len(closed.jaxpr.invars), ())
-
-    def block(shape, axis):
-        return shape if axis is None else (*shape[:axis], 1, *shape[axis:])
-
     args = [
-        Value(f"%arg{k}", block(v.aval.shape, ax), v.aval.dtype)
+        Value(f"%arg{k}", block_shape(v.aval.shape, ax), v.aval.dtype)
         for k, (v, ax) in enumerate(zip(closed.jaxpr.invars, in_axes))
     ]
     b.push_block()
@@ -261,7 +257,7 @@ def lower_module(
     ]
     results = module.lower_jaxpr(closed.jaxpr, closed.consts, inner)
     results = [
-        r if ax is None else b.op("stablehlo.reshape", [r], [(block(r.shape, ax), r.dtype)])[0]
+        r if ax is None else b.op("stablehlo.reshape", [r], [(block_shape(r.shape, ax), r.dtype)])[0]
         for r, ax in zip(results, (*out_axes, *(None,) * (len(results) - len(out_axes))))
     ]
     b.op("func.return", results, [])
@@ -288,6 +284,12 @@ def lower_module(
         "}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def block_shape(shape, axis) -> tuple:
+    """A device's block of an array mapped along `axis` (a pmap's): the axis kept with extent 1;
+    the whole shape for None."""
+    return tuple(shape) if axis is None else (*shape[:axis], 1, *shape[axis:])
 
 
 def result_names(out_tree) -> list:
