@@ -156,3 +156,56 @@ def test_donate_argnums_that_name_no_passed_argument_still_run():
     x = jnp.asarray(np.arange(3, dtype=np.float32))
     for _ in range(2):
         assert np.asarray(jitted(x)).tolist() == [0.0, 1.0, 2.0]
+
+
+def test_pytree_arguments_take_the_fast_path_keyed_on_their_structure(general_calls):
+    @morphax.tree_util.register_pytree_node_class
+    class Scaled:
+        def __init__(self, value, scale):
+            self.value, self.scale = value, scale
+
+        def tree_flatten(self):
+            return (self.value,), self.scale
+
+        @classmethod
+        def tree_unflatten(cls, scale, children):
+            return cls(children[0], scale)
+
+    def step(params, x, extra):
+        h = x
+        for w, b in params["layers"]:
+            h = jnp.tanh(h @ w + b)
+        return {"out": h * extra.scale + extra.value}, [jnp.sum(h)]
+
+    jitted = morphax.jit(step)
+    w = [RNG.standard_normal((4, 4)).astype(np.float32) for _ in range(2)]
+    b = [RNG.standard_normal(4).astype(np.float32) for _ in range(2)]
+    params = {"layers": [(jnp.asarray(w[k]), jnp.asarray(b[k])) for k in range(2)], "unused": None}
+    x = jnp.asarray(RNG.standard_normal((3, 4)).astype(np.float32))
+    extra = Scaled(jnp.asarray(np.float32(0.5)), 2.0)
+
+    def expected(scale):
+        h = np.asarray(x)
+        for k in range(2):
+            h = np.tanh(h @ w[k] + b[k])
+        return h * scale + 0.5
+
+    jitted(params, x, extra)
+    assert len(general_calls) == 1
+    for _ in range(3):
+        out, (total,) = jitted(params, x, extra)
+    assert len(general_calls) == 1
+    np.testing.assert_allclose(np.asarray(out["out"]), expected(2.0), rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(total), np.tanh(np.tanh(np.asarray(x) @ w[0] + b[0]) @ w[1] + b[1]).sum(), rtol=1e-5
+    )
+    # Other aux data (the node's static scale) is another structure: traced and run anew.
+    out, _ = jitted(params, x, Scaled(extra.value, 3.0))
+    assert len(general_calls) == 2
+    np.testing.assert_allclose(np.asarray(out["out"]), expected(3.0), rtol=1e-5)
+    # Another container layout, and a leaf that is not an Array, take the general path.
+    jitted({"layers": params["layers"], "unused": ()}, x, extra)
+    assert len(general_calls) == 3
+    jitted({"layers": params["layers"], "unused": None}, np.asarray(x), extra)
+    jitted({"layers": params["layers"], "unused": None}, np.asarray(x), extra)
+    assert len(general_calls) == 5

@@ -594,7 +594,7 @@ class JitWrapped:
             zeros = _float0_outputs(closed)
             if zeros:  # float0 results are NumPy arrays, as JAX returns them (no device holds them)
                 outs = [np.zeros(o.shape, float0) if k in zeros else o for k, o in enumerate(outs)]
-            elif self._fast is not None and not kwargs and leaves is args:
+            elif self._fast is not None and not kwargs and (leaves is args or not lifted):
                 call_fast.remember(
                     self._fast, args, closed, self._name, self._compiler_backend, out_tree, single
                 )

@@ -1,10 +1,11 @@
 """The fast path of a jitted call.
 
-Most calls of a jitted function repeat a signature it has run before: positional Arrays whose
-values are ready, no static or donated arguments, called eagerly, and small enough to run on the
+Most calls of a jitted function repeat a signature it has run before: positional Arrays (or
+pytrees of them: a model's parameters) whose values are ready, no static or donated arguments, called eagerly, and small enough to run on the
 calling thread (runtime/dispatch.py's inline rule). For those, `JitWrapped.__call__` skips the
 general path (flattening, the trace-cache lookup, the executable's memo lookup, the dispatch
-decisions): one dictionary lookup on the arguments' shapes, dtypes and weak types finds the
+decisions): one dictionary lookup on the arguments' shapes, dtypes and weak types (and their
+pytree structure, when an argument is a container) finds the
 executable and what to check before running it -- that the flags tracing depends on, the
 compiled-program generation (`clear_caches`) and the backend are those it was recorded under,
 that no transformation is tracing, and that the device stream has no queued work the call would
@@ -51,24 +52,43 @@ class _Entry:
 
 
 def remember(table: FastCalls, args, closed, name, backend, out_tree, single) -> None:
-    """Record the signature of a call the general path just ran (positional Arrays, eagerly)."""
+    """Record the signature of a call the general path just ran eagerly: positional arguments,
+    each an Array or a pytree (list, tuple, dict, registered node) of Arrays."""
     if len(table) >= MAX_SIGNATURES or eager._float_checks:
         return
-    if eager._placed and any(type(a) is Array and a._place is not None for a in args):
+    key, leaves = _signature(args)
+    if key is None:
+        return
+    if eager._placed and any(type(a) is Array and a._place is not None for a in leaves):
         return  # placed inputs always take the general path (`run` declines them)
     executable = _compile.compile_jaxpr(closed, name, backend)  # the memoized one just run
     if executable.device_run is None and not dispatch.runs_inline(executable):
         return  # queued on the stream: the general path's cost is small beside the work
-    key = tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args])
     table[key] = _Entry(config._call_state, _compile._generation, executable, out_tree, single)
+
+
+def _signature(args):
+    """(key, leaves): the shapes, dtypes and weak types of the arguments, with the pytree
+    structure when one is not a bare Array; (None, None) when a leaf is not an Array."""
+    try:
+        return tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args]), args
+    except AttributeError:
+        pass
+    leaves, tree = pytree.tree_flatten(args)
+    try:
+        return (tree, tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in leaves])), leaves
+    except AttributeError:  # a tracer, a NumPy array, a Python scalar
+        return None, None
 
 
 def run(table: FastCalls, args):
     """The outputs of the call, or None when it must take the general path."""
     try:
         key = tuple([(a._buf.shape, a._buf.dtype, a.weak_type) for a in args])
-    except AttributeError:  # not all Arrays (a tracer, a NumPy array, a Python scalar)
-        return None
+    except AttributeError:  # a pytree argument, or not all Arrays
+        key, args = _signature(args)
+        if key is None:
+            return None
     entry = table.get(key)
     if entry is None:
         return None
