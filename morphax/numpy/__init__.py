@@ -57,6 +57,7 @@ newaxis = None
 # Last: Array and Tracer methods forward to the functions of this namespace.
 from morphax._src.api.eager_compiled import compiled_when_eager as _compiled_when_eager  # noqa: E402
 from morphax._src.numpy import array_methods as _array_methods  # noqa: E402
+from morphax._src.numpy import searching as _searching  # noqa: E402
 from morphax._src.numpy.reductions import var as _var  # noqa: E402
 from morphax._src.numpy.ufunc_objects import (  # noqa: E402,F401  (after ufuncs.*: these names win)
     add,
@@ -84,6 +85,9 @@ var = _compiled_when_eager(
     static_argnums=(1, 2, 3, 4, 5),
     static_argnames=("axis", "dtype", "out", "ddof", "keepdims", "correction"),
 )
+# where(c, x, y) is JAX's jit-decorated _where: one compiled program when called eagerly, a
+# nested jit[name=_where] equation under a trace.
+_searching._where_jit = _compiled_when_eager(_searching._where, inline=False)
 
 _array_methods.install_all(_sys.modules[__name__])
 

@@ -37,9 +37,11 @@ def test_eager_calls_compile_once_per_signature(name, call):
     before = trace_counters.traces
     first = call(x)
     traced = trace_counters.traces - before
-    assert traced == 1, traced
+    # The function's own trace, plus one for each nested jit it calls (as JAX's: elu's where is
+    # its jit-decorated _where, relu is a custom_jvp of a jit), each once per signature.
+    assert 1 <= traced <= 3, traced
     again = call(x)
-    assert trace_counters.traces - before == 1
+    assert trace_counters.traces - before == traced
     np.testing.assert_array_equal(np.asarray(first), np.asarray(again))
     with morphax.disable_jit():
         stepwise = call(x)
@@ -55,5 +57,16 @@ def test_unhashable_static_arguments_make_plain_calls():
 
 
 def test_under_a_trace_no_nested_call():
+    # JAX does not jit gelu, and its var is not yet a nested call in morphax.
     text = str(morphax.make_jaxpr(lambda x: nn.gelu(jnp.var(x, axis=0)))(X))
-    assert "pjit" not in text and "tanh" in text
+    assert "jit[" not in text and "tanh" in text
+
+
+def test_under_a_trace_a_nested_call_where_jax_has_one():
+    # JAX's plain @jit functions are nested jit equations under a trace (the compiler inlines
+    # them); its jit(inline=True) sigmoid and unjitted softmax are not.
+    for fn, name in [(nn.selu, "selu"), (nn.silu, "silu"), (jnp.linalg.norm, "norm")]:
+        text = str(morphax.make_jaxpr(fn)(X))
+        assert f"jit[\n      name={name}\n" in text, text
+    for fn in (nn.sigmoid, nn.softmax):
+        assert "jit[" not in str(morphax.make_jaxpr(fn)(X))

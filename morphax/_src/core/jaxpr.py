@@ -59,7 +59,16 @@ def _literal_str(val) -> str:
     v = np.asarray(val)
     if v.dtype == np.bool_:
         return str(bool(v))
-    return str(v.item() if v.dtype.kind in "biufc" else v)
+    if v.dtype.kind in "biufc" or v.dtype.name in _ML_FLOATS:
+        # ml_dtypes' bfloat16 and float8s (kind "V") too: 0.0 and 1.046875, not 0 and 1.04688.
+        return str(v.item())
+    return str(v)
+
+
+_ML_FLOATS = frozenset(
+    "bfloat16 float8_e4m3fn float8_e5m2 float8_e4m3fnuz float8_e5m2fnuz float8_e4m3b11fnuz float8_e4m3 "
+    "float8_e3m4 float8_e8m0fnu float4_e2m1fn float6_e2m3fn float6_e3m2fn int4 uint4 int2 uint2".split()
+)
 
 
 class JaxprEqn:

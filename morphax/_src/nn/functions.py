@@ -12,7 +12,7 @@ from morphax._src.api.eager_compiled import compiled_when_eager
 from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
-from morphax._src.numpy import manipulation, reductions, ufuncs, util
+from morphax._src.numpy import manipulation, reductions, searching, ufuncs, util
 from morphax._src.numpy.reductions import logsumexp
 from morphax._src.prims import lax_api as L
 from morphax._src.transforms.custom import custom_jvp
@@ -40,6 +40,7 @@ def sigmoid(x):
 
 
 @custom_jvp
+@compiled_when_eager(inline=False)
 def relu(x):
     """max(x, 0); its derivative at 0 is 0 (as in JAX), not max's 1/2."""
     util.check_arraylike("relu", x)
@@ -51,6 +52,7 @@ relu.defjvps(lambda g, ans, x: ufuncs.where(ufuncs.greater(x, 0), g, ufuncs.mult
 
 
 @custom_jvp
+@compiled_when_eager(inline=False)
 def relu6(x):
     """min(max(x, 0), 6); its derivative is 0 at both kinks (as in JAX), not min/max's 1/2.
     The bound is the float 6.0, so integers promote to float as in JAX."""
@@ -127,8 +129,12 @@ def elu(x, alpha=1.0):
     """x where x > 0, else alpha * (exp(x) - 1)."""
     util.check_arraylike("elu", x)
     (x,) = util.promote_dtypes_inexact(x)
-    safe = ufuncs.where(ufuncs.greater(x, 0), 0, x)
-    return ufuncs.where(ufuncs.greater(x, 0), x, ufuncs.multiply(alpha, ufuncs.expm1(safe)))
+    # Written as JAX's, so that it traces to the same equations: the public where (a nested jit).
+    return searching.where(
+        ufuncs.greater(x, 0),
+        x,
+        ufuncs.multiply(alpha, ufuncs.expm1(searching.where(ufuncs.greater(x, 0), 0.0, x))),
+    )
 
 
 def celu(x, alpha=1.0):
@@ -305,6 +311,7 @@ def mish(x):
 
 
 @custom_jvp
+@compiled_when_eager(inline=False)
 def log1mexp(x):
     """log(1 - exp(-x)) for x >= 0, accurate at both ends: log(-expm1(-x)) below log 2 and
     log1p(-exp(-x)) above (Maechler's split); its derivative is 1 / expm1(x)."""
@@ -336,26 +343,27 @@ def logmeanexp(x, axis=None, where=None, keepdims=False):
     return ufuncs.subtract(lse, ufuncs.log(count))
 
 
-# Called eagerly, each runs as one compiled program per signature, as JAX's jit-decorated
-# activations do (gelu of a (1000, 1000) array: one native loop, not eight NumPy passes); under a
-# trace they stay part of the caller's program.
-_ONE_ARGUMENT = (
-    "sigmoid relu relu6 hard_tanh hard_sigmoid hard_silu softplus log_sigmoid silu selu "
-    "sparse_plus sparse_sigmoid soft_sign mish log1mexp"
+# As JAX's jit-decorated activations: called eagerly, each runs as one compiled program per
+# signature (gelu of a (1000, 1000) array: one native loop, not eight NumPy passes); under a trace,
+# those JAX decorates with a plain `jit` are nested jit[name=...] equations (relu, relu6 and
+# log1mexp are custom_jvp functions of one, above), the others (JAX's sigmoid is
+# jit(inline=True); gelu, softmax, logsumexp are not jitted) join the caller's program.
+_NESTED = (
+    "hard_tanh hard_sigmoid hard_silu softplus log_sigmoid silu selu sparse_plus sparse_sigmoid "
+    "soft_sign mish elu celu leaky_relu squareplus"
 ).split()
-for _name in _ONE_ARGUMENT:
+for _name in _NESTED:
+    globals()[_name] = compiled_when_eager(globals()[_name], inline=False)
+for _name in ("sigmoid", "relu", "relu6", "log1mexp"):
     globals()[_name] = compiled_when_eager(globals()[_name])
 gelu = compiled_when_eager(gelu, static_argnames=("approximate",), static_argnums=(1,))
-elu = compiled_when_eager(elu)
-celu = compiled_when_eager(celu)
-leaky_relu = compiled_when_eager(leaky_relu)
-squareplus = compiled_when_eager(squareplus)
 softmax = compiled_when_eager(softmax, static_argnums=(1, 3), static_argnames=("axis", "initial"))
-log_softmax = compiled_when_eager(log_softmax, static_argnums=(1, 3), static_argnames=("axis", "initial"))
-glu = compiled_when_eager(glu, static_argnums=(1,), static_argnames=("axis",))
+log_softmax = compiled_when_eager(
+    log_softmax, static_argnums=(1, 3), static_argnames=("axis", "initial"), inline=False
+)
+glu = compiled_when_eager(glu, static_argnums=(1,), static_argnames=("axis",), inline=False)
 logsumexp = compiled_when_eager(
     logsumexp, static_argnums=(1, 3, 4), static_argnames=("axis", "keepdims", "return_sign")
 )
 hard_swish = hard_silu
 swish = silu
-del _name

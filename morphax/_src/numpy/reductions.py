@@ -74,10 +74,6 @@ def reduction_axes(name, shape, axis):
     return tuple(sorted(out))
 
 
-def _keepdims_shape(shape, axes):
-    return tuple(1 if i in axes else d for i, d in enumerate(shape))
-
-
 def _promote_integer(dt):
     """JAX's accumulation dtype for sum/prod/cumsum: at least the default int width."""
     if _dtypes.is_bool(dt):
@@ -156,7 +152,8 @@ def _reduction(
             )
         result = _COMBINE[kind](init, result)
     if keepdims and axes:
-        result = L.reshape(result, _keepdims_shape(shape, axes))
+        # As JAX: lax.expand_dims, a broadcast_in_dim (not a reshape) in the jaxpr.
+        result = L.expand_dims(result, axes)
     return util.convert_element_type(result, result_dtype, False)
 
 
@@ -323,7 +320,7 @@ def _arg_reduce(name, lax_name, a, axis, out, keepdims):
         raise ValueError(f"attempt to get {name} of an empty sequence")
     result = getattr(L, lax_name)(a, ax, _dtypes.default_int_dtype())
     if keepdims:
-        result = L.reshape(result, (1,) * len(shape) if axis is None else _keepdims_shape(shape, (ax,)))
+        result = L.expand_dims(result, tuple(range(len(shape))) if axis is None else (ax,))
     return result
 
 
@@ -505,7 +502,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     amax = max(ufuncs.real(a), axes, keepdims=keepdims, where=where, initial=-np.inf)
     # An infinite maximum would make a - amax NaN; shift by 0 there instead.
     amax = _stop_gradient(ufuncs.where(ufuncs.isfinite(amax), amax, 0))
-    amax_b = amax if keepdims or not axes else L.reshape(amax, _keepdims_shape(shape, axes))
+    amax_b = amax if keepdims or not axes else L.expand_dims(amax, axes)
     exp_a = ufuncs.exp(ufuncs.subtract(a, util.convert_element_type(amax_b, get_aval(a).dtype)))
     if b is not None:
         exp_a = ufuncs.multiply(exp_a, b)

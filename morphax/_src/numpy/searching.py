@@ -639,4 +639,14 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
         return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
         raise ValueError("where: either both or neither of x and y should be given")
+    return _where_jit(condition, x, y)
+
+
+def _where(condition, x, y):
+    """The three-argument ``where``: JAX's ``jnp.where`` calls a jit-decorated ``_where``, so it
+    runs compiled when called eagerly and is a nested ``jit[name=_where]`` equation under a trace.
+    morphax/numpy/__init__.py installs that jit of it as ``_where_jit`` (jit is a layer above)."""
     return ufuncs.where(condition, x, y)
+
+
+_where_jit = _where

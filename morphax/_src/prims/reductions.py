@@ -248,6 +248,9 @@ def _reduce_sum_abstract_eval(x, *, axes):
 
 
 reduce_sum_p.abstract_eval = _reduce_sum_abstract_eval
+# JAX's reduce_sum also holds out_sharding, None on one device (morphax's has no such
+# parameter): printed as JAX prints it.
+reduce_sum_p.pp_params = lambda eqn, params: {**params, "out_sharding": None}
 
 
 def reduce_sum(operand, axes):
