@@ -12,6 +12,8 @@
 5. A custom_vjp under `vmap`: residuals the forward rule computes from unbatched values stay
    unbatched (equinox's Python-bool `perturbed` flags), and a bwd rule with `symbolic_zeros` gets a
    `SymbolicZero` (of one element's type) where no cotangent flows.
+6. `linear_transpose` of a `jit`: a Python-scalar cotangent reaches the rules inside as a weakly
+   typed array, as binding `jit` makes it in JAX (equinox's primitives take a float for static).
 
 Each expected value is what JAX 0.10.2 gives for the same program; where possible it is also
 checked against something independent (NumPy, finite differences, promotion rules).
@@ -25,6 +27,7 @@ import morphax.numpy as jnp
 from morphax import lax
 from morphax.core import ShapedArray
 from morphax.custom_derivatives import SymbolicZero
+from morphax.extend.core import Primitive
 from morphax.interpreters import ad
 from morphax.test_util import check_grads
 
@@ -358,3 +361,30 @@ def test_a_python_scalar_tangent_passed_through_comes_back_an_array():
     primal, tangent = jax.jvp(lambda x: x + 1, (1.0,), (1.0,))
     assert isinstance(tangent, jax.Array) and tangent.weak_type and float(tangent) == 1.0
     assert float(primal) == 2.0
+
+
+# ------------------------------------------- 6. linear_transpose's Python-scalar cotangents into jit
+
+
+double_p = Primitive("test_ad_semantics_double")
+double_p.def_impl(lambda x: 2 * x)
+double_p.def_abstract_eval(lambda x: x)
+
+
+def _double_transpose(ct, x, *, seen):
+    seen.append((isinstance(ct, jax.Array), ct.weak_type))
+    return [2 * ct]
+
+
+@pytest.mark.parametrize("outer_jit", [False, True])
+def test_a_python_scalar_cotangent_reaches_a_rule_inside_jit_as_an_array(outer_jit):
+    # JAX: transposing a `jit` binds `jit` on the cotangents, so a rule inside sees an array (a
+    # tracer under an outer jit), never the Python float the user passed (lineax's
+    # test_pytree_transpose hands [a(1.0), 2.0, 3.0] to equinox's primitive rules this way).
+    seen = []
+    ad.primitive_transposes[double_p] = lambda ct, x: _double_transpose(ct, x, seen=seen)
+    f = jax.jit(lambda v: double_p.bind(v))
+    g = lambda: jax.linear_transpose(f, 1.0)(3.0)  # noqa: E731
+    (out,) = (jax.jit(g) if outer_jit else g)()  # under jit the 3.0 stays a Python float
+    assert float(out) == 2 * 3.0  # d(2v)/dv applied to the cotangent
+    assert seen == [(True, True)]

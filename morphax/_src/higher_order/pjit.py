@@ -9,10 +9,12 @@ compiled instead (`eager_compiled`: runtime/eager.py compiles the jaxpr and runs
 
 from __future__ import annotations
 
+from morphax._src.core import dtypes as _dtypes
 from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, is_undefined_primal, is_zero
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr
 from morphax._src.core.primitive import Kind, Primitive
+from morphax._src.prims.conversion import convert_element_type_p
 from morphax._src.transforms import ad
 from morphax._src.transforms.batching import batch_jaxpr
 from morphax._src.transforms.partial_eval import partial_eval_jaxpr
@@ -68,6 +70,10 @@ def _pjit_partial_eval(trace, args, params):
 
 
 def _pjit_transpose(cts, *args, jaxpr, name):
+    # JAX binds `jit` on the cotangents, which makes a Python scalar one (`linear_transpose`
+    # passes the user's through as they are) a weakly typed array of the current trace; the
+    # rules inside see arrays (equinox's primitives would take a float for a static leaf).
+    cts = [_scalar_as_array(ct) for ct in cts]
     inner = jaxpr.jaxpr
     known = [i for i, a in enumerate(args) if not is_undefined_primal(a)]
     linear = [i for i, a in enumerate(args) if is_undefined_primal(a)]
@@ -82,6 +88,13 @@ def _pjit_transpose(cts, *args, jaxpr, name):
     for i, ct in zip(linear, cts_lin):
         out[i] = ct
     return out
+
+
+def _scalar_as_array(x):
+    if type(x) not in (bool, int, float, complex):
+        return x
+    dtype = _dtypes.python_scalar_dtype(x)
+    return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=True, sharding=None)
 
 
 def _pjit_batch(vals, dims, *, axis_data, jaxpr, name):
