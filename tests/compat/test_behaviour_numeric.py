@@ -175,6 +175,37 @@ def test_weak_python_int_wraps(fn, want, dtype):
     assert out.item() == want
 
 
+def _weak_array(dtype, shape=(2,)):
+    from morphax._src.prims.conversion import _convert_element_type
+
+    return _convert_element_type(jnp.ones(shape, dtype), np.dtype(dtype), weak_type=True)
+
+
+# JAX 0.10.2's answers (dtypes.lattice_result_type): operands that are all weak keep the join of
+# their own dtypes, where jnp.result_type answers the kind's default (float32, int32).
+@pytest.mark.parametrize(
+    "fn, want",
+    [
+        (lambda: _weak_array(np.float16) + _weak_array(np.float16, (1,)), np.float16),
+        (lambda: _weak_array(np.int16) + _weak_array(np.int8), np.int16),
+        (lambda: _weak_array(np.float16) + _weak_array(np.int8), np.float16),
+        (lambda: _weak_array(np.uint8) * _weak_array(np.int8), np.int16),
+        (lambda: _weak_array(np.int8) - _weak_array(np.int8, (1,)), np.int8),
+        (lambda: _weak_array(np.float16) + 1.0, np.float32),
+        (lambda: _weak_array(np.float16) + _weak_array(np.float32), np.float32),
+        (lambda: _weak_array(np.int8) + 3, np.int32),
+        (lambda: jnp.sin(_weak_array(np.float16)), np.float16),
+        (lambda: jnp.sin(_weak_array(np.int8)), np.float32),
+        (lambda: jnp.where(True, _weak_array(np.int8), _weak_array(np.int8)), np.int8),
+        (lambda: morphax.jit(lambda a, b: a + b)(_weak_array(np.float16), _weak_array(np.float16)), np.float16),
+    ],
+)
+def test_all_weak_operands_keep_their_join(fn, want):
+    out = fn()
+    assert out.dtype == want and out.weak_type
+    assert jnp.result_type(_weak_array(np.float16), _weak_array(np.float16)) == np.float32
+
+
 def test_python_int_overflow_of_default_int_raises():
     # Beyond the default integer dtype (int32, int64 under x64) JAX raises, whatever the other
     # operand's dtype, floats included.

@@ -201,3 +201,95 @@ def test_static_shortcuts_are_taken_and_copy(no_x64):
     assert list(np.asarray(x)) == list(range(8)) and list(np.asarray(z)[:4]) == [0, 7, 7, 3]
     # JAX 0.10.2: a read past the end clamps, a write there is dropped.
     assert float(x[10]) == 7.0 and list(np.asarray(x.at[10].set(1.0))) == list(range(8))
+
+
+# ---------------------------------------------------------------- two ready Arrays, and sin(x)
+
+PAIR_SHAPES = [((6,), (6,)), ((2, 3), (1, 3)), ((2, 1), (1, 3)), ((2, 3), (3, 2)), ((), ())]
+
+
+@pytest.fixture
+def bind_calls(monkeypatch):
+    """Primitives the eager trace was asked to evaluate."""
+    from morphax._src.runtime import eager
+
+    calls = []
+    real = eager.EvalTrace.process_primitive
+
+    def counting(self, prim, args, params):
+        calls.append(prim.name)
+        return real(self, prim, args, params)
+
+    monkeypatch.setattr(eager.EvalTrace, "process_primitive", counting)
+    return calls
+
+
+def _like(model, values):
+    """`values` (float64) as an Array of `model`'s dtype and weak type (integers wrap)."""
+    dt = np.dtype(model.dtype)
+    host = values.astype(np.int64).astype(dt) if dt.kind in "iu" else values.astype(dt)
+    out = morphax.device_put(host)
+    return _convert_element_type(out, dt, weak_type=True) if model.weak_type else out
+
+
+def _general(fn):
+    """`fn()` with the operators' shortcut for ready Arrays off (eager.READY_SHORTCUT)."""
+    from morphax._src.runtime import eager
+
+    saved = eager.READY_SHORTCUT[0]
+    eager.READY_SHORTCUT[0] = False
+    try:
+        return _outcome(fn)
+    finally:
+        eager.READY_SHORTCUT[0] = saved
+
+
+@pytest.mark.parametrize("weak", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_operators_on_two_ready_arrays_match_the_general_path(dtype, weak, bind_calls):
+    rng = np.random.default_rng(7)
+    for sx, sy in PAIR_SHAPES:
+        # Large magnitudes too: int8 wraps, float16 overflows (warnings are errors here).
+        raw = [rng.uniform(-3e4, 3e4, s) for s in (sx, sy)]
+        x, y = (_like(_array(dtype, weak), r) for r in raw)
+        for op, _ in OPS:
+            if op is operator.truediv and np.dtype(x.dtype).kind not in "fc":
+                continue
+            del bind_calls[:]
+            fast = _outcome(lambda: op(x, y))  # noqa: B023
+            took_shortcut = not bind_calls
+            general = _general(lambda: op(x, y))  # noqa: B023
+            assert fast == general, (op.__name__, sx, sy, fast, general)
+            if op is not operator.truediv and np.dtype(x.dtype).kind in "fiuc" and sx == sy != ():
+                # (div has no NumPy ufunc as its impl; 0-d operands give NumPy scalars.)
+                # Float16's overflow, a warning and an error here, goes to the general path.
+                assert took_shortcut or dtype == "float16", (op.__name__, sx)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "complex64", "int32", "bfloat16"])
+def test_sin_of_a_ready_array_matches_the_general_path(dtype):
+    x = _array(dtype, False)
+    specials = morphax.device_put(np.array([np.inf, -np.inf, np.nan, 0.0, 1e30], np.float32))
+    for arg in (x, specials.astype(x.dtype) if np.dtype(x.dtype).kind in "fc" else x):
+        assert _outcome(lambda: jnp.sin(arg)) == _general(lambda: jnp.sin(arg))  # noqa: B023
+
+
+def test_the_ready_arrays_shortcut_stays_out_of_traces_and_checks(no_x64):
+    x = morphax.device_put(np.arange(3, dtype=np.float32))
+    y = morphax.device_put(np.ones(3, np.float32))
+    # Concrete Arrays under a trace are staged, not computed.
+    text = str(morphax.make_jaxpr(lambda: (x + y, jnp.sin(x)))())
+    assert "add" in text and "sin" in text
+    np.testing.assert_array_equal(np.asarray(morphax.jit(lambda a: a * y)(x)), np.arange(3, dtype=np.float32))
+    # jax_debug_nans sees each operation.
+    inf = morphax.device_put(np.array([np.inf], np.float32))
+    with morphax.debug_nans(True):
+        with pytest.raises(FloatingPointError, match="sin"):
+            jnp.sin(inf)
+        with pytest.raises(FloatingPointError, match="sub"):
+            inf - inf
+    assert np.isnan(np.asarray(inf - inf)).all()
+    # Ranks differ: rank promotion is the general path's (and jax_numpy_rank_promotion's) call.
+    with morphax.numpy_rank_promotion("raise"):
+        with pytest.raises(ValueError, match="rank"):
+            x + morphax.device_put(np.ones((2, 3), np.float32))

@@ -736,6 +736,8 @@ def effects_barrier():
 
 def block_until_ready(tree):
     """Wait for every array in `tree`; returns `tree`."""
+    if type(tree) is Array and not events.on:
+        return tree.block_until_ready()  # one Array: no tree to walk
     with events.span("block_until_ready", "transfer"):
         for leaf in pytree.tree_leaves(tree):
             if hasattr(leaf, "block_until_ready"):

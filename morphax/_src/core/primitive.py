@@ -108,6 +108,10 @@ class Primitive:
         # A call whose jaxpr, evaluated eagerly, is compiled and run on the device stream (pjit):
         # the eager trace (runtime/eager.py) does it, so `impl` can stay an interpreter.
         self.eager_compiled = False
+        # An elementwise primitive whose result, for ready NumPy operands of one dtype and shape
+        # and its params left at their defaults, is this NumPy callable's (np.add, np.sin): the
+        # eager operators' shortcut (numpy/array_methods.py, numpy/ufuncs.py) calls it directly.
+        self.ready_impl = None
         # Other higher-order primitives' dead-code rule: `dce_rule(used_outputs, eqn) ->
         # (used_inputs, new_eqn or None)` (passes/dce.py).
         self.dce_rule = None

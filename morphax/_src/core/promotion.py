@@ -296,6 +296,27 @@ def result_type(*args, return_weak_type_flag=False):
     return out if return_weak_type_flag else out[0]
 
 
+def lattice_result_type(*args):
+    """(dtype, weak) that jnp's functions convert their operands to, as JAX's
+    `dtypes.lattice_result_type`: `result_type`'s answer, except where every operand is weak.
+    Then the operands keep the join of their own dtypes (weak int8 + weak int8 is weak int8,
+    weak int16 + weak int8 weak int16), where `result_type` answers the kind's default dtype."""
+    dt, weak = result_type(*args, return_weak_type_flag=True)
+    if not weak or config.numpy_dtype_promotion == "strict" and len(args) > 1:
+        return dt, weak
+    pairs = [_operand_pair(x) for x in args]
+    if not all(w for _, w in pairs):
+        return dt, weak  # a weak result of mixed operands: the kind's default, as JAX's
+    dts = [canonicalize_dtype(d, allow_extended=True) for d, _ in pairs]
+    if len(dts) == 1:
+        return dts[0], True
+    try:
+        node = _lub([_strong_node(d, dts) for d in dts], dts)
+    except TypePromotionError:
+        return dt, weak
+    return canonicalize_dtype(_NODE_DTYPE[node]), True
+
+
 def _add_narrow_types():
     new = [d for d in _d._NUMERIC if d.name not in _NODE_DTYPE]
     _NODE_DTYPE.update({d.name: d for d in new})

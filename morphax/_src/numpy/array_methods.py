@@ -14,6 +14,7 @@ from morphax._src.core.state_types import AbstractRef
 from morphax._src.core.trace import Tracer
 from morphax._src.numpy import ready_shortcuts, ufuncs
 from morphax._src.prims import lax_api as L
+from morphax._src.runtime import ready_ops
 from morphax._src.runtime.array import Array, computed_pair_dtype
 
 _namespace: list = []  # the public morphax.numpy module, once it calls install_all
@@ -26,7 +27,9 @@ def _jnp():
 def _binop(fn, fast_prim=None, fast_kinds="fiuc"):
     """`fast_prim`: for two ready Arrays of one dtype (of a kind in `fast_kinds`), shape and weak
     type, the jnp function reduces to binding this primitive: skip promotion (the hot eager path);
-    so it does for a ready Array and a Python scalar that does not change its dtype (`x * 2`)."""
+    so it does for a ready Array and a Python scalar that does not change its dtype (`x * 2`).
+    Where the primitive has a `ready_impl`, two such Arrays skip the bind too
+    (runtime/ready_ops.py)."""
 
     def op(self, other):
         if fast_prim is not None and type(self) is Array:
@@ -42,6 +45,8 @@ def _binop(fn, fast_prim=None, fast_kinds="fiuc"):
             return NotImplemented
         return fn(self, other)
 
+    if fast_prim is not None and fast_prim.ready_impl is not None:
+        return ready_ops.binary(fast_prim.ready_impl, fast_kinds, op)
     return op
 
 

@@ -12,6 +12,7 @@ from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import get_aval
 from morphax._src.numpy import util
 from morphax._src.prims import lax_api as L
+from morphax._src.runtime import ready_ops
 from morphax._src.runtime.array import Array
 from morphax._src.transforms.custom import custom_jvp
 
@@ -57,6 +58,8 @@ def _unary_inexact(name, prim_name):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}, computed in the input's inexact dtype (integers promote to float)."
+    if prim.ready_impl is not None:  # a ready float or complex Array: runtime/ready_ops.py
+        return ready_ops.unary(prim.ready_impl, "fc", fn)
     return fn
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.promotion import result_type
+from morphax._src.core.promotion import lattice_result_type, result_type
 from morphax._src.core.trace import Tracer
 from morphax._src.core.values import make_array
 from morphax._src.prims import conversion as _conversion
@@ -112,19 +112,19 @@ def promote_dtypes(*args):
     """Convert every argument to JAX's common result dtype (weak if all deciding inputs are weak)."""
     if len(args) < 2:
         return [asarray_like(a) for a in args]
-    to_dtype, weak = result_type(*args, return_weak_type_flag=True)
+    to_dtype, weak = lattice_result_type(*args)
     return [convert_operand(x, to_dtype, weak) for x in args]
 
 
 def promote_dtypes_inexact(*args):
     """Like `promote_dtypes`, then integers and bools go to the default float (sin(1) is a float)."""
-    to_dtype, weak = result_type(*args, return_weak_type_flag=True)
+    to_dtype, weak = lattice_result_type(*args)
     to_dtype = _dtypes.to_inexact_dtype(to_dtype)
     return [convert_operand(x, to_dtype, weak) for x in args]
 
 
 def promote_dtypes_numeric(*args):
-    to_dtype, weak = result_type(*args, return_weak_type_flag=True)
+    to_dtype, weak = lattice_result_type(*args)
     if _dtypes.is_bool(to_dtype):
         to_dtype = _dtypes.default_int_dtype()
     return [convert_operand(x, to_dtype, weak) for x in args]

@@ -137,9 +137,12 @@ def binary_elementwise(name, impl, *, dtypes="numeric", out_dtype=None, spec=Non
         out = dt if out_dtype is None else np.dtype(out_dtype(dt))
         return ShapedArray(shape, out, x.weak_type and y.weak_type)
 
-    return elementwise_primitive(
+    prim = elementwise_primitive(
         prim, impl, abstract_eval, spec or TestSpec(cases=binary_cases(dtypes, **spec_kw))
     )
+    if isinstance(impl, np.ufunc):
+        prim.ready_impl = impl
+    return prim
 
 
 def elementwise_primitive(prim, impl, abstract_eval, spec):

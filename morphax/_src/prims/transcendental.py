@@ -152,6 +152,7 @@ def _with_accuracy(name, fn, dtypes, cases=None, **spec_kw):
     # (so CSE merges them); printed jaxprs hide it, as JAX's do.
     prim.param_defaults = {"accuracy": None}
     prim.print_hidden_defaults = {"accuracy": None}
+    prim.ready_impl = fn
     return prim
 
 

@@ -116,6 +116,8 @@ class Array(metaclass=_ArrayMeta):
 
     def block_until_ready(self):
         buf = self._buf
+        if type(buf) is np.ndarray:
+            return self  # computed on the host
         if type(buf) in _ON_DEVICES:
             buf.wait()  # the computation, not a copy to the host
         else:

@@ -469,6 +469,7 @@ def _timed_process_primitive(self, prim, args, params):
 
 def _on_profiling(on):
     EvalTrace.process_primitive = _timed_process_primitive if on else _untimed_process_primitive
+    _refresh_ready_shortcut()
 
 
 def _on_float_flags(name, value):
@@ -525,6 +526,21 @@ def _on_platform(name):
     global _device_default
     _device_platform[0] = name
     _device_default = name != "cpu"
+    _refresh_ready_shortcut()
+
+
+# Whether the eager operators may compute a primitive on ready NumPy values without binding it
+# (`Primitive.ready_impl`; numpy/array_methods.py, numpy/ufuncs.py): only while the platform is
+# known to be the CPU and nothing asks to see each operation (transfer guards, jax_debug_nans or
+# infs, a default_device context, a profiler trace). The callers still check the current trace
+# and each operand. One list read on their hot path, kept up to date by the listeners here.
+READY_SHORTCUT = [False]
+
+
+def _refresh_ready_shortcut(*_):
+    READY_SHORTCUT[0] = not (
+        _device_default or _default_elsewhere or _float_checks or guards.active or events.on
+    )
 
 
 backend_platform.on_chosen(_on_platform)
@@ -547,6 +563,7 @@ _array.on_placed(_on_placed)
 config.add_listener(lambda name, value: clear_caches())
 config.add_listener(_on_default_device)
 config.add_listener(_on_float_flags)
+config.add_listener(_refresh_ready_shortcut)  # after guards' and the two above
 events.add_listener(_on_profiling)
 eval_trace = EvalTrace()
 _trace.set_base_trace(eval_trace)
