@@ -130,6 +130,12 @@ def _canonical_axes(shape, axes) -> tuple:
     return tuple(out)
 
 
+# Reductions whose result over one element is that element (same dtype).
+_UNIT_REDUCTIONS = frozenset(
+    ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "reduce_xor")
+)
+
+
 def _is_unit_relabel(index_map, in_aval, out_aval, params) -> bool:
     """Whether a LAYOUT equation only adds, drops or moves unit dims: its input and output have
     the same elements in the same order (then its result is its operand, relabelled)."""
@@ -439,6 +445,25 @@ def lower(closed, caps, name: str = "kernel") -> Program:
                 outside_readers.add(id(operand))
             views[id(out)] = _compose_view(prim.index_map, eqn, inner)
             continue
+        if (
+            kind is Kind.REDUCE
+            and prim.name in _UNIT_REDUCTIONS
+            and caps.supports(eqn)
+            and not _canonical_axes(eqn.invars[0].aval.shape, eqn.params.get("axes", ()))
+        ):
+            # A reduction over unit dims only (the transpose of a keepdims broadcast_in_dim) reduces
+            # one element each: the operand relabelled, like a layout equation of unit dims.
+            (operand,) = eqn.invars
+            out = eqn.outvars[0]
+            src = owner.get(id(operand))
+            if src is not None and id(operand) in src.node_of:
+                src.define(out, src.node_of[id(operand)])
+                owner[id(out)] = src
+                continue
+            if src is not None and src is tail and epilogue_ok(src, eqn, out.aval.shape):
+                src.define_epilogue(out, epilogue_operand(src, operand, out.aval.shape))
+                owner[id(out)] = src
+                continue
         if kind is Kind.REDUCE and caps.supports(eqn):
             (operand,) = eqn.invars
             in_shape = tuple(operand.aval.shape)
