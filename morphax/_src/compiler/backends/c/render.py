@@ -361,6 +361,20 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
     off = _offset(out_index, out_shape, loop_names)
     if not accs and rank >= 2 and _strided_inner_load(loads, in_shapes, domain):
         return "\n".join(lines + _tiled_loops(kernel, domain, par, body, store_lines, loop_names))
+    if (
+        accs
+        and not kept
+        and rank >= 2
+        and domain[0] > 1
+        and _worth_row_partials(accs, size, threads_threshold)
+    ):
+        lines += _row_partials(kernel, domain, accs, body)
+        for acc in accs:
+            lines += acc.finish()
+        if any(n.phase == 1 for n in kernel.nodes):
+            lines += _epilogue(kernel, body, store_lines)
+        lines.append("}")
+        return "\n".join(lines)
     indent = "  "
     outer_par = par and rank > 0 and 0 not in red_axes and domain[0] > 1
     for d in range(rank):
@@ -396,6 +410,72 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
         lines += _epilogue(kernel, body, store_lines)
     lines.append("}")
     return "\n".join(lines)
+
+
+# A reduction of every axis reads its whole input for one result: worth threads from this many
+# elements (a memory-bound pass of 256K float32s takes tens of microseconds on one core).
+PARALLEL_REDUCTION_ELEMENTS = 1 << 18
+
+
+def _worth_row_partials(accs, size: int, threads_threshold: int) -> bool:
+    """Whether a reduction of all axes runs as per-row partial results over threads: large
+    enough, and only accumulators whose partials combine (not argmax/argmin, whose index is of
+    the one reduced axis)."""
+    if any(acc.arg for acc in accs):
+        return False
+    return size >= max(PARALLEL_REDUCTION_ELEMENTS, threads_threshold)
+
+
+def _row_partials(kernel, domain, accs, body) -> list:
+    """The loops of a reduction of all axes as rows over threads: each row of the first axis
+    reduces the others into its own partial (the accumulator's locals, as the serial loops do),
+    and the partials then combine into the result row after row, on one thread. The order of
+    every addition depends only on the shape, never on the thread count, so results are the same
+    bits at any number of threads."""
+    rank = len(domain)
+    loop_names = {f"i{d}": f"i{d}" for d in range(rank)}
+    lines = []
+    for acc in accs:
+        p, t = acc.p, ctype(acc.acc_dt if not acc.keyed else acc.out_dt)
+        lines += [
+            f"  {t} *restrict part_{p} = ({t} *)malloc(sizeof({t}) * {domain[0]});",
+            f"  if (!part_{p}) return;",
+        ]
+    lines.append("  #pragma omp parallel for")
+    lines.append(f"  for (int64_t i0 = 0; i0 < {domain[0]}; i0++) {{")
+    indent = "    "
+    for acc in accs:
+        lines += acc.locals(indent)
+    for d in range(1, rank):
+        if d == rank - 1:
+            clause = _simd_reduction(accs)
+            if clause is not None:
+                lines.append(f"{indent}#pragma omp simd{clause}")
+        lines.append(f"{indent}for (int64_t i{d} = 0; i{d} < {domain[d]}; i{d}++) {{")
+        indent += "  "
+    stmts, local = body(indent, loop_names, False)
+    lines += stmts
+    for acc in accs:
+        lines += acc.into_local(indent, local[acc.store.node])
+    for _ in range(rank - 1):
+        indent = indent[:-2]
+        lines.append(f"{indent}}}")
+    for acc in accs:
+        # The accumulator's own step into memory, aimed at this row's partial.
+        p = acc.p
+        lines.append(
+            f"    part_{p}[i0] = {_REDUCE_INIT[acc.op](acc.acc_dt if not acc.keyed else acc.out_dt)};"
+        )
+        lines += [ln.replace(f"m_{p}[0]", f"part_{p}[i0]") for ln in acc.local_into_memory("    ", "0")]
+    lines.append("  }")
+    for acc in accs:
+        p = acc.p
+        t = acc.acc_dt if not acc.keyed else acc.out_dt
+        lines.append(
+            f"  for (int64_t r = 0; r < {domain[0]}; r++) m_{p}[0] = {_combine(acc.op, f'm_{p}[0]', f'part_{p}[r]', t)};"
+        )
+        lines.append(f"  free(part_{p});")
+    return lines
 
 
 def _epilogue(kernel, body, store_lines) -> list:
