@@ -31,10 +31,13 @@ def test_eager_samplers_trace_once_and_give_the_traced_bits(name, sample, typed)
     n = next(_sizes)
     before = trace_counters.traces
     first = sample(key, n)
-    assert trace_counters.traces == before + 1  # one program for the new signature
+    # One program for the new signature: its trace, and those of the nested jits JAX has there
+    # (normal's _normal, _normal_real and _uniform).
+    traced = trace_counters.traces - before
+    assert 1 <= traced <= (3 if name.startswith("normal") else 1)
     again = sample(key, n)
     other = sample(random.fold_in(key, 1), n)
-    assert trace_counters.traces == before + 1  # the same signature: no new trace
+    assert trace_counters.traces == before + traced  # the same signature: no new trace
     bits = random.key_data if typed and name == "split" else np.asarray
     first, again, other = (np.asarray(bits(v)) for v in (first, again, other))
     assert first.tobytes() == again.tobytes()
@@ -46,7 +49,10 @@ def test_eager_samplers_trace_once_and_give_the_traced_bits(name, sample, typed)
     assert first.tobytes() == np.asarray(bits(stepwise)).tobytes()
 
 
-def test_traced_samplers_stay_inlined():
-    # Under a user's trace the sampler's body is part of the user's program (no nested call).
+def test_traced_samplers_are_jaxs_nested_jits():
+    # Under a user's trace: normal's nested jits as JAX's (tests/compat/test_library_jit_text.py
+    # has the whole text); the compiler inlines them.
     text = str(morphax.make_jaxpr(lambda k: random.normal(k, (4,)))(random.PRNGKey(0)))
-    assert "pjit" not in text and "erf_inv" in text
+    assert "name=_normal_real" in text and "erf_inv" in text
+    text = str(morphax.make_jaxpr(lambda k: random.uniform(k, (4,)))(random.PRNGKey(0)))
+    assert "jit[" not in text and "random_bits" not in text  # uniform: still inline on raw keys

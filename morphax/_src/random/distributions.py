@@ -21,8 +21,9 @@ from morphax._src.numpy import reductions as _red
 from morphax._src.numpy import ufuncs as _uf
 from morphax._src.numpy import util as _util
 from morphax._src.prims import lax_api as L
+from morphax._src.prims import random_keys as _rk
 from morphax._src.prims.arithmetic import fma
-from morphax._src.random.prng import check_key, key_row, random_bits, split
+from morphax._src.random.prng import check_key, is_key_value, key_row, random_bits, split
 
 __all__ = [
     "bernoulli",
@@ -129,10 +130,39 @@ def uniform(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
 # ----------------------------------------------------------------------------------------- normal
 
 
+def _normal_uniform(key, shape, dtype, minval, maxval):
+    """`_uniform` as JAX writes it for `normal` (its text in make_jaxpr: the bounds broadcast to
+    the rank, then a multiply and an add). For normal's bounds maxval - minval is exactly 2 in
+    every float format (2 - epsneg rounds to even), so the product is exact and the add rounds
+    once, as the fused multiply-add of `_uniform` does: the same bits."""
+    finfo = _dtypes.finfo(dtype)
+    nbits, nmant = finfo.bits, finfo.nmant
+    rank = len(shape)
+    if rank:
+        minval = L.broadcast_in_dim(minval, (1,) * rank, ())
+        maxval = L.broadcast_in_dim(maxval, (1,) * rank, ())
+    rng_bits = 8 if nmant < 8 else nbits
+    uint_dtype = _UINT[nbits]
+    bits = random_bits(key, rng_bits, shape)
+    if rng_bits != nbits:
+        bits = L.convert_element_type(bits, uint_dtype)
+    one_bits = np.array(1.0, dtype).view(uint_dtype)
+    float_bits = L.bitwise_or(
+        L.shift_right_logical(bits, make_array(rng_bits - nmant, uint_dtype)),
+        make_array(one_bits, uint_dtype),
+    )
+    floats = L.sub(L.bitcast_convert_type(float_bits, dtype), _const(1.0, dtype))
+    return L.max(minval, L.add(L.mul(floats, L.sub(maxval, minval)), minval))
+
+
+_normal_uniform.__name__ = _normal_uniform.__qualname__ = "_uniform"  # JAX's name in the jaxpr
+
+
 def _normal_real(key, shape, dtype):
-    # The open interval (-1, 1): erf_inv(-1) would be -inf.
-    lo = -(1.0 - float(_dtypes.finfo(dtype).epsneg))
-    u = _uniform(key, shape, dtype, lo, 1.0)
+    # The open interval (-1, 1): erf_inv(-1) would be -inf. The bounds are values of `dtype`,
+    # arguments of the nested _uniform as in JAX.
+    lo = np.array(-(1.0 - float(_dtypes.finfo(dtype).epsneg)), dtype)
+    u = _normal_uniform_jit(key, shape, dtype, lo, np.array(1.0, dtype))
     return L.mul(_const(np.sqrt(2), dtype), L.erf_inv(u))
 
 
@@ -142,18 +172,20 @@ def normal(key, shape=(), dtype=float):
     key = check_key("normal", key)
     shape = _creation.canonicalize_shape(shape, "normal")
     dtype = _float_dtype("normal", dtype, allow_complex=True)
-    return _normal_compiled(key, shape, dtype)
+    if not is_key_value(key):
+        key = _rk.random_wrap(key)  # as JAX: a raw key becomes a typed one before sampling
+    return _normal_jit(key, shape, dtype)
 
 
 def _normal(key, shape, dtype):
     if _dtypes.is_complex(dtype):
         real = _dtypes.real_dtype(dtype)
         k_re, k_im = (key_row(split(key), i) for i in range(2))
-        re = L.convert_element_type(_normal_real(k_re, shape, real), dtype)
-        im = L.convert_element_type(_normal_real(k_im, shape, real), dtype)
+        re = L.convert_element_type(_normal_real_jit(k_re, shape, real), dtype)
+        im = L.convert_element_type(_normal_real_jit(k_im, shape, real), dtype)
         z = L.add(re, L.mul(_const(1j, dtype), im))
         return L.div(z, _const(np.sqrt(2), dtype))
-    return _normal_real(key, shape, dtype)
+    return _normal_real_jit(key, shape, dtype)
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=float):
@@ -185,7 +217,11 @@ def _truncated_normal(key, shape, dtype, lower, upper):
 # One compiled program per (shape, dtype) when called eagerly, as JAX's jit-decorated samplers:
 # 10^6 normals as native code, not threefry and erf_inv primitive by primitive through NumPy.
 _uniform_compiled = compiled_when_eager(_uniform, static_argnums=(1, 2))
-_normal_compiled = compiled_when_eager(_normal, static_argnums=(1, 2))
+# normal's three, as JAX's: nested jit equations under a trace (the compiler inlines them), one
+# compiled program when called eagerly.
+_normal_jit = compiled_when_eager(_normal, static_argnums=(1, 2), inline=False)
+_normal_real_jit = compiled_when_eager(_normal_real, static_argnums=(1, 2), inline=False)
+_normal_uniform_jit = compiled_when_eager(_normal_uniform, static_argnums=(1, 2), inline=False)
 _truncated_normal_compiled = compiled_when_eager(_truncated_normal, static_argnums=(1, 2))
 
 
