@@ -85,6 +85,7 @@ def unary(ready, kinds: str, fallback):
 
     fn.__name__ = fallback.__name__
     fn.__qualname__ = fallback.__qualname__
+    fn.__module__ = fallback.__module__
     fn.__doc__ = fallback.__doc__
     fn.__wrapped__ = fallback
     return fn
