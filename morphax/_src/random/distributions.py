@@ -89,14 +89,10 @@ def _to_dtype_full(x, dtype, shape):
 # ---------------------------------------------------------------------------------------- uniform
 
 
-def _uniform(key, shape, dtype, minval, maxval):
+def _unit_floats(key, shape, dtype):
+    """Uniform floats in [0, 1) of `shape` and `dtype` from the key's bits, as JAX draws them."""
     finfo = _dtypes.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
-    if nbits not in _UINT:
-        raise TypeError(f"uniform only accepts 8-, 16-, 32-, or 64-bit dtypes, got {dtype}.")
-    _check_shape("uniform", shape, _shape_of(minval), _shape_of(maxval))
-    minval = _to_dtype_full(minval, dtype, shape)
-    maxval = _to_dtype_full(maxval, dtype, shape)
     # Formats with under 8 mantissa bits (float8, bfloat16) still draw a full byte, as JAX.
     rng_bits = 8 if nmant < 8 else nbits
     uint_dtype = _UINT[nbits]
@@ -109,7 +105,17 @@ def _uniform(key, shape, dtype, minval, maxval):
         L.shift_right_logical(bits, make_array(rng_bits - nmant, uint_dtype)),
         make_array(one_bits, uint_dtype),
     )
-    floats = L.sub(L.bitcast_convert_type(float_bits, dtype), _const(1.0, dtype))
+    return L.sub(L.bitcast_convert_type(float_bits, dtype), _const(1.0, dtype))
+
+
+def _uniform(key, shape, dtype, minval, maxval):
+    nbits = _dtypes.finfo(dtype).bits
+    if nbits not in _UINT:
+        raise TypeError(f"uniform only accepts 8-, 16-, 32-, or 64-bit dtypes, got {dtype}.")
+    _check_shape("uniform", shape, _shape_of(minval), _shape_of(maxval))
+    minval = _to_dtype_full(minval, dtype, shape)
+    maxval = _to_dtype_full(maxval, dtype, shape)
+    floats = _unit_floats(key, shape, dtype)
     if np.dtype(dtype).itemsize >= 4:
         # XLA's CPU compiler fuses this multiply and add into one rounding; so do we, for JAX's bits
         # (the 16-bit formats keep two, as their arithmetic goes through float32 there).
@@ -135,23 +141,11 @@ def _normal_uniform(key, shape, dtype, minval, maxval):
     the rank, then a multiply and an add). For normal's bounds maxval - minval is exactly 2 in
     every float format (2 - epsneg rounds to even), so the product is exact and the add rounds
     once, as the fused multiply-add of `_uniform` does: the same bits."""
-    finfo = _dtypes.finfo(dtype)
-    nbits, nmant = finfo.bits, finfo.nmant
     rank = len(shape)
     if rank:
         minval = L.broadcast_in_dim(minval, (1,) * rank, ())
         maxval = L.broadcast_in_dim(maxval, (1,) * rank, ())
-    rng_bits = 8 if nmant < 8 else nbits
-    uint_dtype = _UINT[nbits]
-    bits = random_bits(key, rng_bits, shape)
-    if rng_bits != nbits:
-        bits = L.convert_element_type(bits, uint_dtype)
-    one_bits = np.array(1.0, dtype).view(uint_dtype)
-    float_bits = L.bitwise_or(
-        L.shift_right_logical(bits, make_array(rng_bits - nmant, uint_dtype)),
-        make_array(one_bits, uint_dtype),
-    )
-    floats = L.sub(L.bitcast_convert_type(float_bits, dtype), _const(1.0, dtype))
+    floats = _unit_floats(key, shape, dtype)
     return L.max(minval, L.add(L.mul(floats, L.sub(maxval, minval)), minval))
 
 

@@ -369,12 +369,7 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
         and _worth_row_partials(accs, size, threads_threshold)
     ):
         lines += _row_partials(kernel, domain, accs, body)
-        for acc in accs:
-            lines += acc.finish()
-        if any(n.phase == 1 for n in kernel.nodes):
-            lines += _epilogue(kernel, body, store_lines)
-        lines.append("}")
-        return "\n".join(lines)
+        return "\n".join(lines + _kernel_end(kernel, accs, body, store_lines))
     indent = "  "
     outer_par = par and rank > 0 and 0 not in red_axes and domain[0] > 1
     for d in range(rank):
@@ -404,12 +399,17 @@ def render_kernel(kernel, names_ctx, threads_threshold: int = PARALLEL_MIN_ELEME
         if accs and d == suffix_start:
             for acc in accs:
                 lines += acc.local_into_memory(indent, off)
+    return "\n".join(lines + _kernel_end(kernel, accs, body, store_lines))
+
+
+def _kernel_end(kernel, accs, body, store_lines) -> list:
+    """A reduction kernel's last lines: each accumulator's finish, the epilogue, the brace."""
+    lines = []
     for acc in accs:
         lines += acc.finish()
     if any(n.phase == 1 for n in kernel.nodes):
         lines += _epilogue(kernel, body, store_lines)
-    lines.append("}")
-    return "\n".join(lines)
+    return lines + ["}"]
 
 
 # A reduction of every axis reads its whole input for one result: worth threads from this many
