@@ -80,6 +80,9 @@ _KNOWN = {
     # False: reduce_sum of float16/bfloat16 raises.
     "jax_allow_f16_reductions": ("allow_f16_reductions", lambda: True),
     "jax_default_device": ("default_device", lambda: None),
+    # The disk cache's directory (compiled C libraries and XLA executables): set here or by
+    # experimental.compilation_cache.set_cache_dir; None: MORPHAX_CACHE_DIR, else ~/.cache/morphax.
+    "jax_compilation_cache_dir": ("compilation_cache_dir", lambda: None),
     # The platforms to use, in order of preference ("cpu", "tpu", "tpu,cpu"; "xla_cpu": XLA's CPU
     # plugin as a device platform), read at the first computation (compiler/backends/platform.py).
     "jax_platforms": ("platforms", lambda: os.environ.get("JAX_PLATFORMS") or None),

@@ -40,7 +40,6 @@ NO_EFFECT: dict = {
     "jax_captured_constants_warn_bytes": (2_000_000_000, _XLA),
     "jax_check_proxy_envs": (True, _MULTIHOST),
     "jax_compilation_cache_check_contents": (False, _XLA_CACHE),
-    "jax_compilation_cache_dir": (None, _XLA_CACHE),
     "jax_compilation_cache_expect_pgle": (False, _XLA_CACHE),
     "jax_compilation_cache_include_metadata_in_key": (False, _XLA_CACHE),
     "jax_compilation_cache_max_size": (-1, _XLA_CACHE),

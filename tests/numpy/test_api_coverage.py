@@ -12,6 +12,9 @@ import morphax
 import morphax.ad_checkpoint
 import morphax.debug
 import morphax.experimental.checkify
+import morphax.experimental.compilation_cache.compilation_cache
+import morphax.experimental.mesh_utils
+import morphax.experimental.serialize_executable
 import morphax.lax.linalg
 import morphax.nn
 import morphax.nn.initializers
@@ -63,6 +66,12 @@ LISTS = {
     "jax_lax_linalg.txt": (morphax.lax.linalg, 1.0),
     "jax_lax_linalg_primitives.txt": (morphax.lax.linalg, 1.0),
     "jax_experimental_checkify.txt": (morphax.experimental.checkify, 1.0),
+    "jax_experimental_mesh_utils.txt": (morphax.experimental.mesh_utils, 1.0),
+    "jax_experimental_compilation_cache.txt": (
+        morphax.experimental.compilation_cache.compilation_cache,
+        1.0,
+    ),
+    "jax_experimental_serialize_executable.txt": (morphax.experimental.serialize_executable, 1.0),
     "jax_profiler.txt": (morphax.profiler, 1.0),
     "jax_scipy_special.txt": (morphax.scipy.special, 1.0),
     "jax_scipy_stats.txt": (morphax.scipy.stats, 1.0),

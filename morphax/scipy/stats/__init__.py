@@ -1,5 +1,6 @@
 """`morphax.scipy.stats`: probability distributions (log densities, densities, distribution
-functions and their inverses), mirroring ``jax.scipy.stats``: one module per distribution."""
+functions and their inverses), mirroring ``jax.scipy.stats``: one module per distribution; and
+`gaussian_kde`, kernel density estimation."""
 
 from morphax.scipy.stats import (  # noqa: F401
     bernoulli,
@@ -29,3 +30,4 @@ from morphax.scipy.stats import (  # noqa: F401
     vonmises,
     wrapcauchy,
 )
+from morphax.scipy.stats.kde import gaussian_kde  # noqa: F401

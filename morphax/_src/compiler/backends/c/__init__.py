@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from morphax._src.compiler.backends.c import background, blas, build, generic, render
+from morphax._src.compiler.backends.c import background, blas, build, disk_cache, generic, render
 from morphax._src.compiler.backends.c import program as native_program
 from morphax._src.compiler.backends.numpy import segment_callable
 from morphax._src.config import config
@@ -79,6 +79,16 @@ def _set_thread_policy() -> None:
 # without ever asking `available()`, and spinning OpenMP workers next to BLAS's threads made a
 # transformer step 3.5x slower on two cores.
 _set_thread_policy()
+
+
+def _on_flag(name, value) -> None:
+    if name == "jax_compilation_cache_dir":
+        disk_cache.set_base(value)
+
+
+config.add_listener(_on_flag)
+if config.compilation_cache_dir is not None:  # set before the compiler was first imported
+    disk_cache.set_base(config.compilation_cache_dir)
 
 
 class CBackend:

@@ -15,7 +15,8 @@ file that fails is discarded (when the cache is writable) with one logged warnin
 rebuilds it. The signature guards against damage and mix-ups, not against someone who can write
 the cache on purpose: they could compute it too.
 
-The directory is MORPHAX_CACHE_DIR/c (default ~/.cache/morphax/c). A directory that exists but
+The directory is BASE/c, where BASE is config's jax_compilation_cache_dir when the program set it
+(`experimental.compilation_cache.set_cache_dir`), else MORPHAX_CACHE_DIR, else ~/.cache/morphax. A directory that exists but
 cannot be written is read: its entries are used, and new builds stay in the process (compiled in
 a private temporary folder, removed once loaded). A directory that cannot be made means no disk
 cache at all. Either way one warning is logged. MORPHAX_CACHE_READ_ONLY=1 asks for the read-only
@@ -66,8 +67,24 @@ def reset() -> None:
         _state.clear()
 
 
+# The base directory chosen in the program (config's jax_compilation_cache_dir, set by
+# experimental.compilation_cache.set_cache_dir); it comes before MORPHAX_CACHE_DIR.
+_chosen_base: list = [None]
+
+
+def set_base(path: str | None) -> None:
+    """Keep the cache under `path` from now on (None: MORPHAX_CACHE_DIR or the default again)."""
+    with _state_lock:
+        _chosen_base[0] = os.fspath(path) if path is not None else None
+        _state.clear()
+
+
 def _resolve() -> None:
-    base = os.environ.get("MORPHAX_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "morphax")
+    base = (
+        _chosen_base[0]
+        or os.environ.get("MORPHAX_CACHE_DIR")
+        or os.path.join(os.path.expanduser("~"), ".cache", "morphax")
+    )
     path = os.path.join(base, "c")
     if os.environ.get("MORPHAX_CACHE_READ_ONLY", "").lower() in ("1", "true", "yes", "on"):
         _state.update(dir=path if os.path.isdir(path) else None, writable=False)
