@@ -87,14 +87,19 @@ def test_a_buffer_two_arrays_share_is_never_overwritten():
 
 
 def test_reads_at_another_index_keep_a_fresh_output():
-    # x.T read while x's buffer would be written: the kernel must not write in place.
+    # x.T read while x's buffer would be written: the kernel must not write in place. The result
+    # is copied into x's buffer after the run, so it still ends there, as under JAX 0.10.2.
+    from morphax._src.compiler.compile import compile_jaxpr
+
     f = morphax.jit(lambda x: x + x.T, donate_argnums=0, backend="c")
     a = np.arange(16, dtype=np.float32).reshape(4, 4)
     x = _owned(a)
     before = _address(x)
     out = f(x)
     np.testing.assert_array_equal(np.asarray(out), a + a.T)
-    assert _address(out) != before
+    assert _address(out) == before
+    closed = morphax.make_jaxpr(lambda x: x + x.T)(a)
+    assert "outs=" not in compile_jaxpr(closed, "f", "c", donate=(0,)).source
 
 
 def test_an_input_an_opaque_step_reads_is_not_reused():
@@ -117,11 +122,13 @@ def test_outputs_of_other_shapes_and_dtypes_do_not_take_the_buffer():
     np.testing.assert_array_equal(np.asarray(col), a.sum(axis=0))
 
 
-def test_the_numpy_backend_consumes_donated_arrays_without_reuse():
+def test_the_numpy_backend_consumes_donated_arrays_and_copies_the_output_in():
     f = morphax.jit(lambda x: x * 3.0, donate_argnums=0, backend="numpy")
     x = _owned([1.0, 2.0])
+    before = _address(x)
     out = f(x)
     assert x.is_deleted()
+    assert _address(out) == before
     np.testing.assert_array_equal(np.asarray(out), [3.0, 6.0])
 
 
@@ -129,7 +136,8 @@ def test_the_plan_is_shown_in_the_program():
     from morphax._src.compiler.compile import compile_jaxpr
 
     closed = morphax.make_jaxpr(lambda x, y: jnp.exp(x) * y)(np.ones(4, np.float32), np.ones(4, np.float32))
-    executable = compile_jaxpr(closed, "f", "c", donate=(0, 1))
+    with pytest.warns(UserWarning, match="Some donated buffers were not usable: float32"):
+        executable = compile_jaxpr(closed, "f", "c", donate=(0, 1))
     assert executable.donated == (0,)  # one output: the first donated input takes it
     assert "outs=" in executable.source and "if p in reuse" in executable.source
     assert "restrict in_a" not in executable.as_text()  # the aliased pair is not restrict

@@ -136,6 +136,10 @@ def _compile_miss(closed, name, chosen, donate, key):
 
 def _build(closed, name, chosen, donate, key):
     counters.lowerings += 1
+    aliases = {}
+    if donate:
+        aliases, unusable = donation.output_aliases(closed.in_avals, closed.out_avals, donate)
+        donation.warn_unusable(closed.in_avals, unusable)
     with events.span("jaxpr passes", "compile"):
         optimized = _optimize(closed)
     counters.compiles += 1
@@ -151,7 +155,7 @@ def _build(closed, name, chosen, donate, key):
     with events.span("lower and fuse", "compile"):
         program = lower(optimized, chosen.caps, name=executor.identifier(name))
         # Positions index the optimized jaxpr's inputs: the passes keep every input (DCE drops none).
-        reuse = donation.plan(program, donate) if donate else {}
+        reuse = donation.plan(program, donate, aliases) if donate else {}
     with events.span("cost analysis", "compile"):
         cost, memory = analysis.describe(program, reuse)
     native_scratch = getattr(chosen.caps, "native_scratch", None)
@@ -197,6 +201,10 @@ def _build(closed, name, chosen, donate, key):
             executable = executor.compile_program(
                 program, name, kernel_fns, compile_call, chosen.name, sources, opaque, reuse
             )
+    if aliases:
+        # Outputs land in their donated buffers after the run where no kernel wrote them there.
+        executable.output_aliases = aliases
+        executable.donated = tuple(sorted({*executable.donated, *aliases}))
     _set_cost(executable, optimized, cost, memory)
     return memo_put(closed, key, executable)
 

@@ -15,19 +15,91 @@ A kernel may take over input `v`'s buffer for one of its stores when:
   renderer does not declare them `restrict`.
 Reduced outputs and the epilogue after a reduction never take a donated buffer: only stores of the
 main loop, which write each element once.
+
+Which program output a donated input becomes is XLA's rule as JAX 0.10.2 applies it on the CPU
+(`output_aliases`): each output in order takes the first donated input left of its shape and dtype.
+The plan prefers that output's store; where no kernel could write it there, the runtime copies
+the output into the donated buffer after the run (`land`), so the output lives in the donated
+memory as under JAX. Donated inputs that match no output (not even by element count) are unusable:
+compiling the program warns about them, as JAX's lowering does.
 """
 
 from __future__ import annotations
+
+import warnings
+from collections import defaultdict, deque
+
+import numpy as np
 
 from morphax._src.compiler.fusion import canonical, shape_index
 from morphax._src.compiler.kernel_ir import Kernel
 from morphax._src.core.jaxpr import Literal
 
 
-def plan(program, donated: tuple) -> dict:
+def output_aliases(in_avals, out_avals, donated) -> tuple[dict, list]:
+    """({donated input position: output index}, [positions no output can use]). Each output in
+    order takes the first remaining donated input of its shape and dtype (weak types do not
+    matter: the buffers are the same). Inputs left over whose element count matches a remaining
+    output are still usable (XLA may reuse them); the others are not."""
+    free: dict = defaultdict(deque)
+    for pos in sorted(set(donated)):
+        a = in_avals[pos]
+        free[(tuple(a.shape), a.dtype)].append(pos)
+    aliases: dict = {}
+    unmatched: dict = defaultdict(int)
+    for i, a in enumerate(out_avals):
+        waiting = free.get((tuple(a.shape), a.dtype))
+        if waiting:
+            aliases[waiting.popleft()] = i
+        else:
+            unmatched[a.size] += 1
+    unusable = []
+    for pos in sorted(p for waiting in free.values() for p in waiting):
+        size = in_avals[pos].size
+        if unmatched[size]:
+            unmatched[size] -= 1
+        else:
+            unusable.append(pos)
+    return aliases, unusable
+
+
+def warn_unusable(in_avals, unusable) -> None:
+    """JAX's warning (from its lowering) naming donated inputs that no output can use."""
+    if unusable:
+        names = ", ".join(
+            f"{in_avals[p].dtype.name}[{','.join(map(str, in_avals[p].shape))}]" for p in unusable
+        )
+        warnings.warn(
+            f"Some donated buffers were not usable: {names}.\n"
+            "See an explanation at https://docs.jax.dev/en/latest/faq.html#buffer-donation.",
+            stacklevel=1,  # JAX's points at its own lowering, not at a caller
+        )
+
+
+def land(aliases: dict, args, outs: list, reuse) -> list:
+    """`outs` with each aliased output in its donated input's buffer (`aliases` from
+    `output_aliases`; `reuse`: the positions whose buffers were free to overwrite on this call).
+    A kernel that wrote the output there already leaves nothing to do; otherwise the output is
+    copied in, unless the buffer holds (part of) another output."""
+    for pos, i in aliases.items():
+        if pos not in reuse:
+            continue
+        buf, out = args[pos], outs[i]
+        if out is buf or type(buf) is not np.ndarray or np.shape(out) != buf.shape:
+            continue
+        if any(type(o) is np.ndarray and np.may_share_memory(o, buf) for o in outs):
+            continue  # written there by the program (as this output or another)
+        np.copyto(buf, out, casting="no")
+        outs[i] = buf
+    return outs
+
+
+def plan(program, donated: tuple, prefer: dict | None = None) -> dict:
     """{input position: (step index, store index)} for the donated input positions that can be
-    reused; marks `Kernel.aliases` where a kernel reads the buffer it writes."""
+    reused; marks `Kernel.aliases` where a kernel reads the buffer it writes. `prefer`: {input
+    position: output index} (`output_aliases`), the output whose store each input takes first."""
     jaxpr = program.closed.jaxpr
+    prefer = prefer or {}
     steps = program.steps
     readers: dict[int, list] = {}
     for i, step in enumerate(steps):
@@ -43,14 +115,19 @@ def plan(program, donated: tuple) -> dict:
         if id(v) in outputs or any(not isinstance(steps[i], Kernel) for i in reads):
             continue
         last = max(reads, default=-1)
-        got = _first_fit(steps, v, last, taken)
+        want = jaxpr.outvars[prefer[pos]] if pos in prefer else None
+        got = _first_fit(steps, v, last, taken, want) if want is not None else None
+        if got is None:
+            got = _first_fit(steps, v, last, taken)
         if got is not None:
             out[pos] = got
             taken.add(got)
     return out
 
 
-def _first_fit(steps, v, last: int, taken: set):
+def _first_fit(steps, v, last: int, taken: set, only=None):
+    """The first store after `v`'s last reader that may write into `v`'s buffer (with `only`:
+    the store of that variable only)."""
     aval = v.aval
     for j in range(max(last, 0), len(steps)):
         step = steps[j]
@@ -61,6 +138,8 @@ def _first_fit(steps, v, last: int, taken: set):
             # A store of the main loop (not a reduction, not the epilogue after one) writes each
             # element once, in the iteration that reads it.
             if (j, k) in taken or store.reduce is not None or step.nodes[store.node].phase != 0:
+                continue
+            if only is not None and store.var is not only:
                 continue
             if tuple(s_aval.shape) != tuple(aval.shape) or s_aval.dtype != aval.dtype:
                 continue

@@ -23,6 +23,7 @@ import weakref
 import numpy as np
 
 from morphax._src import events
+from morphax._src.compiler import donation
 from morphax._src.core.jaxpr import ClosedJaxpr, Literal, any_eqn
 from morphax._src.higher_order.host_eval import host_rules
 
@@ -67,6 +68,8 @@ class Executable:
         self.work = math.inf
         # Input positions whose buffers the program may overwrite when donated (runtime/dispatch.py).
         self.donated: tuple = ()
+        # {donated input position: the output that ends in its buffer} (compiler/donation.py).
+        self.output_aliases: dict = {}
         # Compiled.cost_analysis() / memory_analysis() (compiler/analysis.py), set by compile_jaxpr.
         self.cost: dict = {}
         self.memory = None
@@ -83,7 +86,10 @@ class Executable:
         if reuse:
             # Quiet from the start: a rerun (below) could read a donated input already overwritten.
             with np.errstate(all="ignore"):
-                return self.fn(*args, reuse=reuse)
+                outs = self.fn(*args, reuse=reuse)
+            if self.output_aliases:
+                return donation.land(self.output_aliases, args, list(outs), reuse)
+            return outs
         try:
             return self.fn(*args)
         except (RuntimeWarning, FloatingPointError):

@@ -211,7 +211,12 @@ def execute(executable, args, out_weak_types, device_id: int = 0, donate: bool =
         # Host callbacks inside, or called from inside queued work (a loop body evaluating a
         # nested call, which would wait on itself if queued): run here, after the inputs are
         # ready. Errors propagate to the caller.
-        outs = executable(*[_host_value(a, v) for a, v in zip(args, executable.in_avals)])
+        values = [_host_value(a, v) for a, v in zip(args, executable.in_avals)]
+        reuse = ()
+        if donated:
+            _consume(args, donated)
+            reuse = _claim(values, donated)
+        outs = executable(*values, reuse=reuse) if reuse else executable(*values)
         return [Array(o, w) for o, w in zip(outs, out_weak_types)]
     buffers = pending_outputs(executable.out_avals)
     inputs = [_buffer_of(a, v) for a, v in zip(args, executable.in_avals)]
