@@ -121,6 +121,11 @@ class Primitive:
         self.is_identity = None
         # Must run even when its outputs are unused, and never be merged with an identical call.
         self.has_side_effects = False
+        # The JVP trace hands a primal that is a Python scalar (an argument of jvp/grad passed
+        # through unchanged, as JAX does) to this primitive's JVP rule as it is. Built-in rules
+        # compute on arrays, so for them it is made a weakly typed array first; a user
+        # primitive's rule (JAX's convention) gets the scalar, as in JAX.
+        self.jvp_takes_python_scalars = False
         # The effects (core/effects.py) an equation of it has: ``effect_rule(**params) -> set``.
         self.effect_rule = None
         # Runs user Python on the host (callbacks): the runtime runs a program containing it on

@@ -61,6 +61,7 @@ class Primitive(_CorePrimitive):
         # NB: JAX lets two primitives share a name; so do these (they stay out of the registry).
         super().__init__(name, register=False)
         self.kind = Kind.OPAQUE
+        self.jvp_takes_python_scalars = True  # JAX passes primals as they are
         self._user_impl = None
         self._user_abstract_eval = None
         self._effectful = False

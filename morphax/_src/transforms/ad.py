@@ -77,6 +77,10 @@ class JVPTrace(_trace.Trace):
             p, t = self.lift(x)
             primals.append(p)
             tangents.append(t)
+        # Python scalars reach here as primals of the inputs (jvp passes them through as JAX
+        # does, so an identity or a custom rule returns the float).
+        if not prim.jvp_takes_python_scalars:
+            primals = [_scalar_to_array(p) for p in primals]
         parent = self.parent
         # A ref made inside the differentiated function gets a tangent ref even from a
         # non-differentiated value, so differentiated values may be written into it later.
@@ -141,8 +145,9 @@ def _scalar_to_array(x):
 
 def jvp_flat(flat_fun, primals, tangents):
     """Run `flat_fun` on (primal, tangent) pairs; returns output primals and tangents (maybe Zero)."""
-    # Python scalars become weakly typed arrays, so rules see array operands (as in JAX).
-    primals = [_scalar_to_array(p) for p in primals]
+    # Python-scalar primals stay Python scalars, as in JAX: a function returning its input (or a
+    # custom_jvp rule computing in Python floats) returns the float; process_primitive gives
+    # the built-in primitives' rules arrays.
     with _trace.new_trace(JVPTrace()) as trace:
         ins = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
         outs = flat_fun(*ins)
