@@ -14,6 +14,7 @@ import morphax.debug
 import morphax.experimental.checkify
 import morphax.experimental.compilation_cache.compilation_cache
 import morphax.experimental.mesh_utils
+import morphax.experimental.ode
 import morphax.experimental.serialize_executable
 import morphax.lax.linalg
 import morphax.nn
@@ -67,6 +68,7 @@ LISTS = {
     "jax_lax_linalg_primitives.txt": (morphax.lax.linalg, 1.0),
     "jax_experimental_checkify.txt": (morphax.experimental.checkify, 1.0),
     "jax_experimental_mesh_utils.txt": (morphax.experimental.mesh_utils, 1.0),
+    "jax_experimental_ode.txt": (morphax.experimental.ode, 1.0),
     "jax_experimental_compilation_cache.txt": (
         morphax.experimental.compilation_cache.compilation_cache,
         1.0,
