@@ -13,6 +13,7 @@ import morphax.ad_checkpoint
 import morphax.debug
 import morphax.experimental.checkify
 import morphax.experimental.compilation_cache.compilation_cache
+import morphax.experimental.jet
 import morphax.experimental.mesh_utils
 import morphax.experimental.ode
 import morphax.experimental.serialize_executable
@@ -69,6 +70,7 @@ LISTS = {
     "jax_experimental_checkify.txt": (morphax.experimental.checkify, 1.0),
     "jax_experimental_mesh_utils.txt": (morphax.experimental.mesh_utils, 1.0),
     "jax_experimental_ode.txt": (morphax.experimental.ode, 1.0),
+    "jax_experimental_jet.txt": (morphax.experimental.jet, 1.0),
     "jax_experimental_compilation_cache.txt": (
         morphax.experimental.compilation_cache.compilation_cache,
         1.0,
