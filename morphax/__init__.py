@@ -277,6 +277,7 @@ _LAZY_SUBMODULES = (
     "dlpack",
     "experimental",
     "export",
+    "ffi",
     "interpreters",
     "lib",
     "monitoring",

@@ -119,6 +119,9 @@ def eqn_has_effects(eqn) -> bool:
     prim = eqn.primitive
     if prim.has_side_effects:
         return True
+    # A primitive whose effects depend on its params (ffi_call's has_side_effect).
+    if prim.effect_rule is not None and prim.effect_rule(**eqn.params):
+        return True
     return prim.higher_order and any(jaxpr_has_effects(j) for j in sub_jaxprs(eqn.params))
 
 
