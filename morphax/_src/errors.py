@@ -30,9 +30,10 @@ class InconclusiveDimensionOperation(Exception):
 
 class JaxRuntimeError(RuntimeError):
     """A failure while a computation ran (JAX's name, so `except jax.errors.JaxRuntimeError`
-    works). NB: an ordinary exception raised by a host callback propagates as itself (JAX wraps
-    it); only exceptions that would otherwise end the process or unwind past it (SystemExit,
-    GeneratorExit) are wrapped in this. KeyboardInterrupt stays itself, so Ctrl-C works."""
+    works). As in JAX, an exception raised by a host callback inside a computation (any
+    pure_callback or io_callback, a debug callback under jit) is reported as this, its message
+    ending with the callback's traceback (higher_order/callbacks.py). NB: KeyboardInterrupt stays
+    itself (JAX wraps it too), so Ctrl-C works as anywhere else."""
 
 
 class KeyReuseError(RuntimeError):

@@ -1,6 +1,8 @@
 """Where errors surface. As in JAX: an exception raised by a host callback (debug.callback,
 pure_callback) is raised at the call that runs it, wherever the callback sits (jit, cond, switch,
-scan, while, fori, vmap, nested jit, custom rules) and whether or not the outputs are used; an
+scan, while, fori, vmap, nested jit, custom rules) and whether or not the outputs are used -- as
+a JaxRuntimeError carrying the callback's traceback, except a debug callback run eagerly, whose
+exception propagates as itself (answers recorded with JAX 0.10.2); an
 error inside queued work without callbacks surfaces at the wait (a host read or
 block_until_ready) and follows the arrays computed from the failed one."""
 
@@ -96,15 +98,23 @@ def test_callback_errors_raise_at_the_call(kind, context, outputs):
         # A pure callback whose result is unused is dead code under jit (JAX drops it too).
         np.testing.assert_array_equal(np.asarray(fn(x)), np.asarray(x) + 1)
         return
-    with pytest.raises(CallbackFailed, match="inside the host callback"):
+    # JAX: only a debug callback called eagerly (not compiled) raises the callback's exception.
+    raw = kind == "debug_callback" and context in ("eager", "eager_vmap")
+    with pytest.raises(CallbackFailed if raw else morphax.errors.JaxRuntimeError) as info:
         fn(x)
+    assert "raised inside the host callback" in str(info.value)
+    assert info.value.__cause__ is None
 
 
 def test_callback_error_has_the_callbacks_traceback():
+    # JAX: the JaxRuntimeError's message is the callback's traceback, ending with its exception.
     f = morphax.jit(_debug_cb)
-    with pytest.raises(CallbackFailed) as info:
+    with pytest.raises(morphax.errors.JaxRuntimeError) as info:
         f(jnp.ones(3))
-    assert any(frame.name == "_fail" for frame in info.traceback)
+    text = str(info.value)
+    assert text.startswith("INTERNAL: CpuCallback error calling callback: Traceback (most recent call last):")
+    assert ", in _fail\n" in text
+    assert text.endswith("CallbackFailed: raised inside the host callback")
 
 
 def test_system_exit_in_a_callback_is_a_runtime_error():
@@ -130,7 +140,7 @@ def test_the_program_runs_again_after_a_callback_error():
             raise CallbackFailed("negative")
 
     f = morphax.jit(lambda x: (morphax.debug.callback(maybe_fail, x), x * 2)[1])
-    with pytest.raises(CallbackFailed):
+    with pytest.raises(morphax.errors.JaxRuntimeError, match="CallbackFailed: negative"):
         f(-jnp.ones(3))
     np.testing.assert_array_equal(np.asarray(f(jnp.ones(3))), [2.0, 2.0, 2.0])
     assert calls == [-1.0, 1.0]

@@ -106,7 +106,7 @@ def test_errors_surface_at_the_wait_on_the_fast_path_too():
     x = jnp.asarray(np.ones(3, np.float32))
     jitted(x).block_until_ready()
     jitted(x).block_until_ready()
-    with pytest.raises(ValueError, match="negative input"):
+    with pytest.raises(morphax.errors.JaxRuntimeError, match="ValueError: negative input"):
         jitted(-x).block_until_ready()
 
 

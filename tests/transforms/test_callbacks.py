@@ -321,24 +321,41 @@ def _raise(*_):
     raise Boom("boom")
 
 
-def test_callback_exceptions_propagate_eagerly():
+def test_callback_exceptions_eagerly():
+    # JAX 0.10.2: an eager debug callback is called directly, so its exception propagates; an
+    # eager pure_callback or io_callback runs as a compiled program, whose failure is a
+    # JaxRuntimeError ending with the callback's exception line (wrong results too).
     with pytest.raises(Boom):
         mx.debug.callback(_raise, 1.0)
-    with pytest.raises(Boom):
+    with pytest.raises(mx.errors.JaxRuntimeError, match=r"CpuCallback error(.|\n)*Boom: boom$") as info:
         mx.pure_callback(_raise, mx.ShapeDtypeStruct((), F32), 1.0)
+    assert info.value.__cause__ is None
+    with pytest.raises(mx.errors.JaxRuntimeError, match="Boom: boom"):
+        mx.experimental.io_callback(_raise, mx.ShapeDtypeStruct((), F32), 1.0)
+    with pytest.raises(
+        mx.errors.JaxRuntimeError, match=r"RuntimeError: Incorrect output shape .*Actual: \(3,\)"
+    ):
+        mx.pure_callback(lambda x: np.ones(3, F32), mx.ShapeDtypeStruct((), F32), 1.0)
 
 
-def test_callback_exceptions_propagate_under_jit():
+def test_callback_exceptions_under_jit_are_runtime_errors():
     @mx.jit
     def f(x):
         mx.debug.callback(_raise, x)
         return x + 1
 
-    with pytest.raises(Boom):
-        f(1.0).block_until_ready()  # with async dispatch the error surfaces at the wait
+    with pytest.raises(mx.errors.JaxRuntimeError, match="Boom: boom"):
+        f(1.0).block_until_ready()
     g = mx.jit(lambda x: mx.pure_callback(_raise, mx.ShapeDtypeStruct((), F32), x))
-    with pytest.raises(Boom):
+    with pytest.raises(mx.errors.JaxRuntimeError, match="Boom: boom"):
         np.asarray(g(1.0))
+    h = mx.jit(
+        lambda x: mx.lax.cond(
+            x > 0, lambda: mx.pure_callback(_raise, mx.ShapeDtypeStruct((), F32), x), lambda: x
+        )
+    )
+    with pytest.raises(mx.errors.JaxRuntimeError, match="Boom: boom"):
+        h(1.0)
 
 
 # ------------------------------------------------------------------------- named_call, named_scope
@@ -488,7 +505,7 @@ def test_callback_exception_in_jitted_function_without_outputs_surfaces():
     def f(x):
         mx.debug.callback(boom, x)
 
-    with pytest.raises(ValueError, match="raised by the host callback"):
+    with pytest.raises(mx.errors.JaxRuntimeError, match="ValueError: raised by the host callback"):
         f(jnp.ones(3))
 
 

@@ -172,9 +172,17 @@ def _fallback_call(prim, params, n_out):
     """Higher-order primitives without a compiled form: evaluate through bind on Arrays."""
     from morphax._src.core.values import make_array
 
+    host_error = prim.host_error
+
     def call(*args):
         arrays = [make_array(a) for a in args]
-        out = prim.bind(*arrays, **params)
+        try:
+            out = prim.bind(*arrays, **params)
+        except BaseException as e:  # noqa: BLE001 - reported as the primitive says (host callbacks)
+            failure = host_error(e) if host_error is not None else e
+            if failure is e:
+                raise
+            raise failure from None
         outs = out if prim.multiple_results else [out]
         return [np.asarray(o) for o in outs]
 

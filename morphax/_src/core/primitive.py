@@ -132,6 +132,10 @@ class Primitive:
         # the calling thread, never on a device stream, so a blocking callback stalls only its
         # own computation, and its exceptions are raised at the call as in JAX.
         self.calls_host = False
+        # `exception -> exception`: what a compiled program raises when this primitive raised
+        # while it ran (host callbacks: JAX's JaxRuntimeError carrying the callback's traceback).
+        # None: the exception itself.
+        self.host_error = None
         # Params left out of the printed jaxpr while they hold these values (JAX hides e.g.
         # ``accuracy=None`` on transcendental functions).
         self.print_hidden_defaults: dict = {}

@@ -5,6 +5,8 @@ transformation. The user-facing wrappers that flatten pytrees live in `_src/api/
 
 from __future__ import annotations
 
+import traceback
+
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
@@ -99,6 +101,30 @@ class HostCallback:
         return self.label
 
 
+def callback_failure(e: BaseException) -> BaseException:
+    """What a call sees when a host callback raised `e` while a computation ran: as in JAX, a
+    JaxRuntimeError whose message ends with the callback's traceback and exception line (libraries
+    look for that line: equinox finds its error_if message by "_EquinoxRuntimeError: "). A
+    KeyboardInterrupt stays itself, so Ctrl-C stops the program as it would anywhere else; a
+    JaxRuntimeError (from a callback nested in another) is already reported."""
+    if isinstance(e, (JaxRuntimeError, KeyboardInterrupt)):
+        return e
+    text = "".join(traceback.format_exception(type(e), e, e.__traceback__)).rstrip()
+    return JaxRuntimeError(f"INTERNAL: CpuCallback error calling callback: {text}")
+
+
+def run_callback(callback, args):
+    """`callback(*args)`, its exceptions reported as `callback_failure`s (raised from None: the
+    traceback is in the message, and JAX's error has no cause)."""
+    try:
+        return callback(*args)
+    except BaseException as e:  # noqa: BLE001 - SystemExit in a callback must not end the process
+        failure = callback_failure(e)
+        if failure is e:
+            raise
+    raise failure from None
+
+
 def _as_array(x):
     # Python scalars (jaxpr literals) and NumPy values become Arrays with their canonical type.
     if is_concrete_array(x):
@@ -121,6 +147,8 @@ debug_callback_p.calls_host = True
 
 
 def _debug_callback_impl(*args, callback, ordered):
+    # Eagerly the callback's exception propagates as itself (JAX calls it directly); inside a
+    # compiled program it is reported as a runtime error (`host_error`).
     callback(*[_as_array(x) for x in args])
     return []
 
@@ -150,6 +178,8 @@ def _debug_callback_transpose(cts, *args, callback, ordered):
 
 
 debug_callback_p.impl = _debug_callback_impl
+# How a compiled program reports an exception the primitive raised (compiler/executor.py).
+debug_callback_p.host_error = callback_failure
 debug_callback_p.abstract_eval = _debug_callback_abstract_eval
 debug_callback_p.jvp = _debug_callback_jvp
 debug_callback_p.batch = _debug_callback_batch
@@ -193,9 +223,15 @@ def check_results(outs, result_avals):
     return checked
 
 
+def _checked_call(callback, args, result_avals):
+    return check_results(callback(*args), result_avals)
+
+
 def _pure_callback_impl(*args, callback, result_avals, vmap_method):
-    # The callback receives (immutable) Arrays, as in JAX; np.asarray on them is free.
-    outs = check_results(callback(*[_as_array(x) for x in args]), result_avals)
+    # The callback receives (immutable) Arrays, as in JAX; np.asarray on them is free. JAX runs
+    # even an eager pure_callback as a compiled program, so its errors (the callback's own and
+    # wrong result types) are runtime errors of the call.
+    outs = run_callback(_checked_call, (callback, [_as_array(x) for x in args], result_avals))
     return [make_array(o, a.dtype, weak_type=a.weak_type) for o, a in zip(outs, result_avals)]
 
 
@@ -250,6 +286,7 @@ def _pure_callback_batch(vals, dims, *, axis_data, callback, result_avals, vmap_
 
 
 pure_callback_p.impl = _pure_callback_impl
+pure_callback_p.host_error = callback_failure
 pure_callback_p.abstract_eval = _pure_callback_abstract_eval
 pure_callback_p.jvp = _pure_callback_jvp
 pure_callback_p.batch = _pure_callback_batch
@@ -258,8 +295,10 @@ pure_callback_p.differentiable = False
 __all__ = [
     "HostCallback",
     "VMAP_METHODS",
+    "callback_failure",
     "check_results",
     "debug_callback_p",
     "pure_callback_p",
+    "run_callback",
     "stable_key",
 ]

@@ -15,9 +15,12 @@ from morphax._src.core.values import make_array
 from morphax._src.higher_order.callbacks import (
     HostCallback,
     _as_array,
+    _checked_call,
+    callback_failure,
     check_callable,
     check_results,
     flat_host_call,
+    run_callback,
 )
 
 io_callback_p = Primitive("io_callback", multiple_results=True)
@@ -29,7 +32,8 @@ io_callback_p.effect_rule = lambda *, ordered, **_: {ordered_debug_effect if ord
 
 
 def _io_callback_impl(*args, callback, result_avals, sharding, ordered):
-    outs = check_results(callback(*[_as_array(x) for x in args]), result_avals)
+    # As pure_callback's: JAX runs it as a compiled program even eagerly, so errors are runtime errors.
+    outs = run_callback(_checked_call, (callback, [_as_array(x) for x in args], result_avals))
     return [make_array(o, a.dtype, weak_type=a.weak_type) for o, a in zip(outs, result_avals)]
 
 
@@ -73,6 +77,7 @@ def _io_callback_batch(vals, dims, *, axis_data, callback, result_avals, shardin
 
 
 io_callback_p.impl = _io_callback_impl
+io_callback_p.host_error = callback_failure
 io_callback_p.abstract_eval = _io_callback_abstract_eval
 io_callback_p.jvp = _io_callback_jvp
 io_callback_p.transpose = _io_callback_transpose
