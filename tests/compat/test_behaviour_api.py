@@ -267,3 +267,33 @@ def test_pmap_lowers_ahead_of_time():
     lowered = f.lower(jnp.array([3]), 4)
     assert "xla_pmap" in lowered.as_text()
     assert np.asarray(lowered.compile()(jnp.array([3]), 4)).tolist() == [10]
+
+
+# ------------------------------------------------------------- what differentiation returns
+def _documented(x, y):
+    """The function's own doc."""
+    return x * y
+
+
+@pytest.mark.parametrize(
+    "transform, doc",
+    [
+        (morphax.grad, "Gradient of _documented with respect to positional argument(s) 1. Takes the same"),
+        (
+            morphax.value_and_grad,
+            "Value and gradient of _documented with respect to positional argument(s) 1.",
+        ),
+        (morphax.jacfwd, "Jacobian of _documented with respect to positional argument(s) 1. Takes the same"),
+        (morphax.jacrev, "Jacobian of _documented with respect to positional argument(s) 1. Takes the same"),
+        (morphax.hessian, "Jacobian of _documented with respect to positional argument(s) 1. Takes the same"),
+    ],
+)
+def test_differentiated_functions_wrap_the_function(transform, doc):
+    # JAX 0.10.2: the result has the function's name, JAX's docstring, and a __wrapped__ chain
+    # back to the function (equinox follows it to warn about a transformed Module as a field).
+    g = transform(_documented, argnums=1)
+    assert g.__name__ == "_documented"
+    assert g.__doc__.startswith(doc)
+    seen = g
+    while seen is not _documented:
+        seen = seen.__wrapped__

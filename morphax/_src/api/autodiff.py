@@ -377,12 +377,31 @@ def _vjp_of_argnums(name, fun, args, kwargs, argnums, holomorphic, allow_int, ha
     return (single, dyn, *vjp(f_partial, *dyn), None)
 
 
+# The docstrings of the functions grad, value_and_grad, jacfwd and jacrev return (JAX's wording).
+_GRAD_DOC = (
+    "Gradient of {fun} with respect to positional argument(s) {argnums}. Takes the same arguments "
+    "as {fun} but returns the gradient, which has the same shape as the arguments at positions "
+    "{argnums}."
+)
+_VALUE_AND_GRAD_DOC = (
+    "Value and gradient of {fun} with respect to positional argument(s) {argnums}. Takes the same "
+    "arguments as {fun} but returns a two-element tuple where the first element is the value of "
+    "{fun} and the second element is the gradient, which has the same shape as the arguments at "
+    "positions {argnums}."
+)
+_JACOBIAN_DOC = (
+    "Jacobian of {fun} with respect to positional argument(s) {argnums}. Takes the same arguments "
+    "as {fun} but returns the jacobian of the output with respect to the arguments at positions "
+    "{argnums}."
+)
+
+
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
     """Returns a function computing both `fun` and its gradient with respect to `argnums`."""
     if not callable(fun):
         raise TypeError(f"value_and_grad: expected a callable, got {fun!r}")
 
-    @wraps(fun)
+    @wraps(fun, _VALUE_AND_GRAD_DOC, argnums=argnums)
     def value_and_grad_f(*args, **kwargs):
         single, _, ans, vjp_fun, aux = _vjp_of_argnums(
             "grad", fun, args, kwargs, argnums, holomorphic, allow_int, has_aux
@@ -402,7 +421,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
     """The gradient of scalar-valued `fun` with respect to the arguments selected by `argnums`."""
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
-    @wraps(fun)
+    @wraps(fun, _GRAD_DOC, argnums=argnums)
     def grad_f(*args, **kwargs):
         if has_aux:
             (_, aux), g = vg(*args, **kwargs)
@@ -476,6 +495,9 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Jacobian by forward mode: one JVP per input element, vectorized with vmap."""
     from morphax._src.api.vmap import vmap
 
+    # JAX's jacfwd wraps `fun` (its name, its __wrapped__: equinox follows that chain to warn
+    # about a transformed Module stored as a field).
+    @wraps(fun, _JACOBIAN_DOC, argnums=argnums)
     def jacfun(*args, **kwargs):
         single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
         f_partial, dyn = _partial_with(fun, args, kwargs, nums)
@@ -517,6 +539,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """The Jacobian by reverse mode: one VJP per output element, vectorized with vmap."""
     from morphax._src.api.vmap import vmap
 
+    @wraps(fun, _JACOBIAN_DOC, argnums=argnums)
     def jacfun(*args, **kwargs):
         single, dyn, y, pullback, aux = _vjp_of_argnums(
             "jacrev", fun, args, kwargs, argnums, holomorphic, allow_int, has_aux
