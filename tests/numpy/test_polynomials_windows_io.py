@@ -207,6 +207,17 @@ def test_save_load():
     close(z["b"], x * 2)
 
 
+def test_load_restores_bfloat16():
+    # JAX 0.10.2: jnp.save writes bfloat16 as NumPy's two-byte void ("V2") and jnp.load reads it
+    # back as a bfloat16 Array (equinox's tree_deserialise_leaves needs the Array type back).
+    buf = io.BytesIO()
+    m.save(buf, m.array([1.5, -2.0], dtype=m.bfloat16))
+    buf.seek(0)
+    y = m.load(buf)
+    assert isinstance(y, morphax.Array) and y.dtype == m.bfloat16
+    assert y.tolist() == [1.5, -2.0]
+
+
 def test_from_functions(tmp_path):
     data = np.arange(4, dtype=np.float32)
     out = m.frombuffer(data.tobytes(), dtype=np.float32)

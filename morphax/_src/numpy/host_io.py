@@ -59,10 +59,17 @@ def savez(file, *args, **kwds):
 
 
 def load(file, *args, **kwargs):
-    """Load arrays from ``.npy``/``.npz`` files (via NumPy); a single array comes back as an Array."""
+    """Load arrays from ``.npy``/``.npz`` files (via NumPy); a single array comes back as an Array,
+    as in JAX. NumPy writes bfloat16 data as two-byte void ("V2", it has no bfloat16), so those are
+    read back as bfloat16 (equinox's tree_deserialise_leaves relies on it); a dtype no Array can
+    hold (strings, objects) stays a NumPy array, and .npz archives are NumPy's."""
     out = np.load(file, *args, **kwargs)
     if type(out) is np.ndarray:
-        if out.dtype == np.dtype("V2") or out.dtype.kind not in "biufc":
+        if out.dtype == np.dtype("V2"):
+            from morphax._src.core import dtypes as _dtypes
+
+            out = out.view(_dtypes.bfloat16)
+        elif out.dtype.kind not in "biufc":
             return out
         return creation.asarray(out)
     return out
