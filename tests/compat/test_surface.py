@@ -253,7 +253,7 @@ def test_jaxprs_in_params_and_subjaxprs():
     subs = list(core.subjaxprs(closed.jaxpr))
     assert len(subs) == 1 and isinstance(subs[0], core.Jaxpr)
     assert [e.primitive.name for e in subs[0].eqns] == ["sin"]
-    np.testing.assert_allclose(np.asarray(core.jaxpr_as_fun(closed, 0.5)[0]), np.sin(0.5) + 1, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(core.jaxpr_as_fun(closed)(0.5)[0]), np.sin(0.5) + 1, rtol=1e-6)
     assert isinstance(closed.jaxpr.eqns[0].invars[0], core.Var)
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import weakref
 
 from morphax._src import errors
@@ -184,7 +185,13 @@ def subjaxprs(jaxpr):
 
 
 def jaxpr_as_fun(closed: ClosedJaxpr, *args):
-    """Evaluate a closed jaxpr on `args` (JAX's spelling; `functools.partial` it for a function)."""
+    """The function a closed jaxpr computes. Curried as JAX's: ``jaxpr_as_fun(closed)(*args)``
+    evaluates it, and so does ``jaxpr_as_fun(closed, *some)(*rest)`` (the leading arguments
+    bound; a call with all of them is still a function, of no arguments)."""
+    return functools.partial(_eval_closed, closed, *args)
+
+
+def _eval_closed(closed: ClosedJaxpr, *args):
     return eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
 
