@@ -12,12 +12,13 @@ error, as in JAX, since the rule only covers the explicit arguments.
 
 from __future__ import annotations
 
+from morphax._src.core import trace as _trace
 from morphax._src.core.ad_util import Zero, instantiate, is_zero, tangent_aval
 from morphax._src.core.avals import get_aval
 from morphax._src.core.jaxpr import eval_jaxpr
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.transforms.batching import batch_custom_jvp_call, batch_custom_vjp_call, batch_flat_fun
-from morphax._src.transforms.custom import custom_vjp_jvp
+from morphax._src.transforms.custom import SymbolicZero, custom_vjp_jvp
 from morphax._src.transforms.staging import (
     call_out_avals,
     closure_convert_tracers,
@@ -26,7 +27,70 @@ from morphax._src.transforms.staging import (
     trace_to_jaxpr,
 )
 
-custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+
+class _WrappedFun:
+    """A function as JAX's `lu.WrappedFun` shows one to interpreters: ``call_wrapped(*args)``.
+    `recorded` (the primal function of a `custom_jvp_call` equation only): the params it came
+    from, so rebinding it records the same equation."""
+
+    def __init__(self, f, name, recorded=None):
+        self.f, self.__name__, self.recorded = f, name, recorded
+
+    def call_wrapped(self, *args):
+        return self.f(*args)
+
+    __call__ = call_wrapped
+
+
+class _CustomJVPCallPrimitive(Primitive):
+    """`custom_jvp_call` with JAX's interface for interpreters that re-evaluate a jaxpr
+    (equinox's `finalise_jaxpr` calls ``subfuns[0].call_wrapped(*args)``): `get_bind_params`
+    gives the primal function and the rule as ``subfuns``, in place of ``call_jaxpr``,
+    ``jvp_jaxpr_fun`` and ``num_consts``, and `bind` takes them back."""
+
+    def get_bind_params(self, params):
+        new = dict(params)
+        call_jaxpr, rule = new.pop("call_jaxpr"), new.pop("jvp_jaxpr_fun")
+        num_consts, name = new.pop("num_consts"), new.pop("name")
+
+        def jvp(*xs):  # JAX's convention: every primal, then every tangent (constants' too)
+            n = len(xs) // 2
+            out, out_t = rule(list(xs[num_consts:n]), list(xs[n + num_consts :]))
+            return list(out) + list(out_t)
+
+        fun = _WrappedFun(lambda *xs: eval_call_jaxpr(call_jaxpr, xs), name, dict(params))
+        new["subfuns"] = (fun, _WrappedFun(jvp, _rule_name(rule)))
+        return new
+
+    def bind(self, *args, **params):
+        subfuns = params.pop("subfuns", None)
+        if subfuns is None:
+            return super().bind(*args, **params)
+        fun, jvp = subfuns
+        recorded = getattr(fun, "recorded", None)
+        if recorded is not None:
+            return super().bind(*args, **recorded)
+        # Functions from elsewhere (JAX's form): the call as a custom_jvp function's call is.
+        symbolic_zeros = params.get("symbolic_zeros", False)
+        call = getattr(fun, "call_wrapped", fun)
+        jvp_call = getattr(jvp, "call_wrapped", jvp)
+
+        def rule(primals, tangents):
+            ts = [SymbolicZero(t.aval) if is_zero(t) else t for t in tangents]
+            outs = list(jvp_call(*primals, *ts))
+            n = len(outs) // 2
+            out_t = [Zero(t.aval) if isinstance(t, SymbolicZero) else t for t in outs[n:]]
+            return outs[:n], out_t
+
+        rule.__name__ = _rule_name(jvp)  # how the staged equation prints (``jvp=``)
+        trace = _trace.current_trace()
+        handler = getattr(trace, "process_custom_jvp_call", None)
+        if handler is None:
+            return list(call(*args))
+        return handler(lambda *xs: list(call(*xs)), rule, list(args), symbolic_zeros)
+
+
+custom_jvp_call_p = _CustomJVPCallPrimitive("custom_jvp_call", multiple_results=True)
 custom_jvp_call_p.kind = Kind.CALL
 custom_jvp_call_p.higher_order = True
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
