@@ -17,6 +17,7 @@ import morphax.experimental.jet
 import morphax.experimental.mesh_utils
 import morphax.experimental.ode
 import morphax.experimental.serialize_executable
+import morphax.experimental.sparse
 import morphax.ffi
 import morphax.lax.linalg
 import morphax.nn
@@ -76,6 +77,9 @@ LISTS = {
         morphax.experimental.compilation_cache.compilation_cache,
         1.0,
     ),
+    "jax_experimental_sparse.txt": (morphax.experimental.sparse, 1.0),
+    "jax_experimental_sparse_primitives.txt": (morphax.experimental.sparse, 1.0),
+    "jax_experimental_sparse_submodules.txt": (morphax.experimental.sparse, 1.0),
     "jax_experimental_serialize_executable.txt": (morphax.experimental.serialize_executable, 1.0),
     "jax_profiler.txt": (morphax.profiler, 1.0),
     "jax_scipy_special.txt": (morphax.scipy.special, 1.0),

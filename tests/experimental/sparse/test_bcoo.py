@@ -1,0 +1,346 @@
+"""experimental.sparse.BCOO: every operation against the same computation on the dense array
+(values, and gradients with respect to the stored data), eagerly, under jit and under vmap;
+batch and dense dimensions; padding and duplicate entries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import morphax
+import morphax.numpy as jnp
+from morphax.experimental import sparse
+
+RNG = np.random.default_rng(0)
+
+
+def _rand(shape, density=0.4, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=shape).astype(np.float32)
+    return x * (rng.random(shape) < density)
+
+
+LAYOUTS = [((4, 5), 0, 0), ((3, 4, 5), 1, 0), ((4, 5, 2), 0, 1), ((2, 3, 4, 2), 1, 1), ((6,), 0, 0)]
+
+
+@pytest.mark.parametrize("shape,n_batch,n_dense", LAYOUTS)
+def test_fromdense_todense_roundtrip(shape, n_batch, n_dense):
+    M = _rand(shape)
+    s = sparse.BCOO.fromdense(M, n_batch=n_batch, n_dense=n_dense)
+    assert (s.n_batch, s.n_dense, s.n_sparse) == (n_batch, n_dense, len(shape) - n_batch - n_dense)
+    assert s.shape == shape and s.dtype == np.float32
+    np.testing.assert_array_equal(s.todense(), M)
+    np.testing.assert_array_equal(sparse.todense(s), M)
+    # A larger nse pads with out-of-bounds indices and zero data; the dense array is unchanged.
+    padded = sparse.bcoo_fromdense(M, nse=s.nse + 3, n_batch=n_batch, n_dense=n_dense)
+    np.testing.assert_array_equal(padded.todense(), M)
+    np.testing.assert_array_equal(
+        morphax.jit(
+            lambda m: sparse.bcoo_fromdense(m, nse=s.nse + 3, n_batch=n_batch, n_dense=n_dense).todense()
+        )(M),
+        M,
+    )
+
+
+def test_nse_and_indices_match_jax():
+    # JAX 0.10.2: BCOO.fromdense([[0,1,0],[2,0,3]]) has nse=3, indices [[0,1],[1,0],[1,2]],
+    # data [1,2,3]; with nse=5 the padding indices are [2,3] (the shape) and data 0.
+    M = np.array([[0, 1, 0], [2, 0, 3]], np.float32)
+    s = sparse.BCOO.fromdense(M)
+    assert s.nse == 3
+    np.testing.assert_array_equal(s.indices, [[0, 1], [1, 0], [1, 2]])
+    np.testing.assert_array_equal(s.data, [1, 2, 3])
+    p = sparse.bcoo_fromdense(M, nse=5)
+    np.testing.assert_array_equal(p.indices[3:], [[2, 3], [2, 3]])
+    np.testing.assert_array_equal(p.data[3:], [0, 0])
+    assert repr(s) == "BCOO(float32[2, 3], nse=3)"
+
+
+def test_fromdense_without_nse_under_jit_is_an_error():
+    with pytest.raises(Exception, match="nse"):
+        morphax.jit(lambda m: sparse.BCOO.fromdense(m).data)(np.eye(3, dtype=np.float32))
+
+
+@pytest.mark.parametrize("shape,n_batch,n_dense", LAYOUTS[:4])
+def test_matmul_dense(shape, n_batch, n_dense):
+    M = _rand(shape)
+    s = sparse.BCOO.fromdense(M, n_batch=n_batch, n_dense=n_dense)
+    if n_dense:
+        return  # contracting a dense dimension is not supported; covered by the error test
+    v = RNG.normal(size=(shape[-1], 3)).astype(np.float32)
+    np.testing.assert_allclose(s @ v, M @ v, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(morphax.jit(lambda a, b: a @ b)(s, v), M @ v, rtol=1e-5, atol=1e-5)
+    w = RNG.normal(size=(2, shape[-2])).astype(np.float32)
+    if len(shape) == 2:
+        np.testing.assert_allclose(w @ s, w @ M, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(s @ v[:, 0], M @ v[:, 0], rtol=1e-5, atol=1e-5)
+
+
+def test_dot_general_batch_and_contracting_batch_dims():
+    M = _rand((3, 4, 5))
+    s = sparse.BCOO.fromdense(M, n_batch=1)
+    R = RNG.normal(size=(3, 5, 2)).astype(np.float32)
+    dn = (((2,), (1,)), ((0,), (0,)))
+    want = morphax.lax.dot_general(M, R, dn)
+    np.testing.assert_allclose(
+        sparse.bcoo_dot_general(s, R, dimension_numbers=dn), want, rtol=1e-5, atol=1e-5
+    )
+    # contracting over the batch dimension and a sparse one
+    R2 = RNG.normal(size=(3, 4, 2)).astype(np.float32)
+    dn2 = (((0, 1), (0, 1)), ((), ()))
+    want2 = morphax.lax.dot_general(M, R2, dn2)
+    np.testing.assert_allclose(
+        sparse.bcoo_dot_general(s, R2, dimension_numbers=dn2), want2, rtol=1e-5, atol=1e-5
+    )
+
+
+def test_dot_general_dense_contraction_is_a_clear_error():
+    s = sparse.BCOO.fromdense(_rand((4, 5)), n_dense=1)
+    with pytest.raises(NotImplementedError, match="dense dimensions"):
+        s @ np.ones((5, 2), np.float32)
+
+
+def test_sparse_sparse_matmul():
+    A, B = _rand((4, 5), seed=1), _rand((5, 3), seed=2)
+    out = sparse.BCOO.fromdense(A) @ sparse.BCOO.fromdense(B)
+    assert isinstance(out, sparse.BCOO)
+    np.testing.assert_allclose(out.todense(), A @ B, rtol=1e-5, atol=1e-6)
+
+
+def test_grad_of_matmul_wrt_data_and_dense():
+    M = _rand((4, 5))
+    s = sparse.BCOO.fromdense(M)
+    v = RNG.normal(size=(5, 3)).astype(np.float32)
+
+    def f(data, x):
+        return jnp.sum(jnp.sin(sparse.BCOO((data, s.indices), shape=s.shape) @ x))
+
+    def f_dense(m, x):
+        return jnp.sum(jnp.sin(m @ x))
+
+    gd, gx = morphax.grad(f, argnums=(0, 1))(s.data, v)
+    Gm, Gx = morphax.grad(f_dense, argnums=(0, 1))(M, v)
+    rows, cols = np.asarray(s.indices).T
+    np.testing.assert_allclose(gd, np.asarray(Gm)[rows, cols], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(gx, Gx, rtol=1e-5, atol=1e-5)
+    gd_jit = morphax.jit(morphax.grad(f))(s.data, v)
+    np.testing.assert_allclose(gd_jit, gd, rtol=1e-5, atol=1e-6)
+    # forward mode agrees with reverse mode
+    t = RNG.normal(size=s.data.shape).astype(np.float32)
+    _, jv = morphax.jvp(lambda d: f(d, v), (s.data,), (t,))
+    np.testing.assert_allclose(jv, np.dot(gd, t), rtol=1e-4, atol=1e-5)
+
+
+def test_grad_of_todense_and_extract():
+    M = _rand((3, 4, 2))
+    s = sparse.BCOO.fromdense(M, n_dense=1)
+    W = RNG.normal(size=M.shape).astype(np.float32)
+    g = morphax.grad(lambda d: jnp.sum(sparse.BCOO((d, s.indices), shape=s.shape).todense() * W))(s.data)
+    rows, cols = np.asarray(s.indices).T
+    np.testing.assert_allclose(g, W[rows, cols])
+    g2 = morphax.grad(lambda m: jnp.sum(sparse.bcoo_extract(s, m).data ** 2))(W)
+    want = np.zeros_like(W)
+    want[rows, cols] = 2 * W[rows, cols]
+    np.testing.assert_allclose(g2, want, rtol=1e-6)
+    # fromdense: the data's derivative is the dense derivative at the stored positions
+    g3 = morphax.grad(lambda m: jnp.sum(sparse.bcoo_fromdense(m, nse=s.nse, n_dense=1).data ** 2))(M)
+    np.testing.assert_allclose(g3, 2 * M, rtol=1e-6)
+
+
+def test_vmap_over_sparse_operations():
+    Ms = np.stack([_rand((4, 5), seed=k) for k in range(3)])
+    v = RNG.normal(size=(5,)).astype(np.float32)
+    out = morphax.vmap(lambda m: sparse.bcoo_fromdense(m, nse=12) @ v)(Ms)
+    np.testing.assert_allclose(out, Ms @ v, rtol=1e-5, atol=1e-5)
+    s = sparse.BCOO.fromdense(Ms[0])
+    datas = np.stack([s.data, 2 * s.data, -s.data])
+    out2 = morphax.vmap(lambda d: sparse.BCOO((d, s.indices), shape=s.shape).todense())(datas)
+    np.testing.assert_allclose(out2, [Ms[0], 2 * Ms[0], -Ms[0]])
+    vs = RNG.normal(size=(3, 5)).astype(np.float32)
+    out3 = morphax.vmap(lambda x: s @ x)(vs)
+    np.testing.assert_allclose(out3, vs @ Ms[0].T, rtol=1e-5, atol=1e-5)
+    out4 = morphax.vmap(lambda m: sparse.bcoo_extract(s, m).data)(Ms)
+    rows, cols = np.asarray(s.indices).T
+    np.testing.assert_allclose(out4, Ms[:, rows, cols])
+
+
+def test_batched_bcoo_from_vmap_matches_n_batch():
+    Ms = np.stack([_rand((4, 5), seed=k) for k in range(3)])
+    sb = sparse.BCOO.fromdense(Ms, n_batch=1)
+    np.testing.assert_array_equal(sb.todense(), Ms)
+    np.testing.assert_allclose(sb @ np.ones((5, 2), np.float32), Ms @ np.ones((5, 2)), rtol=1e-5, atol=1e-5)
+
+
+def test_sum_duplicates_and_sort_indices():
+    data = np.array([1.0, 2.0, 3.0, 4.0, 5.0], np.float32)
+    indices = np.array([[1, 2], [0, 0], [1, 2], [3, 3], [0, 0]], np.int32)  # [3,3] is out of bounds
+    s = sparse.BCOO((data, indices), shape=(2, 3))
+    want = np.zeros((2, 3), np.float32)
+    want[1, 2], want[0, 0] = 4, 7
+    np.testing.assert_array_equal(s.todense(), want)
+    d = s.sum_duplicates()
+    # JAX 0.10.2: nse=2, indices [[0,0],[1,2]], data [7,4]
+    assert d.nse == 2 and d.unique_indices and d.indices_sorted
+    np.testing.assert_array_equal(d.indices, [[0, 0], [1, 2]])
+    np.testing.assert_array_equal(d.data, [7, 4])
+    j = morphax.jit(lambda x: x.sum_duplicates(nse=4))(s)
+    np.testing.assert_array_equal(j.todense(), want)
+    np.testing.assert_array_equal(j.indices[2:], [[2, 3], [2, 3]])
+    srt = s.sort_indices()
+    np.testing.assert_array_equal(srt.todense(), want)
+    np.testing.assert_array_equal(srt.indices[:4], [[0, 0], [0, 0], [1, 2], [1, 2]])
+    g = morphax.grad(
+        lambda x: jnp.sum(sparse.BCOO((x, indices), shape=(2, 3)).sum_duplicates(nse=3).data ** 2)
+    )(data)
+    np.testing.assert_allclose(g, [8, 14, 8, 0, 14])
+
+
+@pytest.mark.parametrize(
+    "shape,n_batch,n_dense,perm",
+    [((4, 5), 0, 0, (1, 0)), ((2, 3, 4, 5), 1, 1, (0, 2, 1, 3)), ((3, 4, 5), 0, 0, (2, 0, 1))],
+)
+def test_transpose(shape, n_batch, n_dense, perm):
+    M = _rand(shape)
+    s = sparse.BCOO.fromdense(M, n_batch=n_batch, n_dense=n_dense)
+    np.testing.assert_array_equal(s.transpose(perm).todense(), M.transpose(perm))
+    np.testing.assert_array_equal(morphax.jit(lambda x: x.transpose(perm).todense())(s), M.transpose(perm))
+    g = morphax.grad(
+        lambda d: jnp.sum(
+            sparse.BCOO((d, s.indices), shape=shape).transpose(perm).todense()
+            * np.arange(M.size).reshape(M.transpose(perm).shape)
+        )
+    )(s.data)
+    assert g.shape == s.data.shape
+
+
+def test_transpose_across_groups_is_an_error():
+    s = sparse.BCOO.fromdense(_rand((3, 4, 5)), n_batch=1)
+    with pytest.raises(NotImplementedError, match="groups"):
+        s.transpose((1, 0, 2))
+    np.testing.assert_array_equal(s.update_layout(n_batch=0).T.todense(), np.asarray(s.todense()).T)
+
+
+@pytest.mark.parametrize(
+    "idx",
+    [
+        (1,),
+        (slice(1, 3),),
+        (slice(None), slice(None, None, 2)),
+        (slice(None, None, -1),),
+        (2, slice(1, 4)),
+        (Ellipsis, 1),
+        (None, 1),
+    ],
+)
+def test_indexing(idx):
+    M = _rand((4, 5))
+    s = sparse.BCOO.fromdense(M)
+    np.testing.assert_array_equal(s[idx].todense(), M[idx])
+
+
+def test_slicing_batch_and_dense():
+    M = _rand((3, 4, 5, 2))
+    s = sparse.BCOO.fromdense(M, n_batch=1, n_dense=1)
+    np.testing.assert_array_equal(s[1:, 1:3, ::2, 1].todense(), M[1:, 1:3, ::2, 1])
+    out = sparse.bcoo_dynamic_slice(s, (1, 1, 2, 0), (2, 2, 3, 2))
+    np.testing.assert_array_equal(out.todense(), M[1:3, 1:3, 2:5, 0:2])
+    out2 = morphax.jit(lambda x, i: sparse.bcoo_dynamic_slice(x, (0, i, 0, 0), (3, 2, 5, 2)).todense())(s, 3)
+    np.testing.assert_array_equal(out2, M[:, 2:4])  # start clamped as lax.dynamic_slice clamps
+
+
+@pytest.mark.parametrize(
+    "shape,n_batch,n_dense,new",
+    [
+        ((4, 6), 0, 0, (3, 8)),
+        ((4, 6), 0, 0, (24,)),
+        ((2, 4, 6), 1, 0, (2, 24)),
+        ((4, 6, 2), 0, 1, (2, 12, 2)),
+    ],
+)
+def test_reshape(shape, n_batch, n_dense, new):
+    M = _rand(shape)
+    s = sparse.BCOO.fromdense(M, n_batch=n_batch, n_dense=n_dense)
+    np.testing.assert_array_equal(s.reshape(new).todense(), M.reshape(new))
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_concatenate(dim):
+    A, B = _rand((3, 4), seed=1), _rand((3, 4), seed=2)
+    out = sparse.bcoo_concatenate([sparse.BCOO.fromdense(A), sparse.BCOO.fromdense(B)], dimension=dim)
+    np.testing.assert_array_equal(out.todense(), np.concatenate([A, B], dim))
+    Ab = sparse.BCOO.fromdense(np.stack([A, B]), n_batch=1)
+    out2 = sparse.bcoo_concatenate([Ab, Ab], dimension=0)
+    np.testing.assert_array_equal(out2.todense(), np.concatenate([np.stack([A, B])] * 2))
+
+
+def test_elementwise_ops():
+    A, B = _rand((4, 5), seed=1), _rand((4, 5), seed=2)
+    a, b = sparse.BCOO.fromdense(A), sparse.BCOO.fromdense(B)
+    v = RNG.normal(size=(5,)).astype(np.float32)
+    np.testing.assert_allclose((a * b).todense(), A * B)
+    np.testing.assert_allclose((a * v).todense(), A * v)
+    np.testing.assert_allclose((a * v[None]).todense(), A * v)
+    np.testing.assert_allclose((a * 3).todense(), A * 3)
+    np.testing.assert_allclose((2 * a).todense(), A * 2)
+    np.testing.assert_allclose((a / 2).todense(), A / 2)
+    np.testing.assert_allclose((-a).todense(), -A)
+    np.testing.assert_allclose((a + b).todense(), A + B)
+    np.testing.assert_allclose((a - b).todense(), A - B, atol=1e-7)
+    np.testing.assert_allclose(a + B, A + B)
+    out = morphax.jit(lambda x, y: (x * y).todense())(a, b)
+    np.testing.assert_allclose(out, A * B)
+    # product with duplicates on either side: the sum at an index multiplies
+    dup = sparse.BCOO(
+        (np.concatenate([a.data, a.data]), np.concatenate([a.indices, a.indices])), shape=a.shape
+    )
+    np.testing.assert_allclose((dup * dup).todense(), (2 * A) * (2 * A), rtol=1e-6)
+
+
+def test_reductions_and_layout():
+    M = _rand((3, 4, 5, 2))
+    s = sparse.BCOO.fromdense(M, n_batch=1, n_dense=1)
+    for axes in [(0,), (1,), (3,), (1, 2), (0, 2, 3)]:
+        np.testing.assert_allclose(
+            sparse.bcoo_reduce_sum(s, axes=axes).todense(), M.sum(axes), rtol=1e-5, atol=1e-6
+        )
+    np.testing.assert_allclose(s.sum().todense(), M.sum(), rtol=1e-5)
+    for nb, nd in [(0, 0), (2, 0), (0, 2), (1, 0), (3, 1)]:
+        u = s.update_layout(n_batch=nb, n_dense=nd)
+        assert (u.n_batch, u.n_dense) == (nb, nd)
+        np.testing.assert_array_equal(u.todense(), M)
+
+
+def test_squeeze_rev_broadcast():
+    M = _rand((1, 4, 1, 5))
+    s = sparse.BCOO.fromdense(M, n_batch=1)
+    np.testing.assert_array_equal(sparse.bcoo_squeeze(s, dimensions=(0, 2)).todense(), M.squeeze((0, 2)))
+    N = _rand((4, 5))
+    n = sparse.BCOO.fromdense(N)
+    np.testing.assert_array_equal(sparse.bcoo_rev(n, (0, 1)).todense(), N[::-1, ::-1])
+    b = sparse.bcoo_broadcast_in_dim(n, shape=(3, 4, 5), broadcast_dimensions=(1, 2))
+    assert b.n_batch == 1
+    np.testing.assert_array_equal(b.todense(), np.broadcast_to(N, (3, 4, 5)))
+
+
+def test_empty_eye_random():
+    e = sparse.empty((3, 4))
+    assert e.nse == 0
+    np.testing.assert_array_equal(e.todense(), np.zeros((3, 4)))
+    for k in (-1, 0, 2):
+        np.testing.assert_array_equal(sparse.eye(4, 5, k).todense(), np.eye(4, 5, k))
+    np.testing.assert_array_equal(sparse.eye(3, sparse_format="bcsr").todense(), np.eye(3))
+    r = sparse.random_bcoo(morphax.random.key(0), (10, 8), nse=0.25, dtype=np.float32)
+    assert r.nse == 20
+    d = np.asarray(r.todense())
+    assert (d != 0).sum() == 20  # unique indices: every stored element lands on its own position
+    rb = sparse.random_bcoo(morphax.random.key(1), (2, 6, 5), nse=7, n_batch=1, dtype=np.float32)
+    assert rb.n_batch == 1 and rb.data.shape == (2, 7)
+
+
+def test_under_jit_one_program_reads_buffers():
+    M = _rand((5, 6))
+    s = sparse.BCOO.fromdense(M)
+    f = morphax.jit(lambda x, v: (x.T @ v, (x * 2).todense()))
+    a, b = f(s, np.ones(5, np.float32))
+    np.testing.assert_allclose(a, M.T @ np.ones(5), rtol=1e-5)
+    np.testing.assert_allclose(b, 2 * M)
