@@ -7,10 +7,21 @@ without importing it.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 _factory = [None]
 _array_type: list = [()]
+
+# A clock that ticks when a staging trace starts and when a constant is made while some
+# transformation is tracing. JAX inlines a scalar constant made inside a trace as a literal
+# (`x + jnp.asarray(3.0)` prints `add a 3.0:f32[]`) but keeps a jax.Array the traced function
+# closes over as a constvar, also a scalar one (`c = jnp.asarray(2.0)` outside: `add b a`);
+# equinox's closure_convert counts on the closed-over one being a const. Only the constants
+# `make_array` makes while tracing are stamped (`_made_at`, by the runtime's factory): eager
+# operations never pay for the stamp.
+tick = itertools.count().__next__
 
 
 def register_array_type(cls, factory) -> None:

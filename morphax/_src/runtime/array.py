@@ -14,6 +14,9 @@ from morphax._src import errors, events
 from morphax._src.core import dtypes as _dtypes
 from morphax._src.core.avals import ShapedArray, pytype_aval_mappings
 from morphax._src.core.trace import Tracer
+from morphax._src.core.trace import _base_trace_holder as _base_trace
+from morphax._src.core.trace import ctx as _trace_ctx
+from morphax._src.core.values import tick as _tick
 from morphax._src.runtime.buffers import (
     DeletedBuffer,
     DeviceBuffer,
@@ -68,7 +71,8 @@ class Array(metaclass=_ArrayMeta):
     otherwise ``(sharding, committed)`` (runtime/placement.py). All devices share host memory, so
     a sharded Array keeps one global buffer and its shards are views of it."""
 
-    __slots__ = ("_buf", "weak_type", "_place", "__weakref__")
+    # `_made_at`: set only on a constant made while tracing (core/values.make_array, _new_array).
+    __slots__ = ("_buf", "weak_type", "_place", "_made_at", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, buf, weak_type: bool = False, place=None):
@@ -378,9 +382,11 @@ def computed_pair_dtype(a: Array, b: Array):
 
 def computed_host_value(a: Array):
     """The NumPy array holding `a`'s value when it is computed and `a` is not placed (the common
-    eager case), else None: the condition of the operators' shortcut for a Python scalar."""
+    eager case), else None: the condition of the operators' shortcuts (numpy/ready_shortcuts.py).
+    Also None while a transformation traces: JAX stages `c * 2`, `c[0]` on a constant `c` there
+    (`mul a 2.0:f32[]`), where computing them now would leave a constant in the jaxpr."""
     buf = a._buf
-    if type(buf) is np.ndarray and a._place is None:
+    if type(buf) is np.ndarray and a._place is None and _trace_ctx.trace is _base_trace[0]:
         return buf
     return None
 
@@ -461,10 +467,16 @@ def _register():
 
 
 def _new_array(value, weak_type):
-    """A new Array from a host value: on the default device (uncommitted)."""
+    """A new Array from a host value: on the default device (uncommitted). A constant made while
+    a transformation traces is stamped with the time (core/values.tick), so a staging trace
+    inlines it as a literal where it keeps older Arrays as constvars."""
     if placed:
-        return Array(value, weak_type, placement_hooks["default_place"]())
-    return Array(value, weak_type)
+        out = Array(value, weak_type, placement_hooks["default_place"]())
+    else:
+        out = Array(value, weak_type)
+    if _trace_ctx.trace is not _base_trace[0]:
+        out._made_at = _tick()
+    return out
 
 
 _register()

@@ -19,7 +19,7 @@ import numpy as np
 
 from morphax._src import errors
 from morphax._src.config import config
-from morphax._src.core import pytree
+from morphax._src.core import pytree, values
 from morphax._src.core import trace as _trace
 from morphax._src.core.avals import ShapedArray, get_aval
 from morphax._src.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr
@@ -195,6 +195,25 @@ def _is_literalable(x, aval: ShapedArray) -> bool:
     )
 
 
+def _made_before(x, start: int) -> bool:
+    """Whether `x` is a concrete Array that existed before the trace started at `start` (a value
+    the traced function closes over): JAX keeps those as constvars, also scalar ones, and
+    inlines only the scalars made inside the trace (values.make_array stamps those)."""
+    return is_concrete_array(x) and getattr(x, "_made_at", -1) < start
+
+
+def _literal(x, aval: ShapedArray) -> Literal:
+    # A literal stays one when its jaxpr is evaluated inside a later trace (jvp, partial eval
+    # and vmap re-stage jaxprs), as JAX's literals hold NumPy values: its Array is stamped as
+    # made at every time.
+    if is_concrete_array(x):
+        x._made_at = _ALWAYS
+    return Literal(x, aval)
+
+
+_ALWAYS = float("inf")
+
+
 # How a staging trace records a custom_jvp / custom_vjp call: filled in by custom_call.py, which
 # defines the primitives of those equations and builds on this module (so it cannot be imported
 # from here). transforms/__init__ imports it, so the table is full before anything is traced.
@@ -213,6 +232,7 @@ class StagingTrace(_trace.Trace):
         self._const_var_of: dict[int, Var] = {}
         self.constvars: list[Var] = []
         self.consts: list = []
+        self._start = values.tick()
 
     def invalidate(self):
         super().invalidate()
@@ -242,12 +262,12 @@ class StagingTrace(_trace.Trace):
             if x._trace is self:
                 var = self._var_of.get(id(x))
                 if var is None:  # a LiftedTracer: its constant, the first time it is used
-                    var = self._var_of[id(x)] = self.to_var(x._const)
+                    var = self._var_of[id(x)] = self._lifted_var(x._const)
                 return var
             _trace.check_tracer_valid(x, self)
         aval = get_aval(x)
-        if _is_literalable(x, aval):
-            return Literal(x, aval)
+        if _is_literalable(x, aval) and not _made_before(x, self._start):
+            return _literal(x, aval)
         var = self._const_var_of.get(id(x))
         if var is None:
             var = Var(aval)
@@ -255,6 +275,14 @@ class StagingTrace(_trace.Trace):
             self.constvars.append(var)
             self.consts.append(x)
         return var
+
+    def _lifted_var(self, const):
+        # A lifted constant was made inside this trace (`jnp.array(0)` under jit): a scalar one
+        # is a literal whenever it was made.
+        aval = get_aval(const)
+        if _is_literalable(const, aval):
+            return _literal(const, aval)
+        return self.to_var(const)
 
     def process_primitive(self, prim, args, params):
         if (
