@@ -1,5 +1,6 @@
 """`spsolve`: solve A x = b for a CSR matrix A. As JAX does on CPU, the factorization runs on the
-host (SciPy's sparse LU through a pure callback); the derivative follows from the solve."""
+host (SciPy's sparse LU through a pure callback); reverse-mode derivatives with respect to the
+data and b solve with the transpose."""
 
 from __future__ import annotations
 
@@ -26,22 +27,29 @@ def _solve(data, indices, indptr, b, transpose=False):
     return morphax.pure_callback(lambda *a: _host_solve(*a, transpose), shape, data, indices, indptr, b)
 
 
-@morphax.custom_jvp
+@morphax.custom_vjp
 def _spsolve(data, indices, indptr, b):
     return _solve(data, indices, indptr, b)
 
 
-@_spsolve.defjvp
-def _spsolve_jvp(primals, tangents):
-    from morphax.experimental.sparse._coo_csr import CSR, csr_matvec
+def _spsolve_fwd(data, indices, indptr, b):
+    x = _solve(data, indices, indptr, b)
+    return x, (data, indices, indptr, x)
 
-    data, indices, indptr, b = primals
-    ddata, _, _, db = tangents
-    x = _spsolve(data, indices, indptr, b)
-    # d x = A^{-1} (db - dA x)
-    A_dot = CSR((ddata, indices, indptr), shape=(b.shape[0], b.shape[0]))
-    rhs = db - csr_matvec(A_dot, x)
-    return x, _spsolve(data, indices, indptr, rhs)
+
+def _spsolve_bwd(res, ct):
+    from morphax.experimental.sparse.bcsr import csr_rows
+
+    data, indices, indptr, x = res
+    # x = A^{-1} b: the cotangent of b is A^{-T} ct, that of A is -(A^{-T} ct) x^T, read at
+    # the stored elements.
+    ct_b = _solve(data, indices, indptr, ct, transpose=True)
+    rows = csr_rows(indptr, data.shape[0])
+    ct_data = -ct_b.at[rows].get(mode="fill", fill_value=0) * x.at[indices].get(mode="fill", fill_value=0)
+    return ct_data, None, None, ct_b
+
+
+_spsolve.defvjp(_spsolve_fwd, _spsolve_bwd)
 
 
 def spsolve(data, indices, indptr, b, tol=1e-6, reorder=1):
