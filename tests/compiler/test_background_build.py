@@ -137,3 +137,27 @@ def test_a_short_process_still_fills_the_disk_cache(tmp_path, python_child):
     # waited for it at exit: the second finds the library on disk and compiles nothing.
     assert second["compiles"] == 0 and second["disk_hits"] == 1, (first, second)
     assert abs(value1 - value2) <= 1e-5 * max(1.0, abs(value1))
+
+
+def test_a_python_lowering_is_traced_once_per_compilation(background_builds):
+    # The interim NumPy program of a background build is the same compilation: a user
+    # primitive's lowering inlined into it is traced once, as JAX lowers it once (equinox's
+    # test_noinline counts them).
+    from morphax.extend.core import Primitive
+    from morphax.interpreters import mlir
+
+    traced = []
+    p = Primitive("test_background_lowering_count")
+    p.multiple_results = True
+    p.def_abstract_eval(lambda x: [x])
+
+    def lowering(x):
+        traced.append(1)
+        return [jnp.tanh(x) * 2.0]
+
+    mlir.register_lowering(p, mlir.lower_fun(lowering, multiple_results=True))
+    f = morphax.jit(lambda x: p.bind(x * (0.5 + next(_tags)))[0] + jnp.sin(x), backend="c")
+    f(X)
+    background.wait()
+    f(X)
+    assert len(traced) == 1

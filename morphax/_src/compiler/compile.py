@@ -67,10 +67,13 @@ def _optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
     return out
 
 
-def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None = None, donate: tuple = ()):
+def compile_jaxpr(
+    closed: ClosedJaxpr, name: str = "jitted", backend: str | None = None, donate: tuple = (), optimized=None
+):
     """The executable for `closed` on `backend` (default: the configured one), compiled once per
     jaxpr object, backend and set of donated input positions (whose buffers its kernels may
-    write their outputs into: compiler/donation.py)."""
+    write their outputs into: compiler/donation.py). `optimized`: `closed` already through the
+    passes (the interim program of a background build is part of that compilation)."""
     if donate:
         donate = tuple(sorted(set(donate)))
     backend = resolve_name(backend)
@@ -81,7 +84,7 @@ def compile_jaxpr(closed: ClosedJaxpr, name: str = "jitted", backend: str | None
         return hit
     chosen = get_backend(backend)  # `backend` is its name: validated here, on a miss
     with events.span(f"compile {name}", "compile", {"backend": chosen.name}):
-        return _compile_miss(closed, name, chosen, donate, key)
+        return _compile_miss(closed, name, chosen, donate, key, optimized)
 
 
 def compile_replicated(closed: ClosedJaxpr, name: str, backend: str | None, axis_env: tuple, blocks=None):
@@ -112,7 +115,7 @@ def compile_replicated(closed: ClosedJaxpr, name: str, backend: str | None, axis
 _nesting = threading.local()
 
 
-def _compile_miss(closed, name, chosen, donate, key):
+def _compile_miss(closed, name, chosen, donate, key, optimized=None):
     # As JAX: a line before and one after each compilation, at WARNING under log_compiles and at
     # DEBUG otherwise (optax's tests count the "Finished ... compilation" lines).
     depth = getattr(_nesting, "depth", 0)
@@ -123,7 +126,7 @@ def _compile_miss(closed, name, chosen, donate, key):
     started = time.perf_counter()
     _nesting.depth = depth + 1
     try:
-        executable = _build(closed, name, chosen, donate, key)
+        executable = _build(closed, name, chosen, donate, key, optimized)
     finally:
         _nesting.depth = depth
     if loud:
@@ -134,14 +137,15 @@ def _compile_miss(closed, name, chosen, donate, key):
     return executable
 
 
-def _build(closed, name, chosen, donate, key):
+def _build(closed, name, chosen, donate, key, optimized=None):
     counters.lowerings += 1
     aliases = {}
     if donate:
         aliases, unusable = donation.output_aliases(closed.in_avals, closed.out_avals, donate)
         donation.warn_unusable(closed.in_avals, unusable)
-    with events.span("jaxpr passes", "compile"):
-        optimized = _optimize(closed)
+    if optimized is None:
+        with events.span("jaxpr passes", "compile"):
+            optimized = _optimize(closed)
     counters.compiles += 1
     whole = getattr(chosen, "compile_whole", None)
     if whole is not None:  # the xla backend: one module for the whole program, XLA fuses
@@ -191,7 +195,8 @@ def _build(closed, name, chosen, donate, key):
         if kernel_fns is None:
             # Built in the background: run on the numpy backend (one NumPy call per equation)
             # until the native kernels arrive.
-            interim = compile_jaxpr(closed, name, "numpy")
+            # One compilation: the passes (and the Python lowerings they trace) run once.
+            interim = compile_jaxpr(closed, name, "numpy", optimized=optimized)
             placeholders = {id(s): None for s in program.steps if isinstance(s, (Kernel, Segment))}
             executable = executor.compile_program(
                 program, name, placeholders, compile_call, chosen.name, sources, opaque, reuse

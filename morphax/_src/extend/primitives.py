@@ -225,6 +225,17 @@ class LoweredFun:
         return out if self.multiple_results else [out]
 
 
+class ModuleContext:
+    """``ctx.module_context`` of a lowering rule: what the rule hands the program to keep alive
+    (JAX's `add_keepalive`, which equinox's noinline calls), held here with the context."""
+
+    def __init__(self):
+        self.keepalives = []
+
+    def add_keepalive(self, keepalive):
+        self.keepalives.append(keepalive)
+
+
 class LoweringRuleContext:
     """What a Python lowering rule receives first: the primitive and its operand/result types."""
 
@@ -232,7 +243,7 @@ class LoweringRuleContext:
         self.primitive = primitive
         self.avals_in = list(avals_in)
         self.avals_out = list(avals_out)
-        self.module_context = None
+        self.module_context = ModuleContext()
         self.tokens_in = None
         self.tokens_out = None
 

@@ -34,11 +34,26 @@ def _has_call(jaxpr: Jaxpr) -> bool:
     return any(_inlined(e.primitive) for e in jaxpr.eqns)
 
 
-def _body(eqn):
-    """The closed jaxpr (or jaxpr) `eqn` evaluates, or None when it stays an equation."""
+def _body(eqn, lowered: dict):
+    """The closed jaxpr (or jaxpr) `eqn` evaluates, or None when it stays an equation.
+    `lowered`: the lowerings traced so far in this compilation, by primitive, operand types and
+    params; as JAX lowers equal equations of one module once, each is traced once."""
     prim = eqn.primitive
     if prim.lowered_jaxpr is None:
         return eqn.params[prim.call_jaxpr_param]
+    key = (prim, tuple(v.aval for v in eqn.invars), tuple(eqn.params.items()))
+    try:
+        return lowered[key]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable params: traced for this equation alone
+        return _lowered_body(eqn)
+    lowered[key] = body = _lowered_body(eqn)
+    return body
+
+
+def _lowered_body(eqn):
+    prim = eqn.primitive
     inner = prim.lowered_jaxpr(*(v.aval for v in eqn.invars), **eqn.params)
     if inner is None or len(inner.out_avals) != len(eqn.outvars):
         return None
@@ -60,7 +75,7 @@ def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
         """Append `body`'s equations with their variables renamed through `env` (updated)."""
         for eqn in body.eqns:
             ins = [subst(env, v) for v in eqn.invars]
-            inner = _body(eqn) if _inlined(eqn.primitive) else None
+            inner = _body(eqn, lowered) if _inlined(eqn.primitive) else None
             if inner is None:
                 outs = [DropVar(v.aval) if isinstance(v, DropVar) else Var(v.aval) for v in eqn.outvars]
                 eqns.append(eqn.replace(invars=ins, outvars=outs))
@@ -77,6 +92,7 @@ def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
             env.update(zip(map(id, eqn.outvars), (subst(inner_env, v) for v in inner_jaxpr.outvars)))
 
     env: dict = {}
+    lowered: dict = {}
     emit(jaxpr, env)
     outvars = [subst(env, v) for v in jaxpr.outvars]
     return ClosedJaxpr(Jaxpr(constvars, jaxpr.invars, outvars, eqns, jaxpr.debug_info), consts)
