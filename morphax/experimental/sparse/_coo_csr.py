@@ -12,7 +12,7 @@ import morphax.numpy as jnp
 from morphax._src.tree_util import register_pytree_node_class
 from morphax.experimental.sparse import _bcoo_prims as P
 from morphax.experimental.sparse._base import JAXSparse
-from morphax.experimental.sparse.bcsr import coo_indices
+from morphax.experimental.sparse.bcsr import coo_indices, indptr_of_rows
 from morphax.experimental.sparse.util import (
     SparseInfo,
     aval,
@@ -225,9 +225,7 @@ _rules(csr_todense_p, _csr_todense_impl)
 
 def _csr_fromdense_impl(mat, *, nse, index_dtype):
     data, idx = P._fromdense_impl(mat, nse=nse, n_batch=0, n_dense=0, index_dtype=index_dtype)
-    indptr = jnp.searchsorted(idx[:, 0], jnp.arange(mat.shape[0] + 1, dtype=idx.dtype), side="left").astype(
-        idx.dtype
-    )
+    indptr = indptr_of_rows(idx[:, 0], mat.shape[0])
     return [data, idx[:, 1], indptr]
 
 

@@ -29,8 +29,10 @@ from morphax.experimental.sparse.util import (
 
 def csr_rows(indptr, nse):
     """The row of each of `nse` positions (unbatched); padding positions get row n_rows."""
-    pos = jnp.arange(nse, dtype=indptr.dtype)
-    return (jnp.searchsorted(indptr, pos, side="right") - 1).astype(indptr.dtype)
+    # The row of position e counts the row ends at or before e: a histogram of indptr[1:] over
+    # the positions, accumulated (O(nse + n_rows), where a search would compare every pair).
+    ends = jnp.zeros(nse, indptr.dtype).at[indptr[1:]].add(1, mode="drop")
+    return jnp.cumsum(ends).astype(indptr.dtype)
 
 
 def coo_indices(indices, indptr, n_batch, shape):
@@ -53,10 +55,14 @@ def coo_indices(indices, indptr, n_batch, shape):
 
 def _indptr_of(rows, n_rows, n_batch):
     """indptr of sorted row numbers (padding rows, = n_rows, last)."""
-    return nfold_vmap(
-        lambda r: jnp.searchsorted(r, jnp.arange(n_rows + 1, dtype=r.dtype), side="left").astype(r.dtype),
-        n_batch,
-    )(rows)
+    return nfold_vmap(lambda r: indptr_of_rows(r, n_rows), n_batch)(rows)
+
+
+def indptr_of_rows(rows, n_rows):
+    """indptr of the sorted row numbers `rows` (unbatched): the running count of entries per row
+    (rows out of bounds, the padding, are not counted)."""
+    counts = jnp.zeros(n_rows, rows.dtype).at[rows].add(1, mode="drop")
+    return jnp.concatenate([jnp.zeros(1, rows.dtype), jnp.cumsum(counts).astype(rows.dtype)])
 
 
 # ---------------------------------------------------------------------------------- primitives
