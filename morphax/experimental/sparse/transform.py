@@ -14,6 +14,7 @@ import functools
 
 import morphax
 import morphax.numpy as jnp
+from morphax import lax
 from morphax._src.api.tracing import make_jaxpr
 from morphax._src.core.jaxpr import Literal
 from morphax._src.tree_util import tree_flatten, tree_structure, tree_unflatten
@@ -154,6 +155,8 @@ def _apply_rule(prim, ins, params):
                 "because it would result in dense output."
             )
         return [_unary(prim, ins[0], params, False)]
+    if name in _CONTROL:
+        return _CONTROL[name](ins, **params)
     rule = _RULES.get(name)
     if rule is None:
         raise NotImplementedError(
@@ -239,6 +242,86 @@ def _dynamic_slice(x, *starts, slice_sizes, **_):
 
 def _rev(x, *, dimensions):
     return O.bcoo_rev(x, dimensions)
+
+
+def _parts(closed):
+    return (closed.jaxpr, closed.consts) if hasattr(closed, "consts") else (closed, ())
+
+
+def _same_structure(new, old, where):
+    """`new` (a loop body's or branch's results) in `old`'s sparse structure: the sparsity
+    pattern's size (nse) must stay the same, as a loop carry's shape must; the index flags are
+    reset to what both can promise."""
+    out = []
+    for n, o in zip(new, old):
+        if _is_sparse(o) != _is_sparse(n):
+            raise NotImplementedError(f"sparsify: {where} turns a sparse value dense or a dense one sparse")
+        if _is_sparse(o):
+            if (n.data.shape, n.indices.shape) != (o.data.shape, o.indices.shape):
+                raise NotImplementedError(
+                    f"sparsify: {where} changes the number of stored elements of a sparse value "
+                    f"({o.nse} -> {n.nse}); a loop carry or branch result keeps its sparsity structure"
+                )
+            n = BCOO((n.data, n.indices), shape=n.shape)
+        out.append(n)
+    return out
+
+
+def _relax(vals):
+    return [BCOO((v.data, v.indices), shape=v.shape) if _is_sparse(v) else v for v in vals]
+
+
+def _while(ins, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cconsts, bconsts, init = (
+        ins[:cond_nconsts],
+        ins[cond_nconsts : cond_nconsts + body_nconsts],
+        ins[cond_nconsts + body_nconsts :],
+    )
+    init = _relax(init)
+
+    def cond(carry):
+        return eval_sparse_jaxpr(*_parts(cond_jaxpr), [*cconsts, *carry])[0]
+
+    def body(carry):
+        return _same_structure(
+            eval_sparse_jaxpr(*_parts(body_jaxpr), [*bconsts, *carry]), carry, "a while_loop body"
+        )
+
+    return list(lax.while_loop(cond, body, init))
+
+
+def _cond(ins, *, branches, **_):
+    index, operands = ins[0], ins[1:]
+    fns = [functools.partial(lambda b, ops: _relax(eval_sparse_jaxpr(*_parts(b), ops)), b) for b in branches]
+    return list(lax.switch(index, fns, list(operands)))
+
+
+def _scan(ins, *, jaxpr, length, num_consts, num_carry, reverse, unroll, **_):
+    consts, init, xs = (
+        ins[:num_consts],
+        _relax(ins[num_consts : num_consts + num_carry]),
+        ins[num_consts + num_carry :],
+    )
+    if any(_is_sparse(x) for x in xs):
+        raise NotImplementedError(
+            "sparsify: scanning over a sparse array is not supported (only carries and constants)"
+        )
+
+    def body(carry, x):
+        out = eval_sparse_jaxpr(*_parts(jaxpr), [*consts, *carry, *x])
+        new_carry = _same_structure(out[:num_carry], carry, "a scan body")
+        ys = out[num_carry:]
+        if any(_is_sparse(y) for y in ys):
+            raise NotImplementedError(
+                "sparsify: a scan body producing sparse per-step outputs is not supported"
+            )
+        return new_carry, ys
+
+    carry, ys = lax.scan(body, init, list(xs), length=length, reverse=reverse, unroll=unroll)
+    return [*carry, *ys]
+
+
+_CONTROL = {"while": _while, "cond": _cond, "scan": _scan}
 
 
 _RULES = {

@@ -130,3 +130,28 @@ def test_sparse_jacobians_match_jax_layout(jac):
     dense_J = morphax.jacfwd(lambda m: m @ jnp.ones(3))(jnp.asarray(s.todense()))
     mask = np.asarray(s.todense()) != 0
     np.testing.assert_allclose(J.todense(), np.asarray(dense_J) * mask)
+
+
+def test_sparsify_control_flow():
+    s = sparse.BCOO.fromdense(M)
+
+    def loop(x):
+        return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), (0, x))[1]
+
+    out = sparse.sparsify(loop)(s)
+    assert isinstance(out, sparse.BCOO)
+    np.testing.assert_allclose(out.todense(), 8 * M)
+
+    def branch(p, x):
+        return lax.cond(p, lambda y: y * 2.0, lambda y: -y, x)
+
+    for p in (True, False):
+        np.testing.assert_allclose(sparse.sparsify(branch)(p, s).todense(), 2 * M if p else -M)
+        np.testing.assert_allclose(morphax.jit(sparse.sparsify(branch))(p, s).todense(), 2 * M if p else -M)
+
+    def scanned(x):
+        return lax.scan(lambda c, w: (c * w, (c @ V).sum()), x, jnp.arange(1.0, 4.0))
+
+    carry, ys = sparse.sparsify(scanned)(s)
+    np.testing.assert_allclose(carry.todense(), 6 * M, rtol=1e-6)
+    np.testing.assert_allclose(ys, [(M @ V).sum() * k for k in (1, 1, 2)], rtol=1e-5)
