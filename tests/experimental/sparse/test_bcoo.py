@@ -344,3 +344,60 @@ def test_under_jit_one_program_reads_buffers():
     a, b = f(s, np.ones(5, np.float32))
     np.testing.assert_allclose(a, M.T @ np.ones(5), rtol=1e-5)
     np.testing.assert_allclose(b, 2 * M)
+
+
+def test_dot_general_sampled_and_its_gradients():
+    A = RNG.normal(size=(4, 3)).astype(np.float32)
+    B = RNG.normal(size=(3, 5)).astype(np.float32)
+    s = sparse.BCOO.fromdense(_rand((4, 5)))
+    dn = (((1,), (0,)), ((), ()))
+    out = sparse.bcoo_dot_general_sampled(A, B, s.indices, dimension_numbers=dn)
+    rows, cols = np.asarray(s.indices).T
+    np.testing.assert_allclose(out, (A @ B)[rows, cols], rtol=1e-5, atol=1e-6)
+    gA = morphax.grad(
+        lambda a: jnp.sum(sparse.bcoo_dot_general_sampled(a, B, s.indices, dimension_numbers=dn))
+    )(A)
+    mask = np.zeros((4, 5), np.float32)
+    np.add.at(mask, (rows, cols), 1)
+    np.testing.assert_allclose(gA, mask @ B.T, rtol=1e-5, atol=1e-6)
+
+
+def test_gather_and_conv_compute_on_the_dense_array():
+    M = _rand((4, 5))
+    s = sparse.BCOO.fromdense(M)
+    idx = np.array([[0], [2]], np.int32)
+    dnums = morphax.lax.GatherDimensionNumbers(
+        offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,)
+    )
+    out = sparse.bcoo_gather(s, idx, dnums, (1, 5))
+    np.testing.assert_array_equal(out.todense(), M[[0, 2]])
+    img = _rand((1, 1, 6, 6))
+    ker = RNG.normal(size=(1, 1, 3, 3)).astype(np.float32)
+    got = sparse.bcoo_conv_general_dilated(
+        sparse.BCOO.fromdense(img), ker, window_strides=(1, 1), padding="SAME"
+    )
+    want = morphax.lax.conv_general_dilated(img, ker, window_strides=(1, 1), padding="SAME")
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_indices_with_size_one_batch_dimension_broadcast():
+    # JAX allows indices of batch size 1 shared by every batch element of the data.
+    M = _rand((4, 5))
+    s = sparse.BCOO.fromdense(M)
+    data = np.stack([s.data, 3 * s.data])
+    b = sparse.BCOO((data, s.indices[None]), shape=(2, 4, 5))
+    np.testing.assert_allclose(b.todense(), [M, 3 * M])
+    np.testing.assert_allclose(b @ np.ones(5, np.float32), [M.sum(1), 3 * M.sum(1)], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.complex64, np.float16])
+def test_other_dtypes(dtype):
+    M = (np.arange(20).reshape(4, 5) % 3).astype(dtype)
+    if dtype == np.complex64:
+        M = M * (1 + 2j)
+    s = sparse.BCOO.fromdense(M)
+    assert s.dtype == dtype
+    np.testing.assert_array_equal(s.todense(), M)
+    v = np.ones(5, dtype)
+    np.testing.assert_allclose(np.asarray(s @ v), M @ v, rtol=1e-2)
+    np.testing.assert_array_equal((s * 2).todense(), M * 2)
