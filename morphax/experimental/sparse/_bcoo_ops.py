@@ -8,6 +8,7 @@ import numpy as np
 
 import morphax.numpy as jnp
 from morphax import lax
+from morphax.experimental.sparse import _bcoo_prims as P
 from morphax.experimental.sparse._base import JAXSparse
 from morphax.experimental.sparse.util import broadcast_batch, prod
 
@@ -19,6 +20,16 @@ def _bound(mat):
 def _mark_padding(indices, keep, bound):
     """Indices with the entries not kept set to the padding index."""
     return jnp.where(keep[..., None], indices, bound)
+
+
+def _fit_nse(mat):
+    """`mat` with at most one entry per position of its sparse dimensions (as JAX's slicing
+    gives): more stored elements than positions are merged by summing duplicates."""
+    positions = prod(mat.shape[mat.n_batch : mat.n_batch + mat.n_sparse])
+    if mat.nse <= positions:
+        return mat
+    data, indices = P.bcoo_sum_duplicates_p.bind(mat.data, mat.indices, spinfo=mat._info, nse=positions)
+    return type(mat)((data, indices), shape=mat.shape, indices_sorted=True, unique_indices=True)
 
 
 def bcoo_reshape(mat, *, new_sizes, dimensions=None):
@@ -93,9 +104,10 @@ def bcoo_slice(mat, *, start_indices, limit_indices, strides=None):
         new_idx = _mark_padding((idx - lo) // st, keep, jnp.array(new_shape[nb : nb + ns], idx.dtype))
         data = jnp.where(keep.reshape(keep.shape + (1,) * (data.ndim - keep.ndim)), data, 0)
         idx = new_idx
-    return type(mat)(
+    out = type(mat)(
         (data, idx), shape=new_shape, indices_sorted=mat.indices_sorted, unique_indices=mat.unique_indices
     )
+    return _fit_nse(out)
 
 
 def bcoo_dynamic_slice(mat, start_indices, slice_sizes):
@@ -120,9 +132,10 @@ def bcoo_dynamic_slice(mat, start_indices, slice_sizes):
         keep = jnp.all((idx >= lo) & (idx < lo + size), axis=-1)
         idx = _mark_padding(idx - lo, keep, size)
         data = jnp.where(keep.reshape(keep.shape + (1,) * (data.ndim - keep.ndim)), data, 0)
-    return type(mat)(
+    out = type(mat)(
         (data, idx), shape=sizes, indices_sorted=mat.indices_sorted, unique_indices=mat.unique_indices
     )
+    return _fit_nse(out)
 
 
 def bcoo_squeeze(arr, *, dimensions):

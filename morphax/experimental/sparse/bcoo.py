@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import operator
+import warnings
 
 import numpy as np
 
@@ -38,7 +39,14 @@ from morphax.experimental.sparse._bcoo_prims import (  # noqa: F401 - the module
     bcoo_todense_p,
     bcoo_transpose_p,
 )
-from morphax.experimental.sparse.util import SparseInfo, broadcast_batch, nfold_vmap, prod
+from morphax.experimental.sparse.util import (
+    SparseEfficiencyError,
+    SparseEfficiencyWarning,
+    SparseInfo,
+    broadcast_batch,
+    nfold_vmap,
+    prod,
+)
 
 
 def _concrete(x):
@@ -343,7 +351,9 @@ def bcoo_dot_general(
             preferred_element_type=pet,
         )
         shape = P._dot_out_shape(lhs.shape, rhs.shape, dn[0][0], dn[0][1], (), ())
-        return BCOO((data, indices), shape=shape)
+        # As JAX: the pair products are merged to at most one entry per output position.
+        out_nse = min(data.shape[0], prod(shape))
+        return bcoo_sum_duplicates(BCOO((data, indices), shape=shape), nse=out_nse)
     if isinstance(lhs, BCOO):
         return P.bcoo_dot_general_p.bind(
             lhs.data,
@@ -467,13 +477,35 @@ def bcoo_update_layout(mat, *, n_batch=None, n_dense=None, on_inefficient="error
         raise ValueError(
             f"update_layout: on_inefficient must be 'error', 'warn' or None, got {on_inefficient!r}"
         )
+
+    def inefficient(msg):
+        # Moving sparse dimensions of size > 1 into the batch or dense groups stores every
+        # position of those dimensions explicitly.
+        if on_inefficient == "error":
+            raise SparseEfficiencyError(
+                f"{msg} To disable this error, set the on_inefficient argument of bcoo_update_layout to 'warn' or None."
+            )
+        if on_inefficient == "warn":
+            warnings.warn(
+                f"{msg} To disable this warning, set the on_inefficient argument of bcoo_update_layout to None.",
+                SparseEfficiencyWarning,
+                stacklevel=3,
+            )
+
+    shape = mat.shape
+    if n_dense > mat.n_dense and any(d > 1 for d in shape[mat.ndim - n_dense : mat.ndim - mat.n_dense]):
+        inefficient(
+            f"For matrix of shape {shape}, increasing n_dense from {mat.n_dense} to {n_dense} results in inefficient storage."
+        )
+    if n_batch > mat.n_batch and any(d > 1 for d in shape[mat.n_batch : n_batch]):
+        inefficient(
+            f"For matrix of shape {shape}, increasing n_batch from {mat.n_batch} to {n_batch} results in inefficient storage."
+        )
     # Entries per new batch element: each old entry lands in one new batch element and expands to
     # the dense block of the dimensions leaving the dense group.
     nse = mat.nse
     nse *= prod(mat.shape[n_batch : mat.n_batch]) if n_batch < mat.n_batch else 1
     nse *= prod(mat.shape[mat.ndim - mat.n_dense : mat.ndim - n_dense]) if n_dense < mat.n_dense else 1
-    sparse_size = prod(mat.shape[n_batch : mat.ndim - n_dense])
-    nse = min(nse, sparse_size)
     return bcoo_fromdense(
         mat.todense(), nse=nse, n_batch=n_batch, n_dense=n_dense, index_dtype=mat.indices.dtype
     )

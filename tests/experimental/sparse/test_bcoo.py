@@ -305,7 +305,7 @@ def test_reductions_and_layout():
         )
     np.testing.assert_allclose(s.sum().todense(), M.sum(), rtol=1e-5)
     for nb, nd in [(0, 0), (2, 0), (0, 2), (1, 0), (3, 1)]:
-        u = s.update_layout(n_batch=nb, n_dense=nd)
+        u = s.update_layout(n_batch=nb, n_dense=nd, on_inefficient=None)
         assert (u.n_batch, u.n_dense) == (nb, nd)
         np.testing.assert_array_equal(u.todense(), M)
 
@@ -401,3 +401,48 @@ def test_other_dtypes(dtype):
     v = np.ones(5, dtype)
     np.testing.assert_allclose(np.asarray(s @ v), M @ v, rtol=1e-2)
     np.testing.assert_array_equal((s * 2).todense(), M * 2)
+
+
+def test_result_nse_matches_jax():
+    # nse of each result for these operands, as JAX 0.10.2 computes them (operands: two 4x6
+    # matrices with 9 and 2 nonzeros, and their stack with n_batch=1). Slicing to fewer
+    # positions than stored elements merges them (int_index: 6), sparse @ sparse keeps at most
+    # one entry per output position (16 = 4 x 4).
+    rng = np.random.default_rng(0)
+    M = (rng.normal(size=(4, 6)) * (rng.random((4, 6)) < 0.4)).astype(np.float32)
+    N = (rng.normal(size=(4, 6)) * (rng.random((4, 6)) < 0.4)).astype(np.float32)
+    s, t = sparse.BCOO.fromdense(M), sparse.BCOO.fromdense(N)
+    B = sparse.BCOO.fromdense(np.stack([M, N]), n_batch=1)
+    got = {
+        "nse": s.nse,
+        "slice": s[1:3].nse,
+        "slice_step": s[:, ::2].nse,
+        "int_index": s[2].nse,
+        "reshape": s.reshape(6, 4).nse,
+        "T": s.T.nse,
+        "concat0": sparse.bcoo_concatenate([s, t], dimension=0).nse,
+        "concat_batch": sparse.bcoo_concatenate([B, B], dimension=0).nse,
+        "sum0": sparse.bcoo_reduce_sum(s, axes=(0,)).nse,
+        "sum_batch": sparse.bcoo_reduce_sum(B, axes=(0,)).nse,
+        "mul_dense": (s * N).nse,
+        "add": sparse.sparsify(lambda a, b: a + b)(s, t).nse,
+        "update_layout_b1": s.update_layout(n_batch=1, on_inefficient=None).nse,
+        "update_layout_d1": s.update_layout(n_dense=1, on_inefficient=None).nse,
+        "B_update_b0": B.update_layout(n_batch=0).nse,
+        "spmm": (s @ t.T).nse,
+        "rev": sparse.bcoo_rev(s, (0,)).nse,
+    }
+    jax = {"nse": 9, "slice": 9, "slice_step": 9, "int_index": 6, "reshape": 9, "T": 9, "concat0": 11,
+           "concat_batch": 9, "sum0": 9, "sum_batch": 18, "mul_dense": 9, "add": 11, "update_layout_b1": 9,
+           "update_layout_d1": 9, "B_update_b0": 18, "spmm": 16, "rev": 9}  # fmt: skip
+    assert got == jax
+    np.testing.assert_array_equal(s[2].todense(), M[2])
+    np.testing.assert_allclose((s @ t.T).todense(), M @ N.T, rtol=1e-5, atol=1e-6)
+
+
+def test_update_layout_inefficiency():
+    s = sparse.BCOO.fromdense(_rand((4, 6)))
+    with pytest.raises(sparse.SparseEfficiencyError, match="increasing n_batch from 0 to 1"):
+        s.update_layout(n_batch=1)
+    with pytest.warns(sparse.SparseEfficiencyWarning, match="increasing n_dense from 0 to 1"):
+        s.update_layout(n_dense=1, on_inefficient="warn")
