@@ -179,7 +179,8 @@ class BCOO(JAXSparse):
         out = bcoo_reduce_sum(self, axes=tuple(a % self.ndim for a in axes))
         if keepdims:
             out = bcoo_reshape(out, new_sizes=tuple(1 if i in axes else d for i, d in enumerate(self.shape)))
-        return out
+        # A full reduction is a dense scalar, as JAX returns it.
+        return out.todense() if out.ndim == 0 else out
 
     def __getitem__(self, idx):
         return bcoo_getitem(self, idx)
@@ -216,9 +217,9 @@ class BCOO(JAXSparse):
         return self.__mul__(other)
 
     def __truediv__(self, other):
-        other = jnp.asarray(other)
         if isinstance(other, JAXSparse):
-            return NotImplemented
+            raise NotImplementedError(_DIV_BY_SPARSE)
+        other = jnp.asarray(other)
         if other.ndim == 0:
             return BCOO(
                 (self.data / other, self.indices),
@@ -227,6 +228,35 @@ class BCOO(JAXSparse):
                 unique_indices=self.unique_indices,
             )
         return bcoo_multiply_dense(self, 1 / other)
+
+    def __rtruediv__(self, other):
+        raise NotImplementedError(_DIV_BY_SPARSE)
+
+    def _unique(self):
+        return self if self.unique_indices else bcoo_sum_duplicates(self, nse=self.nse)
+
+    def __abs__(self):
+        # |a + b| is not |a| + |b|: entries at one index are merged first.
+        m = self._unique()
+        return BCOO(
+            (abs(m.data), m.indices), shape=m.shape, indices_sorted=m.indices_sorted, unique_indices=True
+        )
+
+    def __pow__(self, y):
+        y = operator.index(y)
+        if y <= 0:
+            raise NotImplementedError(
+                f"sparse rule for integer_pow with non-positive exponent {y} is not implemented because it "
+                "would result in dense output. If this is your intent, use sparse.todense() to convert your "
+                "argument to a dense array."
+            )
+        m = self._unique()
+        return BCOO(
+            (m.data**y, m.indices), shape=m.shape, indices_sorted=m.indices_sorted, unique_indices=True
+        )
+
+    def __iter__(self):
+        return (self[i] for i in range(self.shape[0]))
 
     def __add__(self, other):
         if isinstance(other, BCOO):
@@ -246,6 +276,12 @@ class BCOO(JAXSparse):
     def __rmatmul__(self, other):
         other = jnp.asarray(other)
         return bcoo_dot_general(other, self, dimension_numbers=_matmul_dims(other.ndim, self.ndim))
+
+
+_DIV_BY_SPARSE = (
+    "Division by a sparse array is not implemented because it would result in dense output. If this is "
+    "your intent, use sparse.todense() to convert your arguments to a dense array."
+)
 
 
 def _matmul_dims(lhs_ndim, rhs_ndim):

@@ -303,7 +303,7 @@ def test_reductions_and_layout():
         np.testing.assert_allclose(
             sparse.bcoo_reduce_sum(s, axes=axes).todense(), M.sum(axes), rtol=1e-5, atol=1e-6
         )
-    np.testing.assert_allclose(s.sum().todense(), M.sum(), rtol=1e-5)
+    np.testing.assert_allclose(s.sum(), M.sum(), rtol=1e-5)
     for nb, nd in [(0, 0), (2, 0), (0, 2), (1, 0), (3, 1)]:
         u = s.update_layout(n_batch=nb, n_dense=nd, on_inefficient=None)
         assert (u.n_batch, u.n_dense) == (nb, nd)
@@ -446,3 +446,27 @@ def test_update_layout_inefficiency():
         s.update_layout(n_batch=1)
     with pytest.warns(sparse.SparseEfficiencyWarning, match="increasing n_dense from 0 to 1"):
         s.update_layout(n_dense=1, on_inefficient="warn")
+
+
+def test_python_operators_as_jax():
+    # JAX 0.10.2: abs and ** keep the pattern; s.sum() is a dense scalar (6.0); iterating gives
+    # the rows as BCOOs; dividing by a sparse array raises NotImplementedError.
+    M = np.array([[0, 1, 0], [-2, 0, 3]], np.float32)
+    s = sparse.BCOO.fromdense(M)
+    np.testing.assert_array_equal(abs(s).todense(), abs(M))
+    np.testing.assert_array_equal((s**2).todense(), M**2)
+    total = s.sum()
+    assert not isinstance(total, sparse.JAXSparse) and float(total) == 2.0
+    rows = list(s)
+    assert len(rows) == 2 and all(isinstance(r, sparse.BCOO) for r in rows)
+    np.testing.assert_array_equal(rows[1].todense(), M[1])
+    with pytest.raises(NotImplementedError, match="Division by a sparse array"):
+        s / s
+    with pytest.raises(NotImplementedError, match="Division by a sparse array"):
+        1 / s
+    with pytest.raises(NotImplementedError, match="non-positive exponent"):
+        s**0
+    # duplicates are merged before a nonlinear elementwise function
+    dup = sparse.BCOO((np.array([1.0, -3.0], np.float32), np.array([[0, 0], [0, 0]], np.int32)), shape=(2, 2))
+    np.testing.assert_array_equal(abs(dup).todense(), [[2, 0], [0, 0]])
+    np.testing.assert_array_equal((dup**2).todense(), [[4, 0], [0, 0]])
