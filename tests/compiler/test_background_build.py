@@ -73,7 +73,7 @@ def test_first_call_runs_on_numpy_while_the_compiler_works(background_builds, mo
     f = morphax.jit(_program(), backend="c")
     first = f(X)
     executable = f.lower(X).compile()._executable  # the one the call used (memoized on the jaxpr)
-    interim = executable.fn
+    interim = executable.fn.__wrapped__  # the NumPy program, noting the build it waits for
     assert background.pending() == 1
     assert not any(name.startswith(("f_k", "f_seg")) for name in interim.__globals__), (
         "the interim program runs on the numpy backend: no native segment"
@@ -161,3 +161,23 @@ def test_a_python_lowering_is_traced_once_per_compilation(background_builds):
     background.wait()
     f(X)
     assert len(traced) == 1
+
+
+def test_a_long_loop_of_the_interim_program_finishes_natively(background_builds, monkeypatch):
+    # diffrax's first diffeqsolve call is one program with a 100000-step while loop: run on
+    # NumPy while its library builds, it took minutes. A loop still running after
+    # HANDOFF_SECONDS (0 here) compiles itself as a program of its own, waits for the native
+    # build and runs its remaining iterations there: a second build, the same values.
+    from morphax._src.higher_order import while_loop
+
+    monkeypatch.setattr(while_loop, "HANDOFF_SECONDS", 0.0)
+    c = 0.5 + next(_tags)
+
+    def f(x):
+        body = lambda s: (s[0] + 1, s[1] * 0.5 + c)  # noqa: E731
+        return morphax.lax.while_loop(lambda s: s[0] < 50, body, (0, x))[1]
+
+    got = morphax.jit(f, backend="c")(X)
+    assert background.wait(120)
+    assert build.stats["compiles"] == 2, "the program, and its loop on its own"
+    _same_as_numpy_backend(f, got)

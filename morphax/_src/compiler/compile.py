@@ -201,7 +201,7 @@ def _build(closed, name, chosen, donate, key, optimized=None):
             executable = executor.compile_program(
                 program, name, placeholders, compile_call, chosen.name, sources, opaque, reuse
             )
-            executable.fn = interim.fn
+            executable.fn = _interim(interim.fn, chosen.name)
         else:
             executable = executor.compile_program(
                 program, name, kernel_fns, compile_call, chosen.name, sources, opaque, reuse
@@ -243,7 +243,52 @@ def _body_executable(closed: ClosedJaxpr):
         _nesting.depth = depth
 
 
-host_eval.set_runner(_body_executable)
+class _Interim(threading.local):
+    """The native backend whose build the interim program running on this thread waits for."""
+
+    native = None
+
+
+_interim_of = _Interim()
+
+
+def _interim(fn, native: str):
+    """The interim NumPy program's function, noting while it runs that `native` is being built
+    (for `_native_runner`)."""
+
+    def run(*args, **kwargs):
+        saved = _interim_of.native
+        _interim_of.native = native
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _interim_of.native = saved
+
+    run.__wrapped__ = fn
+    run._morphax_backend = fn._morphax_backend  # the backend `profiled` names; timed as one step
+    run._morphax_interim = True
+    return run
+
+
+def _native_runner():
+    """While an interim program runs its loops on NumPy: `prepare(closed)` compiling `closed`
+    (one loop equation) for the native backend being built, waiting for the build, or None
+    where that build failed. Else None."""
+    native = _interim_of.native
+    if native is None or executor.body_backend.name != "numpy":
+        return None
+
+    def prepare(closed):
+        executable = compile_jaxpr(closed, "loop", native)
+        _c_backend.background.wait()
+        if getattr(executable.fn, "_morphax_interim", False):
+            return None  # the build failed: the loop stays on NumPy
+        return executable
+
+    return prepare
+
+
+host_eval.set_runner(_body_executable, _native_runner)
 
 
 def clear_cache():

@@ -23,6 +23,8 @@ from morphax._src.core.values import make_array
 __all__ = [
     "body_runner",
     "host_rules",
+    "native_runner",
+    "one_equation",
     "run_as_program",
     "run_closed_jaxpr",
     "set_runner",
@@ -33,12 +35,22 @@ __all__ = [
 host_rules: dict = {}
 
 _runner: list = []
+_native: list = []
 
 
-def set_runner(prepare) -> None:
+def set_runner(prepare, native=None) -> None:
     """Install `prepare(closed) -> fn`, the executor's entry point: `fn(*np_args)` runs `closed`
-    and returns its outputs as NumPy arrays."""
+    and returns its outputs as NumPy arrays; and `native() -> prepare or None`, which answers a
+    `prepare` compiling for the native backend while the running program is the interim NumPy
+    one of a background build (compile.py), so a long loop can finish natively."""
     _runner[:] = [prepare]
+    _native[:] = [native] if native is not None else []
+
+
+def native_runner():
+    """`prepare(closed) -> fn` for the native backend whose build the running program waits for,
+    or None (no such build, or the program is already native)."""
+    return _native[0]() if _native else None
 
 
 def body_runner(closed: ClosedJaxpr):
@@ -59,13 +71,13 @@ def run_as_program(prim, args, in_avals, out_avals, params) -> list:
     runs as native code where the backend can, and through its host rule otherwise), run on
     NumPy values of `in_avals`' dtypes; the results are Arrays of `out_avals`' types."""
     vals = [np.asarray(x, dtype=a.dtype) for x, a in zip(args, in_avals)]
-    closed = _one_equation(prim, [ShapedArray(v.shape, v.dtype) for v in vals], out_avals, params)
+    closed = one_equation(prim, [ShapedArray(v.shape, v.dtype) for v in vals], out_avals, params)
     with np.errstate(all="ignore"):  # float edge cases are not errors (JAX is silent)
         outs = body_runner(closed)(*vals)
     return [make_array(o, dtype=a.dtype, weak_type=a.weak_type) for o, a in zip(outs, out_avals)]
 
 
-def _one_equation(prim, in_avals, out_avals, params) -> ClosedJaxpr:
+def one_equation(prim, in_avals, out_avals, params) -> ClosedJaxpr:
     """`prim` applied to inputs of `in_avals`, as a closed jaxpr, memoized on the equation's first
     sub-jaxpr (the entry holds them all, so the ids in the key stay unique while it lives)."""
     subs = sub_jaxprs(params)

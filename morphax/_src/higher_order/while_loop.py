@@ -8,6 +8,9 @@ reverse-mode error; batching runs until every lane's predicate is false, freezin
 from __future__ import annotations
 
 import inspect
+import time
+
+import numpy as np
 
 from morphax._src.config import config
 from morphax._src.core import dtypes as _dtypes
@@ -23,7 +26,13 @@ from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.promotion import result_type
 from morphax._src.core.values import make_array
 from morphax._src.errors import ConcretizationTypeError
-from morphax._src.higher_order.host_eval import body_runner, host_rules, run_as_program
+from morphax._src.higher_order.host_eval import (
+    body_runner,
+    host_rules,
+    native_runner,
+    one_equation,
+    run_as_program,
+)
 from morphax._src.higher_order.trace_cache import cached_trace
 from morphax._src.passes._util import eqn_has_effects
 from morphax._src.passes.dce import dce_closed_jaxpr
@@ -266,6 +275,10 @@ def while_loop(cond_fun, body_fun, init_val):
 # ------------------------------------------------------------------------- impl and abstract eval
 
 
+# How long a loop of an interim program runs on NumPy before it finishes natively (_while_host).
+HANDOFF_SECONDS = 1.0
+
+
 def _while_host(args, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     """The loop on NumPy values, synchronously on the calling thread: it reads the predicate
     every iteration, possibly from inside a compiled call on the device stream, so it must not
@@ -275,10 +288,28 @@ def _while_host(args, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
         return carry
     # Each iteration is one compiled call: the body, then the predicate on its result.
     step = body_runner(_step_jaxpr(cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts))
+    # In the interim NumPy program of a background build, a loop still running after
+    # HANDOFF_SECONDS runs its remaining iterations as a native program of its own: a first
+    # call of diffrax's 100000-step solve would otherwise take minutes of NumPy calls.
+    native = native_runner()
+    deadline = time.perf_counter() + HANDOFF_SECONDS if native is not None else None
     while True:
         *carry, again = step(*bc, *cc, *carry)
         if not bool(again):
             return carry
+        if deadline is not None and time.perf_counter() > deadline:
+            deadline = None
+            params = dict(
+                cond_jaxpr=cond_jaxpr,
+                body_jaxpr=body_jaxpr,
+                cond_nconsts=cond_nconsts,
+                body_nconsts=body_nconsts,
+            )
+            rest = [*cc, *bc, *carry]
+            in_avals = [ShapedArray(np.shape(v), np.asarray(v).dtype) for v in rest]
+            loop = native(one_equation(while_p, in_avals, body_jaxpr.out_avals, params))
+            if loop is not None:
+                return loop(*rest)
 
 
 def _step_jaxpr(cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts) -> ClosedJaxpr:
