@@ -174,6 +174,8 @@ def test_every_context_manager_flag_is_thread_local():
         "morphax_collective_timeout": 5.0,
         "jax_check_static_indices": True,
         "jax_platforms": "cpu",  # read once, at the first computation: overriding it changes nothing then
+        # One directory per process: a thread's override is read back but moves no cache.
+        "jax_compilation_cache_dir": "/nonexistent/thread-override",
     }
     # The flags morphax accepts without acting on them: any other value of the same kind.
     for name, (default, _) in NO_EFFECT.items():

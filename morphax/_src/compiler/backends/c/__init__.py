@@ -82,8 +82,12 @@ _set_thread_policy()
 
 
 def _on_flag(name, value) -> None:
+    # The cache directory is one per process: the process-wide value counts, not a thread's
+    # override of it.
     if name == "jax_compilation_cache_dir":
-        disk_cache.set_base(value)
+        from morphax._src.config import _global_values
+
+        disk_cache.set_base(_global_values["compilation_cache_dir"])
 
 
 config.add_listener(_on_flag)

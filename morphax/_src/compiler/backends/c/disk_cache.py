@@ -74,9 +74,11 @@ _chosen_base: list = [None]
 
 def set_base(path: str | None) -> None:
     """Keep the cache under `path` from now on (None: MORPHAX_CACHE_DIR or the default again)."""
+    chosen = os.fspath(path) if path is not None else None
     with _state_lock:
-        _chosen_base[0] = os.fspath(path) if path is not None else None
-        _state.clear()
+        if chosen != _chosen_base[0]:
+            _chosen_base[0] = chosen
+            _state.clear()
 
 
 def _resolve() -> None:
