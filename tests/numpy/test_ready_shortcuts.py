@@ -293,3 +293,42 @@ def test_the_ready_arrays_shortcut_stays_out_of_traces_and_checks(no_x64):
     with morphax.numpy_rank_promotion("raise"):
         with pytest.raises(ValueError, match="rank"):
             x + morphax.device_put(np.ones((2, 3), np.float32))
+
+
+def test_the_c_form_matches_the_python_form(no_x64):
+    """runtime/ready_ext.py: the shortcuts' C form, installed over the Python form where a C
+    compiler works, gives the Python form's outcome for each operator and function it replaced."""
+    from morphax._src.runtime import ready_ops
+
+    if not ready_ops.accelerate():
+        pytest.skip("no C compiler: the Python shortcuts stay")
+    assert type(morphax.Array.__add__).__name__ == "ReadyOp"
+    assert type(jnp.sin).__name__ == "ReadyOp" and jnp.sin.__name__ == "sin"
+    # The Python forms, by what they replaced: each C op keeps its Python form's fallback.
+    by_fallback = {id(fallback): py for py, _, _, fallback, _ in ready_ops._made.values()}
+    pairs = [
+        (by_fallback[id(c.__wrapped__)], c)
+        for c in (morphax.Array.__add__, morphax.Array.__sub__, morphax.Array.__mul__, jnp.sin, jnp.exp)
+    ]
+    made = {"sin": by_fallback[id(jnp.sin.__wrapped__)]}
+    values = [
+        morphax.device_put(np.arange(6, dtype=np.float32).reshape(2, 3)),
+        morphax.device_put(np.array([np.inf, -np.inf, np.nan], np.float32)),
+        _convert_element_type(morphax.device_put(np.ones(3, np.float32)), np.float32, weak_type=True),
+        morphax.device_put(np.arange(3, dtype=np.int32)),
+        morphax.device_put(np.ones(4, np.float32)),
+        morphax.device_put(np.float32(2.5)),
+        jnp.ones(3, jnp.bfloat16),
+    ]
+    for py, c in pairs:
+        arity = ready_ops._made[id(py)][4]
+        for x in values:
+            for y in values if arity == 2 else [None]:
+                args = (x,) if arity == 1 else (x, y)
+                assert _outcome(lambda: c(*args)) == _outcome(lambda: py(*args)), (py, args)  # noqa: B023
+    # Bound as a method, documented as the function it replaced, and staged under a trace.
+    x = values[0]
+    assert _outcome(lambda: x.__mul__(x)) == _outcome(lambda: x * x)
+    assert jnp.sin.__doc__ == made["sin"].__doc__ and jnp.sin.__wrapped__ is made["sin"].__wrapped__
+    text = str(morphax.make_jaxpr(lambda: (x + x, jnp.sin(x)))())
+    assert "add" in text and "sin" in text

@@ -9,8 +9,11 @@ operands) goes to the operator's general path, `fallback`.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
+from morphax._src.compiler.backends import platform as _platform
 from morphax._src.core import trace as _trace
 from morphax._src.runtime.array import Array
 from morphax._src.runtime.eager import READY_SHORTCUT
@@ -20,7 +23,13 @@ _new_array = object.__new__
 _ctx = _trace.ctx
 _base_trace = _trace._base_trace_holder  # [the base trace]: current when nothing is tracing
 
-__all__ = ["binary", "unary"]
+__all__ = ["accelerate", "binary", "unary"]
+
+# Every shortcut made: id(python op) -> (python op, ready, kinds, fallback, arity), for
+# `accelerate` to put its C form in the op's place.
+_made: dict = {}
+_accelerated: list = []  # [bool] once accelerate() has run
+_accelerate_lock = threading.Lock()
 
 
 def binary(ready, kinds: str, fallback):
@@ -60,6 +69,7 @@ def binary(ready, kinds: str, fallback):
                     return result
         return fallback(self, other)
 
+    _made[id(op)] = (op, ready, kinds, fallback, 2)
     return op
 
 
@@ -88,4 +98,64 @@ def unary(ready, kinds: str, fallback):
     fn.__module__ = fallback.__module__
     fn.__doc__ = fallback.__doc__
     fn.__wrapped__ = fallback
+    _made[id(fn)] = (fn, ready, kinds, fallback, 1)
     return fn
+
+
+def accelerate() -> bool:
+    """Put the C form of every shortcut (runtime/ready_ext.py) where its Python form is: Array's
+    operators and the jnp functions in morphax's loaded modules. Builds the extension the first
+    time on a machine. False where it cannot be built (the Python shortcuts stay)."""
+    from morphax._src.runtime import ready_ext
+    from morphax._src.runtime.eager import READY_SHORTCUT as switch
+
+    with _accelerate_lock:
+        if not _accelerated:
+            _accelerated.append(_install(ready_ext, switch))
+    return _accelerated[0]
+
+
+def _install(ready_ext, switch) -> bool:
+    import sys
+
+    module = ready_ext.build()
+    if module is None:
+        return False
+    slots = [Array.__dict__[name] for name in ("_buf", "weak_type", "_place")]
+    module.configure(Array, switch, _ctx, _base_trace, *slots)
+    fast = {}
+    for key, (py, ready, kinds, fallback, arity) in list(_made.items()):
+        name = getattr(py, "__name__", "op")
+        fast[key] = module.ReadyOp(
+            ready, fallback, kinds, arity, name, getattr(py, "__qualname__", name),
+            getattr(py, "__module__", None), getattr(py, "__doc__", None),
+        )  # fmt: skip
+    # Where the shortcuts live: Array's operators, and the jnp functions in the numpy modules.
+    owners = [Array] + [
+        m
+        for n, m in list(sys.modules.items())
+        if m is not None and (n.startswith("morphax.numpy") or n.startswith("morphax._src.numpy"))
+    ]
+    for owner in owners:
+        for attr, value in list(vars(owner).items()):
+            made = _made.get(id(value))
+            if made is not None and made[0] is value:
+                setattr(owner, attr, fast[id(value)])
+    return True
+
+
+def _on_platform(name: str) -> None:
+    """Once the CPU is the platform (the shortcuts' only home), install their C form: in a
+    background thread where programs build in the background (the first build on a machine runs
+    the C compiler), else now."""
+    if name != "cpu" or _accelerated:
+        return
+    from morphax._src.config import config
+
+    if config.morphax_compile_in_background:
+        threading.Thread(target=accelerate, name="morphax-ready-ops", daemon=True).start()
+    else:
+        accelerate()
+
+
+_platform.on_chosen(_on_platform)
