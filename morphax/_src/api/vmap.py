@@ -32,6 +32,44 @@ def _flat_axes(axes, tree, what, fun_name):
         ) from None
 
 
+# Pytree classes whose aux data records the shape of their leaves (sparse arrays: BCOO's shape
+# includes its batch dimensions), so mapping over a leaf axis must also update that record:
+# type -> (to_elt(obj, axis) -> the object seen per batch element, from_elt(obj, axis_size, axis)
+# -> the batched object). JAX's `batching.register_vmappable`.
+_VMAPPABLE: dict = {}
+
+
+def register_vmappable(cls, to_elt, from_elt):
+    _VMAPPABLE[cls] = (to_elt, from_elt)
+
+
+def _is_vmappable(x):
+    return type(x) in _VMAPPABLE
+
+
+def _update_vmappables(tree, leaf_dims, which, *extra):
+    """`tree` with each registered object replaced by its to_elt (which=0) or from_elt (which=1)
+    at the common mapped axis of its leaves (objects whose leaves are unmapped stay)."""
+    parts, outer = pytree.tree_flatten(tree, is_leaf=_is_vmappable)
+    if not any(_is_vmappable(p) for p in parts):
+        return tree
+    out, pos = [], 0
+    for part in parts:
+        if not _is_vmappable(part):
+            out.append(part)
+            pos += 1
+            continue
+        n = len(pytree.tree_leaves(part))
+        dims = {d for d in leaf_dims[pos : pos + n] if d is not None}
+        pos += n
+        if len(dims) > 1:
+            raise ValueError(
+                f"vmap: the buffers of a {type(part).__name__} are mapped along different axes {sorted(dims)}"
+            )
+        out.append(_VMAPPABLE[type(part)][which](part, *extra, dims.pop()) if dims else part)
+    return pytree.tree_unflatten(outer, out)
+
+
 def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
     """Vectorize `fun` over a new leading (or `in_axes`-chosen) axis of its arguments."""
     if not callable(fun):
@@ -92,6 +130,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         with _trace.new_trace(BatchTrace(axis_data)) as trace:
             ins = [BatchTracer(trace, v, d) if d is not None else v for v, d in zip(leaves, norm_dims)]
             a, k = pytree.tree_unflatten(in_tree, ins)
+            if _VMAPPABLE:
+                a, k = _update_vmappables((a, k), norm_dims, 0)
             out = fun(*a, **k)
             out_leaves, out_tree = pytree.tree_flatten(out)
             lifted = [trace.lift(o) for o in out_leaves]
@@ -116,7 +156,10 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             if d is None:
                 v, d = bdim_to_front(v, None, size), 0
             results.append(moveaxis(v, d, od % nd))
-        return pytree.tree_unflatten(out_store["tree"], results)
+        out = pytree.tree_unflatten(out_store["tree"], results)
+        if _VMAPPABLE:
+            out = _update_vmappables(out, list(out_dims), 1, size)
+        return out
 
     return vmapped
 

@@ -10,6 +10,7 @@ import numpy as np
 
 import morphax.numpy as jnp
 from morphax import lax
+from morphax._src.api.vmap import register_vmappable
 from morphax._src.core.trace import Tracer
 from morphax._src.tree_util import register_pytree_node_class
 from morphax.experimental.sparse import _bcoo_prims as P
@@ -545,3 +546,35 @@ def bcoo_update_layout(mat, *, n_batch=None, n_dense=None, on_inefficient="error
     return bcoo_fromdense(
         mat.todense(), nse=nse, n_batch=n_batch, n_dense=n_dense, index_dtype=mat.indices.dtype
     )
+
+
+# ------------------------------------------------------------------------------------- vmap
+# vmap maps a BCOO along one of its batch dimensions (its data and indices share them): each
+# element is the BCOO of the remaining dimensions, and a BCOO result gains the mapped dimension
+# as a batch dimension.
+
+
+def _bcoo_to_elt(mat, axis):
+    # `mat`'s buffers are already the per-element values (the mapped axis removed).
+    if axis > mat.n_batch:
+        raise ValueError(
+            f"Cannot map in_axis={axis} for BCOO array with n_batch={mat.n_batch + 1}. in_axes for batched "
+            "BCOO operations must correspond to a batch dimension."
+        )
+    return BCOO.tree_unflatten(
+        {**mat._info._asdict(), "shape": mat.shape[:axis] + mat.shape[axis + 1 :]}, (mat.data, mat.indices)
+    )
+
+
+def _bcoo_from_elt(mat, axis_size, axis):
+    axis = axis % (mat.ndim + 1)
+    if axis > mat.n_batch:
+        raise ValueError(
+            f"BCOO: cannot add out_axis={axis} for BCOO array with n_batch={mat.n_batch}. BCOO batch axes "
+            "must be a contiguous block of leading dimensions."
+        )
+    shape = mat.shape[:axis] + (axis_size,) + mat.shape[axis:]
+    return BCOO.tree_unflatten({**mat._info._asdict(), "shape": shape}, (mat.data, mat.indices))
+
+
+register_vmappable(BCOO, _bcoo_to_elt, _bcoo_from_elt)

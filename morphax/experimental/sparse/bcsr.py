@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import morphax.numpy as jnp
+from morphax._src.api.vmap import register_vmappable
 from morphax._src.tree_util import register_pytree_node_class
 from morphax.experimental.sparse import _bcoo_prims as P
 from morphax.experimental.sparse._base import JAXSparse
@@ -352,3 +353,25 @@ def bcsr_concatenate(operands, *, dimension):
     from morphax.experimental.sparse.bcoo import bcoo_concatenate
 
     return bcoo_to_bcsr(bcoo_concatenate([o.to_bcoo() for o in operands], dimension=dimension))
+
+
+def _bcsr_to_elt(mat, axis):
+    # `mat`'s buffers are already the per-element values (the mapped axis removed).
+    if axis > mat.n_batch:
+        raise ValueError(
+            f"Cannot map in_axis={axis} for BCSR array with n_batch={mat.n_batch + 1}. in_axes for batched "
+            "BCSR operations must correspond to a batch dimension."
+        )
+    aux = {**mat._info._asdict(), "shape": mat.shape[:axis] + mat.shape[axis + 1 :]}
+    return BCSR.tree_unflatten(aux, (mat.data, mat.indices, mat.indptr))
+
+
+def _bcsr_from_elt(mat, axis_size, axis):
+    axis = axis % (mat.ndim + 1)
+    if axis > mat.n_batch:
+        raise ValueError(f"BCSR: cannot add out_axis={axis} for BCSR array with n_batch={mat.n_batch}.")
+    aux = {**mat._info._asdict(), "shape": mat.shape[:axis] + (axis_size,) + mat.shape[axis:]}
+    return BCSR.tree_unflatten(aux, (mat.data, mat.indices, mat.indptr))
+
+
+register_vmappable(BCSR, _bcsr_to_elt, _bcsr_from_elt)

@@ -470,3 +470,26 @@ def test_python_operators_as_jax():
     dup = sparse.BCOO((np.array([1.0, -3.0], np.float32), np.array([[0, 0], [0, 0]], np.int32)), shape=(2, 2))
     np.testing.assert_array_equal(abs(dup).todense(), [[2, 0], [0, 0]])
     np.testing.assert_array_equal((dup**2).todense(), [[4, 0], [0, 0]])
+
+
+def test_vmap_maps_batch_dimensions_of_sparse_arguments_and_results():
+    # JAX 0.10.2 (batching.register_vmappable): vmap over a BCOO maps one of its batch
+    # dimensions; a BCOO result gains the mapped axis as a batch dimension.
+    Ms = np.array([[[0, 1, 0], [2, 0, 3]], [[1, 0, 0], [0, 0, 4]]], np.float32)
+    sb = sparse.BCOO.fromdense(Ms, n_batch=1)
+    np.testing.assert_allclose(morphax.vmap(lambda x: x @ jnp.ones(3))(sb), [[1, 5], [1, 4]])
+    np.testing.assert_array_equal(morphax.vmap(lambda x: x.todense())(sb), Ms)
+    out = morphax.vmap(lambda x: x * 2.0)(sb)
+    assert isinstance(out, sparse.BCOO) and out.shape == (2, 2, 3) and out.n_batch == 1
+    np.testing.assert_array_equal(out.todense(), 2 * Ms)
+    made = morphax.vmap(lambda m: sparse.bcoo_fromdense(m, nse=3))(Ms)
+    assert made.shape == (2, 2, 3) and made.n_batch == 1
+    np.testing.assert_array_equal(made.todense(), Ms)
+    g = morphax.vmap(sparse.grad(lambda X, y: (X @ y).sum()), in_axes=(None, 0))(
+        sparse.BCOO.fromdense(Ms[0]), jnp.ones((2, 3))
+    )
+    assert g.shape == (2, 2, 3) and g.n_batch == 1 and g.data.shape == (2, 3)
+    bc = sparse.BCSR.fromdense(Ms, n_batch=1)
+    np.testing.assert_allclose(morphax.vmap(lambda x: x @ jnp.ones(3))(bc), [[1, 5], [1, 4]])
+    with pytest.raises(ValueError, match="must correspond to a batch dimension"):
+        morphax.vmap(lambda x: x.todense())(sparse.BCOO.fromdense(Ms[0]))
