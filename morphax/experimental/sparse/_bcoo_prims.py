@@ -137,7 +137,12 @@ def _extract_transpose(ct, indices, mat, *, assume_unique=True):
     if is_zero(ct):
         return [None, Zero(mat.aval)]
     if not assume_unique:
-        ct = _extract_impl(indices, jnp.zeros(mat.aval.shape, ct.dtype), assume_unique=False) * 0 + ct
+        # Entries repeating an earlier index read nothing, so they pass no cotangent back.
+        n_batch = indices.ndim - 2
+        first = nfold_vmap(_first_occurrence, n_batch)(jnp.asarray(indices))
+        ct = jnp.where(
+            first.reshape(first.shape + (1,) * (ct.ndim - first.ndim)), ct, jnp.zeros((), ct.dtype)
+        )
     return [None, bcoo_todense_p.bind(ct, indices, spinfo=SparseInfo(tuple(mat.aval.shape)))]
 
 

@@ -212,7 +212,7 @@ class BCOO(JAXSparse):
                 indices_sorted=self.indices_sorted,
                 unique_indices=self.unique_indices,
             )
-        return bcoo_multiply_dense(self, other)
+        return multiply_dense(self, other)
 
     def __rmul__(self, other):
         return self.__mul__(other)
@@ -228,7 +228,7 @@ class BCOO(JAXSparse):
                 indices_sorted=self.indices_sorted,
                 unique_indices=self.unique_indices,
             )
-        return bcoo_multiply_dense(self, 1 / other)
+        return multiply_dense(self, 1 / other)
 
     def __rtruediv__(self, other):
         raise NotImplementedError(_DIV_BY_SPARSE)
@@ -344,18 +344,16 @@ def bcoo_fromdense(mat, *, nse=None, n_batch=0, n_dense=0, index_dtype=np.int32)
 
 
 def bcoo_extract(sparr, arr, *, assume_unique=None):
-    """A BCOO with `sparr`'s indices and `arr`'s values there (`sparr` a BCOO or its indices)."""
-    if isinstance(sparr, BCOO):
-        indices, info = sparr.indices, sparr._info
-        if assume_unique is None:
-            assume_unique = sparr.unique_indices
-    else:
-        indices, info = jnp.asarray(sparr), None
-        assume_unique = True if assume_unique is None else assume_unique
+    """A BCOO with `sparr`'s indices and `arr`'s values there; with assume_unique=False an
+    index stored more than once takes the value at its first entry only (so that todense gives
+    `arr` back where `sparr` has entries)."""
+    if not isinstance(sparr, BCOO):
+        raise TypeError(f"First argument to bcoo_extract should be a BCOO array. Got {type(sparr)=}")
+    indices, info = sparr.indices, sparr._info
+    if assume_unique is None:
+        assume_unique = sparr.unique_indices
     arr = jnp.asarray(arr)
     data = P.bcoo_extract_p.bind(indices, arr, assume_unique=bool(assume_unique))
-    if info is None:
-        return data
     return BCOO(
         (data, indices),
         shape=arr.shape,
@@ -450,17 +448,20 @@ def bcoo_sum_duplicates(mat, *, nse=None):
 
 
 def bcoo_multiply_dense(sp_mat, v):
-    """Elementwise product of a BCOO and a dense array broadcastable to its shape: a BCOO with
-    the same indices (the product is zero wherever the sparse operand is)."""
+    """The data of the elementwise product of a BCOO and a dense array broadcastable to its
+    shape, at the BCOO's indices (JAX returns the data; `sp_mat * v` wraps it in a BCOO)."""
     v = jnp.asarray(v)
     shape = sp_mat.shape
     if v.ndim > len(shape) or np.broadcast_shapes(v.shape, shape) != shape:
-        return sp_mat.todense() * v  # broadcasting beyond the sparse shape: a dense result
+        raise NotImplementedError(
+            "multiplication between sparse and dense is only implemented for cases where the output "
+            f"shape matches the sparse matrix shape. Got shape={shape}, v.shape={v.shape}"
+        )
     v = v.reshape((1,) * (len(shape) - v.ndim) + v.shape)
     nb, ns = sp_mat.n_batch, sp_mat.n_sparse
     # Size-1 sparse dimensions of `v` are read at index 0; its batch and dense dimensions
     # broadcast against the data's.
-    v_b = jnp.broadcast_to(v[tuple(slice(None) for _ in range(nb))], shape[:nb] + v.shape[nb:])
+    v_b = jnp.broadcast_to(v, shape[:nb] + v.shape[nb:])
     idx = sp_mat.indices
     one = [k for k in range(ns) if v.shape[nb + k] == 1 and shape[nb + k] != 1]
     if one:
@@ -468,10 +469,14 @@ def bcoo_multiply_dense(sp_mat, v):
         mask = jnp.array([k in one for k in range(ns)])
         idx = jnp.where(mask & ~keep_pad, 0, idx)
     vals = P.bcoo_extract_p.bind(jnp.broadcast_to(idx, shape[:nb] + idx.shape[nb:]), v_b, assume_unique=True)
-    data = sp_mat.data * vals
+    return sp_mat.data * vals
+
+
+def multiply_dense(sp_mat, v):
+    """``sp_mat * v`` for a dense `v`: a BCOO with `sp_mat`'s indices."""
     return BCOO(
-        (data, sp_mat.indices),
-        shape=shape,
+        (bcoo_multiply_dense(sp_mat, v), sp_mat.indices),
+        shape=sp_mat.shape,
         indices_sorted=sp_mat.indices_sorted,
         unique_indices=sp_mat.unique_indices,
     )

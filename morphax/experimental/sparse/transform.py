@@ -23,10 +23,10 @@ from morphax.experimental.sparse._base import JAXSparse
 from morphax.experimental.sparse.bcoo import (
     BCOO,
     bcoo_dot_general,
-    bcoo_multiply_dense,
     bcoo_multiply_sparse,
     bcoo_sum_duplicates,
     bcoo_transpose,
+    multiply_dense,
 )
 from morphax.experimental.sparse.bcsr import BCSR
 
@@ -170,7 +170,7 @@ def _mul(x, y):
     if _is_sparse(x) and _is_sparse(y):
         return bcoo_multiply_sparse(x, y)
     sp, d = (x, y) if _is_sparse(x) else (y, x)
-    return bcoo_multiply_dense(sp, d)
+    return multiply_dense(sp, d)
 
 
 def _div(x, y):
@@ -178,7 +178,7 @@ def _div(x, y):
         raise NotImplementedError(
             "sparse rule for div is not implemented for a sparse divisor (dense output)"
         )
-    return bcoo_multiply_dense(x, 1 / jnp.asarray(y))
+    return multiply_dense(x, 1 / jnp.asarray(y))
 
 
 def _add(x, y):

@@ -493,3 +493,25 @@ def test_vmap_maps_batch_dimensions_of_sparse_arguments_and_results():
     np.testing.assert_allclose(morphax.vmap(lambda x: x @ jnp.ones(3))(bc), [[1, 5], [1, 4]])
     with pytest.raises(ValueError, match="must correspond to a batch dimension"):
         morphax.vmap(lambda x: x.todense())(sparse.BCOO.fromdense(Ms[0]))
+
+
+def test_multiply_dense_and_extract_as_jax():
+    # JAX 0.10.2: bcoo_multiply_dense returns the product's data (shape (nse,)); broadcasting
+    # beyond the sparse shape raises NotImplementedError; bcoo_extract needs a BCOO; with
+    # assume_unique=False a repeated index reads its value once.
+    M = np.array([[0, 1, 0], [2, 0, 3]], np.float32)
+    s = sparse.BCOO.fromdense(M)
+    d = sparse.bcoo_multiply_dense(s, np.arange(3, dtype=np.float32))
+    assert not isinstance(d, sparse.JAXSparse)
+    np.testing.assert_array_equal(d, [1, 0, 6])
+    with pytest.raises(NotImplementedError, match="output shape matches the sparse matrix shape"):
+        s * np.ones((4, 2, 3), np.float32)
+    with pytest.raises(TypeError, match="should be a BCOO"):
+        sparse.bcoo_extract(s.indices, M)
+    dup = sparse.BCOO((np.ones(3, np.float32), np.array([[0, 1], [0, 1], [1, 2]], np.int32)), shape=(2, 3))
+    W = np.arange(6, dtype=np.float32).reshape(2, 3)
+    e = sparse.bcoo_extract(dup, W, assume_unique=False)
+    np.testing.assert_array_equal(e.data, [1, 0, 5])
+    np.testing.assert_array_equal(e.todense(), W * (np.asarray(dup.todense()) != 0))
+    g = morphax.grad(lambda w: jnp.sum(sparse.bcoo_extract(dup, w, assume_unique=False).data))(W)
+    np.testing.assert_array_equal(g, [[0, 1, 0], [0, 0, 1]])
