@@ -87,6 +87,8 @@ def land(aliases: dict, args, outs: list, reuse) -> list:
         buf, out = args[pos], outs[i]
         if out is buf or type(buf) is not np.ndarray or np.shape(out) != buf.shape:
             continue
+        if getattr(out, "dtype", None) != buf.dtype:
+            continue  # (never expected: the avals match) the output stays where it is
         if any(type(o) is np.ndarray and np.may_share_memory(o, buf) for o in outs):
             continue  # written there by the program (as this output or another)
         np.copyto(buf, out, casting="no")
