@@ -144,3 +144,30 @@ def test_errors(lib):
 
 def test_include_dir_has_the_header():
     assert (pathlib.Path(ffi.include_dir()) / "morphax_ffi.h").is_file()
+
+
+@pytest.mark.skipif(not get_backend("c").available(), reason="no working C compiler")
+def test_the_c_backend_calls_targets_from_its_generated_code(lib):
+    x = jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3)
+    f = morphax.jit(lambda x: jnp.sin(_scale(x * 2, 0.5)) + 1, backend="c")
+    compiled = f.lower(x).compile()
+    assert compiled.num_segments == 1  # no host step: the target is called from the segment
+    assert 'mx_ffi_run(0, "scale"' in compiled.as_text()
+    # Inside a loop body, aliased: the loop runs natively and calls the target each iteration.
+    step = ffi.ffi_call(
+        "add_one_in_place", morphax.ShapeDtypeStruct((4,), jnp.float32), input_output_aliases={0: 0}
+    )
+    loop = morphax.jit(lambda x: morphax.lax.fori_loop(0, 5, lambda i, c: step(c * 2), x), backend="c")
+    assert loop.lower(jnp.zeros(4)).compile().num_segments == 1
+    want = np.zeros(4)
+    for _ in range(5):
+        want = want * 2 + 1
+    np.testing.assert_allclose(loop(jnp.zeros(4)), want)
+    # A failure inside the loop stops it and raises the target's message.
+    fails = ffi.ffi_call("always_fails", morphax.ShapeDtypeStruct((), jnp.float32))
+    stop = morphax.jit(
+        lambda: morphax.lax.while_loop(lambda c: c < 10.0, lambda c: c + fails(what="in the loop"), 0.0),
+        backend="c",
+    )
+    with pytest.raises(morphax.errors.JaxRuntimeError, match="always_fails.*in the loop"):
+        stop()

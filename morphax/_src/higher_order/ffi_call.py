@@ -124,6 +124,13 @@ def register_target(name: str, fn, platform: str = "cpu") -> None:
         _targets[key] = (address, fn)
 
 
+def registered_address(name: str) -> int | None:
+    """The address of the CPU target `name`, or None when none is registered."""
+    with _lock:
+        found = _targets.get((name, "cpu"))
+    return None if found is None else found[0]
+
+
 def _handler(name: str):
     with _lock:
         found = _targets.get((name, "cpu"))

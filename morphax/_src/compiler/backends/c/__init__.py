@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from morphax._src.compiler.backends.c import background, blas, build, disk_cache, generic, render
+from morphax._src.compiler.backends.c import background, blas, build, disk_cache, ffi, generic, render
 from morphax._src.compiler.backends.c import program as native_program
 from morphax._src.compiler.backends.numpy import segment_callable
 from morphax._src.config import config
@@ -129,6 +129,8 @@ class CBackend:
         if not top:
             return {}, []
         with_blas = native_program.uses_blas(segments)
+        with_ffi = native_program.uses_ffi(segments)
+        ffi_targets = ffi.targets(segments) if with_ffi else None
         rendered: list = []
         # The open jaxpr only: the executable is memoized on the closed jaxpr, and holding that
         # (with its constants) from here would make a cycle only the cyclic GC frees.
@@ -154,11 +156,12 @@ class CBackend:
                     front.append(len(rendered))  # the segments' functions follow
                     launched = {id(s) for s in top}
                     rendered.extend(
-                        native_program.render_segment(s, names, id(s) in launched) for s in segments
+                        native_program.render_segment(s, names, id(s) in launched, ffi_targets)
+                        for s in segments
                     )
             return rendered
 
-        prelude = render.PRELUDE + (blas.SOURCE if with_blas else "")
+        prelude = render.PRELUDE + (blas.SOURCE if with_blas else "") + (ffi.SOURCE if with_ffi else "")
 
         def source() -> str:
             return prelude + "\n\n" + "\n\n".join(render_all()) + "\n"
@@ -196,6 +199,12 @@ class CBackend:
                 set_blas = build.function(lib, "mx_set_blas")
                 set_blas.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
                 set_blas(*blas.gemm_pointers())
+            if with_ffi:  # the user's targets, as registered now; their failures raise
+                ffi.bind(lib, ffi_targets)
+                return {
+                    id(s): ffi.checked(native_program.launcher(build.function(lib, s.name), s, params), lib)
+                    for s in top
+                }
             return {id(s): native_program.launcher(build.function(lib, s.name), s, params) for s in top}
 
         # Programs that differ only in shapes share a structure (generic.py).

@@ -13,7 +13,7 @@ import ctypes
 
 import numpy as np
 
-from morphax._src.compiler.backends.c import blas, convolution, launch_ext
+from morphax._src.compiler.backends.c import blas, convolution, ffi, launch_ext
 from morphax._src.compiler.backends.c.scalar import ctype
 from morphax._src.compiler.kernel_ir import Kernel, Loop, Opaque
 from morphax._src.compiler.row_fusion import spans
@@ -25,6 +25,8 @@ def native_form(eqn) -> dict | None:
     """How a segment runs an opaque equation in C, or None when it stays a Python step: matmuls
     BLAS can do over the buffers as they lie (blas.py), convolutions as im2col + BLAS
     (convolution.py). The form's "scratch" is the working memory its C needs."""
+    if ffi.is_ffi(eqn):  # a call of the user's C target: needs no BLAS
+        return ffi.ffi_form(eqn)
     form = blas.matmul_form(eqn) or convolution.conv_form(eqn)
     return form if form is not None and blas.available() else None
 
@@ -36,22 +38,43 @@ def native_scratch(eqn) -> int | None:
 
 
 def uses_blas(segments) -> bool:
-    return any(isinstance(step, Opaque) for seg in segments for step in seg.steps)
+    return any(
+        isinstance(step, Opaque) and not ffi.is_ffi(step.eqn) for seg in segments for step in seg.steps
+    )
 
 
-def render_segment(segment, names_ctx, exported: bool = True) -> str:
+def uses_ffi(segments) -> bool:
+    return any(isinstance(step, Opaque) and ffi.is_ffi(step.eqn) for seg in segments for step in seg.steps)
+
+
+def _calls_ffi(segment) -> bool:
+    """Whether `segment`, or a loop body inside it, calls an ffi target."""
+    for step in segment.steps:
+        if isinstance(step, Opaque) and ffi.is_ffi(step.eqn):
+            return True
+        if isinstance(step, Loop) and any(
+            b.segment is not None and _calls_ffi(b.segment) for b in step.bodies
+        ):
+            return True
+    return False
+
+
+def render_segment(segment, names_ctx, exported: bool = True, ffi_targets=None) -> str:
     """C for one segment. Loop bodies (`exported=False`) are static: only their loop calls
-    them, and the C compiler may inline them into it."""
+    them, and the C compiler may inline them into it. `ffi_targets`: the library's table of ffi
+    targets (ffi.targets), where it calls any."""
     names = names_ctx.name
     n_in, n_out = len(segment.inputs), len(segment.outputs)
     kernels = sum(isinstance(s, Kernel) for s in segment.steps)
     calls = [s.eqn.primitive.name for s in segment.steps if isinstance(s, Opaque)]
     matmuls = calls.count("dot_general")
-    convolutions = len(calls) - matmuls
+    foreign = calls.count("ffi_call")
+    convolutions = len(calls) - matmuls - foreign
     loops = len(segment.steps) - kernels - len(calls)
+    ffi_note = f", {_count(foreign, 'ffi call')}" if foreign else ""
     lines = [
         f"/* {segment.name}: one native segment: {_count(kernels, 'kernel')}, {_count(matmuls, 'matmul')}, "
-        f"{_count(convolutions, 'convolution')}, {_count(loops, 'loop')}, {segment.scratch_bytes} bytes of scratch.\n"
+        f"{_count(convolutions, 'convolution')}{ffi_note}, {_count(loops, 'loop')}, {segment.scratch_bytes} bytes of scratch.\n"
         f" * io: inputs {_listing(segment.inputs, names)}; "
         f"outputs {_listing(segment.outputs, names)}; then the scratch arena. */",
         f"{'' if exported else 'static '}void {segment.name}(void *const *restrict io) {{",
@@ -99,6 +122,10 @@ def render_segment(segment, names_ctx, exported: bool = True) -> str:
             lines.append(f"  {{ void *const args[] = {{{', '.join(args)}}}; {step.name}(args); }}")
         elif isinstance(step, Loop):
             lines.extend(_render_loop(step, where, f"scratch + {segment.offsets[id(step)]}", names_ctx))
+        elif ffi.is_ffi(step.eqn):
+            lines.extend(
+                ffi.render_call(step.eqn, where, ffi_targets, _comment(step.eqn, names_ctx), _static_bytes)
+            )
         else:
             eqn = step.eqn
             form = native_form(eqn)
@@ -182,6 +209,8 @@ def _render_loop(loop, where: dict, temp: str, names_ctx) -> list:
                     seg_out[j] = out_ptr(outs[k])
             args = [source(b, role) for role in body.args] + seg_out + [f"tmp + {t['body']}"]
             out.append(f"{pad}{{ void *const args[] = {{{', '.join(args)}}}; {seg.name}(args); }}")
+            if _calls_ffi(seg):  # a failed ffi call in the body: leave the loop and the segment
+                out.append(f"{pad}if (mx_ffi_status != 0) return;")
         for k, (kind, j) in enumerate(body.results):
             size = closed.jaxpr.outvars[k].aval.nbytes
             if kind in ("input", "const"):
