@@ -10,9 +10,9 @@ register the symbol::
     y = morphax.ffi.ffi_call("scale", morphax.ShapeDtypeStruct(x.shape, x.dtype), vmap_method="expand_dims")(x, factor=2.0)
 
 NB: JAX's targets follow XLA's FFI (C++ handlers declared with XLA_FFI_DEFINE_HANDLER); morphax's
-convention is a plain C struct instead, so a target written for JAX needs a small C adapter. The
-call runs on the host buffers wherever the program runs (a step between native segments, or
-between device programs on the xla backend). `ffi_lowering` and `build_ffi_lowering_function`
+convention is a plain C struct instead, so a target written for JAX needs a small C adapter. In a
+C-backend program the generated code calls the target directly; elsewhere the call is a host step
+(between device programs on the xla backend, or eagerly). `ffi_lowering` and `build_ffi_lowering_function`
 build MLIR lowering rules in JAX; morphax lowers `ffi_call` itself, and they raise
 NotImplementedError when their rule is used.
 """

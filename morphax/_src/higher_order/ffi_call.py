@@ -2,9 +2,10 @@
 (`register_ffi_target`), under morphax's own calling convention (ffi_include/morphax_ffi.h: one
 MxFfiCall struct of argument and result buffers and keyword attributes; 0 on success).
 
-The call runs on the host, on the arrays' host buffers, wherever the program runs: a Python step
-between the native segments of a C-backend program, a host step between device programs on the
-xla backend (backends/xla/host_steps.py), or directly when called eagerly. It is not
+The call runs on the host, on the arrays' host buffers: inside a C-backend program the generated
+code calls the target itself (compiler/backends/c/ffi.py); elsewhere `impl` calls it through
+ctypes: a host step between device programs on the xla backend (backends/xla/host_steps.py), a
+step of a NumPy-backend program, or an eager call. It is not
 differentiable (wrap it in custom_jvp/custom_vjp, as in JAX), and under vmap it does what its
 `vmap_method` says, as JAX defines the methods.
 """
