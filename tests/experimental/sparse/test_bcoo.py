@@ -498,7 +498,8 @@ def test_vmap_maps_batch_dimensions_of_sparse_arguments_and_results():
 def test_multiply_dense_and_extract_as_jax():
     # JAX 0.10.2: bcoo_multiply_dense returns the product's data (shape (nse,)); broadcasting
     # beyond the sparse shape raises NotImplementedError; bcoo_extract needs a BCOO; with
-    # assume_unique=False a repeated index reads its value once.
+    # assume_unique=False a repeated index reads its value once (JAX has no transpose for that
+    # case; the gradient here is the derivative of the values read).
     M = np.array([[0, 1, 0], [2, 0, 3]], np.float32)
     s = sparse.BCOO.fromdense(M)
     d = sparse.bcoo_multiply_dense(s, np.arange(3, dtype=np.float32))
