@@ -516,3 +516,29 @@ def test_multiply_dense_and_extract_as_jax():
     np.testing.assert_array_equal(e.todense(), W * (np.asarray(dup.todense()) != 0))
     g = morphax.grad(lambda w: jnp.sum(sparse.bcoo_extract(dup, w, assume_unique=False).data))(W)
     np.testing.assert_array_equal(g, [[0, 1, 0], [0, 0, 1]])
+
+
+def test_higher_order_and_composed_transformations():
+    M = _rand((4, 5), density=0.5)
+    s = sparse.BCOO.fromdense(M)
+    x = RNG.normal(size=(5,)).astype(np.float32)
+    rows, cols = np.asarray(s.indices).T
+
+    def f(d, x):
+        return jnp.sum(jnp.tanh(sparse.BCOO((d, s.indices), shape=s.shape) @ x) ** 2)
+
+    def fd(m, x):
+        return jnp.sum(jnp.tanh(m @ x) ** 2)
+
+    H = morphax.hessian(f)(s.data, x)
+    Hd = np.asarray(morphax.hessian(fd)(M, x))
+    np.testing.assert_allclose(H, Hd[rows, cols][:, rows, cols], atol=1e-5)
+    np.testing.assert_allclose(
+        morphax.hessian(f, argnums=1)(s.data, x), morphax.hessian(fd, argnums=1)(M, x), atol=1e-5
+    )
+    xs = RNG.normal(size=(3, 5)).astype(np.float32)
+    g = morphax.jit(morphax.vmap(morphax.grad(f), in_axes=(None, 0)))(s.data, xs)
+    gd = np.asarray(morphax.vmap(morphax.grad(fd), in_axes=(None, 0))(M, xs))
+    np.testing.assert_allclose(g, gd[:, rows, cols], atol=1e-5)
+    J = morphax.jacfwd(lambda d: sparse.BCOO((d, s.indices), shape=s.shape) @ x)(s.data)
+    np.testing.assert_allclose(J, np.asarray(morphax.jacfwd(lambda m: m @ x)(M))[:, rows, cols], atol=1e-6)
