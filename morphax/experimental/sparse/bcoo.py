@@ -270,8 +270,14 @@ class BCOO(JAXSparse):
         if isinstance(other, JAXSparse):
             if not isinstance(other, BCOO):
                 return NotImplemented
-        else:
-            other = jnp.asarray(other)
+            return bcoo_dot_general(self, other, dimension_numbers=_matmul_dims(self.ndim, other.ndim))
+        other = jnp.asarray(other)
+        if other.ndim > 2 and all(d == 1 for d in other.shape[:-2]):
+            # Broadcasting matmul against size-1 batch dimensions: the product with the matrix,
+            # broadcast to jnp.matmul's batch shape.
+            batch = np.broadcast_shapes(self.shape[:-2], other.shape[:-2])
+            out = self @ other.reshape(other.shape[-2:])
+            return jnp.broadcast_to(out, (*batch, *out.shape[-2:]))
         return bcoo_dot_general(self, other, dimension_numbers=_matmul_dims(self.ndim, other.ndim))
 
     def __rmatmul__(self, other):

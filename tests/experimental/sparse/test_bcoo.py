@@ -542,3 +542,18 @@ def test_higher_order_and_composed_transformations():
     np.testing.assert_allclose(g, gd[:, rows, cols], atol=1e-5)
     J = morphax.jacfwd(lambda d: sparse.BCOO((d, s.indices), shape=s.shape) @ x)(s.data)
     np.testing.assert_allclose(J, np.asarray(morphax.jacfwd(lambda m: m @ x)(M))[:, rows, cols], atol=1e-6)
+
+
+@pytest.mark.parametrize("n_batch", [0, 1])
+@pytest.mark.parametrize("rhs_shape", [(5,), (5, 3), (2, 5, 3), (1, 5, 3)])
+def test_matmul_broadcasting_as_jax(n_batch, rhs_shape):
+    # JAX 0.10.2: every case gives M @ rhs except a (2, 5, 3) rhs with n_batch=0 (the product's
+    # batch dimension must be a batch dimension of the sparse operand: NotImplementedError).
+    M = _rand((2, 4, 5), density=0.5)
+    s = sparse.BCOO.fromdense(M, n_batch=n_batch)
+    rhs = RNG.normal(size=rhs_shape).astype(np.float32)
+    if n_batch == 0 and rhs_shape == (2, 5, 3):
+        with pytest.raises(NotImplementedError, match="batch dimensions"):
+            s @ rhs
+        return
+    np.testing.assert_allclose(s @ rhs, M @ rhs, rtol=1e-5, atol=1e-5)
