@@ -333,11 +333,11 @@ def _sampled_impl(A, B, indices, *, dimension_numbers):
 
 
 def _sampled_abstract(A, B, indices, *, dimension_numbers):
-    prod = jax_eval_shape(lambda a, b: lax.dot_general(a, b, dimension_numbers), A, B)
+    prod = eval_shape_aval(lambda a, b: lax.dot_general(a, b, dimension_numbers), A, B)
     return _extract_abstract(indices, prod)
 
 
-def jax_eval_shape(fn, *avals):
+def eval_shape_aval(fn, *avals):
     out = morphax.eval_shape(fn, *(morphax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals))
     return aval(out.shape, out.dtype)
 

@@ -86,32 +86,6 @@ def broadcast_batch(data, indices, batch_shape):
     return data, indices
 
 
-def move_to_front(x, d):
-    return x if d in (None, 0) else jnp.moveaxis(x, d, 0)
-
-
-def batch_front(vals, dims, size):
-    """Each operand with its batch axis first (unbatched ones broadcast to `size`)."""
-    out = []
-    for v, d in zip(vals, dims):
-        if d is None:
-            v = jnp.broadcast_to(v, (size, *jnp.shape(v)))
-        else:
-            v = move_to_front(v, d)
-        out.append(v)
-    return out
-
-
-def sentinel_fill(indices, shape):
-    """Indices of entries out of bounds replaced by `shape` in every column (the padding mark)."""
-    n_sparse = indices.shape[-1]
-    if n_sparse == 0:
-        return indices
-    bound = jnp.array(shape[:n_sparse], dtype=indices.dtype) if shape else None
-    bad = jnp.any((indices >= bound) | (indices < 0), axis=-1, keepdims=True)
-    return jnp.where(bad, bound, indices)
-
-
 def prod(xs):
     return math.prod(int(x) for x in xs)
 
