@@ -351,6 +351,31 @@ batch_by_vmap(bcoo_dot_general_sampled_p, _sampled_impl)
 # ------------------------------------------------------------------------------ spdot_general
 
 
+def _spdot_unbatched(ld, li, rd, ri, lshape, rshape, lc, rc, dtype):
+    """Sparse x sparse without batch or dense dimensions: every pair of stored entries whose
+    contracted indices agree contributes its product at the pair's free indices (the others
+    are padding)."""
+    lfree = [d for d in range(len(lshape)) if d not in lc]
+    rfree = [d for d in range(len(rshape)) if d not in rc]
+    match = jnp.ones((li.shape[0], ri.shape[0]), bool)
+    for l, r in zip(lc, rc):
+        match = match & (li[:, l][:, None] == ri[:, r][None, :])
+    valid_l = jnp.all(li < jnp.array(lshape, li.dtype), axis=1) if lshape else jnp.ones(li.shape[0], bool)
+    valid_r = jnp.all(ri < jnp.array(rshape, ri.dtype), axis=1) if rshape else jnp.ones(ri.shape[0], bool)
+    match = match & valid_l[:, None] & valid_r[None, :]
+    data = jnp.where(match, ld.astype(dtype)[:, None] * rd.astype(dtype)[None, :], 0)
+    out_shape = tuple(lshape[d] for d in lfree) + tuple(rshape[d] for d in rfree)
+    cols = [jnp.broadcast_to(li[:, d][:, None], match.shape) for d in lfree]
+    cols += [jnp.broadcast_to(ri[:, d][None, :], match.shape) for d in rfree]
+    idx_dtype = jnp.result_type(li.dtype, ri.dtype)
+    if cols:
+        idx = jnp.stack(cols, axis=-1).reshape(-1, len(cols)).astype(idx_dtype)
+        idx = jnp.where(match.reshape(-1, 1), idx, jnp.array(out_shape, idx_dtype))
+    else:
+        idx = jnp.zeros((match.size, 0), idx_dtype)
+    return data.reshape(-1), idx
+
+
 def _spdot_impl(
     lhs_data,
     lhs_indices,
@@ -362,32 +387,21 @@ def _spdot_impl(
     dimension_numbers,
     preferred_element_type=None,
 ):
-    """Sparse x sparse, both without batch or dense dimensions: every pair of stored entries whose
-    contracted indices agree contributes its product at the pair's free indices."""
-    (lc, rc), (lb, rb) = dimension_numbers
+    """Sparse x sparse for operands with equal batch dimensions that are the product's batch
+    dimensions (the unbatched kernel mapped over them) and no dense dimensions."""
+    (lc, rc), _ = dimension_numbers
+    nb = lhs_indices.ndim - 2
     lshape, rshape = tuple(lhs_spinfo.shape), tuple(rhs_spinfo.shape)
     dtype = preferred_element_type or jnp.result_type(lhs_data.dtype, rhs_data.dtype)
-    lfree = [d for d in range(len(lshape)) if d not in lc]
-    rfree = [d for d in range(len(rshape)) if d not in rc]
-    li, ri = lhs_indices, rhs_indices
-    match = jnp.ones((li.shape[0], ri.shape[0]), bool)
-    for l, r in zip(lc, rc):
-        match = match & (li[:, l][:, None] == ri[:, r][None, :])
-    valid_l = jnp.all(li < jnp.array(lshape, li.dtype), axis=1) if lshape else jnp.ones(li.shape[0], bool)
-    valid_r = jnp.all(ri < jnp.array(rshape, ri.dtype), axis=1) if rshape else jnp.ones(ri.shape[0], bool)
-    match = match & valid_l[:, None] & valid_r[None, :]
-    data = jnp.where(match, lhs_data.astype(dtype)[:, None] * rhs_data.astype(dtype)[None, :], 0)
-    out_shape = tuple(lshape[d] for d in lfree) + tuple(rshape[d] for d in rfree)
-    cols = [jnp.broadcast_to(li[:, d][:, None], match.shape) for d in lfree]
-    cols += [jnp.broadcast_to(ri[:, d][None, :], match.shape) for d in rfree]
-    idx_dtype = jnp.result_type(li.dtype, ri.dtype)
-    if cols:
-        idx = jnp.stack(cols, axis=-1).reshape(-1, len(cols)).astype(idx_dtype)
-        bound = jnp.array(out_shape, idx_dtype)
-        idx = jnp.where(match.reshape(-1, 1), idx, bound)
-    else:
-        idx = jnp.zeros((match.size, 0), idx_dtype)
-    return [data.reshape(-1), idx]
+    ld, li = broadcast_batch(lhs_data, lhs_indices, lshape[:nb])
+    rd, ri = broadcast_batch(rhs_data, rhs_indices, rshape[:nb])
+    lc = tuple(d - nb for d in lc)
+    rc = tuple(d - nb for d in rc)
+
+    def one(ld, li, rd, ri):
+        return _spdot_unbatched(ld, li, rd, ri, lshape[nb:], rshape[nb:], lc, rc, dtype)
+
+    return list(nfold_vmap(one, nb)(ld, li, rd, ri))
 
 
 def _spdot_abstract(
@@ -402,17 +416,25 @@ def _spdot_abstract(
     preferred_element_type=None,
 ):
     (lc, rc), (lb, rb) = dimension_numbers
-    if lb or rb or lhs_indices.ndim != 2 or rhs_indices.ndim != 2 or lhs_data.ndim != 1 or rhs_data.ndim != 1:
+    nb = lhs_indices.ndim - 2
+    batch = tuple(range(nb))
+    if (
+        rhs_indices.ndim - 2 != nb
+        or tuple(lb) != batch
+        or tuple(rb) != batch
+        or lhs_data.ndim != nb + 1
+        or rhs_data.ndim != nb + 1
+    ):
         raise NotImplementedError(
-            "bcoo_spdot_general: sparse x sparse products are supported for operands without batch "
-            "or dense dimensions"
+            "bcoo_spdot_general: sparse x sparse products need operands with the same batch "
+            "dimensions, all of them batch dimensions of the product, and no dense dimensions"
         )
     lshape, rshape = tuple(lhs_spinfo.shape), tuple(rhs_spinfo.shape)
-    shape = _dot_out_shape(lshape, rshape, tuple(lc), tuple(rc), (), ())
-    nse = lhs_indices.shape[0] * rhs_indices.shape[0]
+    shape = _dot_out_shape(lshape, rshape, tuple(lc), tuple(rc), tuple(lb), tuple(rb))
+    nse = lhs_indices.shape[nb] * rhs_indices.shape[nb]
     dtype = preferred_element_type or jnp.result_type(lhs_data.dtype, rhs_data.dtype)
     idx_dtype = jnp.result_type(lhs_indices.dtype, rhs_indices.dtype)
-    return [aval((nse,), dtype), aval((nse, len(shape)), idx_dtype)]
+    return [aval((*shape[:nb], nse), dtype), aval((*shape[:nb], nse, len(shape) - nb), idx_dtype)]
 
 
 bcoo_spdot_general_p = sparse_primitive(

@@ -377,9 +377,10 @@ def bcoo_dot_general(
     dn = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
     pet = None if preferred_element_type is None else np.dtype(preferred_element_type)
     if isinstance(lhs, BCOO) and isinstance(rhs, BCOO):
-        if lhs.n_batch or rhs.n_batch or lhs.n_dense or rhs.n_dense:
-            # Without a batched sparse-sparse kernel the product densifies one operand (the
-            # result is then dense, as a BCOO of full nse would be no sparser).
+        batch = tuple(range(lhs.n_batch))
+        if lhs.n_dense or rhs.n_dense or lhs.n_batch != rhs.n_batch or dn[1] != (batch, batch):
+            # Outside the sparse-sparse kernel's layouts the product densifies the right operand
+            # (the result is then a dense array).
             return bcoo_dot_general(lhs, rhs.todense(), dimension_numbers=dn, preferred_element_type=pet)
         data, indices = P.bcoo_spdot_general_p.bind(
             lhs.data,
@@ -391,9 +392,9 @@ def bcoo_dot_general(
             dimension_numbers=dn,
             preferred_element_type=pet,
         )
-        shape = P._dot_out_shape(lhs.shape, rhs.shape, dn[0][0], dn[0][1], (), ())
+        shape = P._dot_out_shape(lhs.shape, rhs.shape, dn[0][0], dn[0][1], batch, batch)
         # As JAX: the pair products are merged to at most one entry per output position.
-        out_nse = min(data.shape[0], prod(shape))
+        out_nse = min(data.shape[lhs.n_batch], prod(shape[lhs.n_batch :]))
         return bcoo_sum_duplicates(BCOO((data, indices), shape=shape), nse=out_nse)
     if isinstance(lhs, BCOO):
         return P.bcoo_dot_general_p.bind(

@@ -557,3 +557,24 @@ def test_matmul_broadcasting_as_jax(n_batch, rhs_shape):
             s @ rhs
         return
     np.testing.assert_allclose(s @ rhs, M @ rhs, rtol=1e-5, atol=1e-5)
+
+
+def test_batched_sparse_sparse_matmul():
+    # JAX 0.10.2: (2, 4, 5) @ (2, 5, 3) BCOOs with n_batch=1 give BCOO(float32[2, 4, 3], nse=12,
+    # n_batch=1) for these operands.
+    rng = np.random.default_rng(0)
+    A = (rng.normal(size=(2, 4, 5)) * (rng.random((2, 4, 5)) < 0.5)).astype(np.float32)
+    B = (rng.normal(size=(2, 5, 3)) * (rng.random((2, 5, 3)) < 0.5)).astype(np.float32)
+    a, b = sparse.BCOO.fromdense(A, n_batch=1), sparse.BCOO.fromdense(B, n_batch=1)
+    out = a @ b
+    assert isinstance(out, sparse.BCOO) and out.n_batch == 1 and out.nse == 12
+    np.testing.assert_allclose(out.todense(), A @ B, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(morphax.jit(lambda x, y: (x @ y).todense())(a, b), A @ B, rtol=1e-5, atol=1e-5)
+    g = morphax.grad(lambda d: jnp.sum((sparse.BCOO((d, a.indices), shape=a.shape) @ b).todense()))(a.data)
+    want = morphax.grad(lambda m: jnp.sum(m @ B))(A)
+    np.testing.assert_allclose(
+        sparse.BCOO((g, a.indices), shape=a.shape).todense(),
+        np.asarray(want) * (A != 0),
+        rtol=1e-5,
+        atol=1e-6,
+    )
