@@ -311,19 +311,60 @@ def bcoo_gather(
     mode=None,
     fill_value=None,
 ):
-    """lax.gather of a BCOO, computed on the dense array (the result is stored with every
-    element, nse = its size): a gather's output has no sparsity the operand's indices predict."""
-    dense = lax.gather(
-        operand.todense(),
-        start_indices,
-        dimension_numbers,
-        slice_sizes,
-        unique_indices=unique_indices,
-        indices_are_sorted=indices_are_sorted,
-        mode=mode,
-        fill_value=fill_value,
-    )
-    return type(operand).fromdense(dense, nse=max(1, dense.size))
+    """lax.gather of a BCOO: one dynamic slice of the operand per row of `start_indices` (mapped
+    with vmap, so the slices become a leading batch dimension), the collapsed dimensions squeezed,
+    and the dimensions ordered as lax.gather orders them. Start indices are clamped into range
+    (the "clip" and "promise_in_bounds" modes); "fill" is not supported."""
+    import morphax
+
+    mode_name = str(getattr(mode, "name", mode) or "promise_in_bounds").lower()
+    if not any(m in mode_name for m in ("promise_in_bounds", "clip")):
+        raise NotImplementedError(f"bcoo_gather: mode={mode!r} is not supported")
+    start_indices = jnp.asarray(start_indices)
+    out_shape = morphax.eval_shape(
+        lambda o, i: lax.gather(o, i, dimension_numbers, slice_sizes, mode=mode, fill_value=fill_value),
+        morphax.ShapeDtypeStruct(operand.shape, operand.dtype),
+        morphax.ShapeDtypeStruct(start_indices.shape, start_indices.dtype),
+    ).shape
+    offset_dims = tuple(dimension_numbers.offset_dims)
+    collapsed = tuple(dimension_numbers.collapsed_slice_dims)
+    index_map = tuple(dimension_numbers.start_index_map)
+    if getattr(dimension_numbers, "operand_batching_dims", ()):
+        raise NotImplementedError("bcoo_gather: operand batching dimensions are not supported")
+    sizes = [int(d) for d in slice_sizes]
+    rows = start_indices.reshape(-1, start_indices.shape[-1])
+
+    def one(row):
+        starts = [jnp.zeros((), row.dtype)] * operand.ndim
+        for k, dim in enumerate(index_map):
+            starts[dim] = row[k]
+        piece = bcoo_dynamic_slice(operand, starts, sizes)
+        return bcoo_squeeze(piece, dimensions=collapsed) if collapsed else piece
+
+    out = morphax.vmap(one)(rows)
+    batch_shape = tuple(start_indices.shape[:-1])
+    out = bcoo_reshape(out, new_sizes=(*batch_shape, *out.shape[1:]))
+    # lax.gather puts the slice dimensions at offset_dims and the index batch dimensions in the
+    # remaining positions, in order.
+    n_out = len(out_shape)
+    batch_pos = [d for d in range(n_out) if d not in offset_dims]
+    perm = [0] * n_out
+    for k, d in enumerate(batch_pos):
+        perm[d] = k
+    for k, d in enumerate(offset_dims):
+        perm[d] = len(batch_pos) + k
+    if perm != list(range(n_out)):
+        from morphax.experimental.sparse._bcoo_prims import bcoo_transpose_p, validate_permutation
+
+        try:
+            validate_permutation(perm, out.n_batch, out.n_sparse, out.ndim)
+        except NotImplementedError:
+            # The index dimensions (batch) go after slice dimensions: as JAX, make them sparse.
+            out = out.update_layout(n_batch=0, on_inefficient=None)
+            validate_permutation(perm, out.n_batch, out.n_sparse, out.ndim)
+        data, idx = bcoo_transpose_p.bind(out.data, out.indices, permutation=tuple(perm), spinfo=out._info)
+        out = type(out)((data, idx), shape=tuple(out.shape[p] for p in perm))
+    return out
 
 
 def bcoo_conv_general_dilated(lhs, rhs, **kwargs):
@@ -371,9 +412,7 @@ def bcoo_getitem(mat, idx):
                 rev.append(dim)
             out_pos += 1
         else:
-            raise NotImplementedError(
-                f"BCOO indexing supports integers, slices, None and Ellipsis; got {type(i).__name__}"
-            )
+            return _advanced_getitem(mat, idx)
         dim += 1
     for d in range(dim, mat.ndim):
         starts.append(0), limits.append(mat.shape[d]), strides.append(1)
@@ -390,3 +429,18 @@ def bcoo_getitem(mat, idx):
         else:
             out = bcoo_reshape(out, new_sizes=shape)
     return out
+
+
+def _advanced_getitem(mat, idx):
+    """Indexing with arrays (or booleans): jnp's indexing of a dense stand-in traced to a jaxpr
+    and evaluated with the sparse rules (gather, slicing, reshapes), as sparsify does."""
+    return _SPARSIFY[0](lambda x: x[idx])(mat)
+
+
+# `sparsify` (transform.py, which builds on this module) registers itself here when it is
+# imported (the package imports it), for the indexing that needs it.
+_SPARSIFY = [None]
+
+
+def register_sparsify(fn):
+    _SPARSIFY[0] = fn

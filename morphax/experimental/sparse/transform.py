@@ -324,7 +324,33 @@ def _scan(ins, *, jaxpr, length, num_consts, num_carry, reverse, unroll, **_):
 _CONTROL = {"while": _while, "cond": _cond, "scan": _scan}
 
 
+def _gather(
+    x,
+    idx,
+    *,
+    dimension_numbers,
+    slice_sizes,
+    unique_indices=False,
+    indices_are_sorted=False,
+    mode=None,
+    fill_value=None,
+):
+    if _is_sparse(idx):
+        raise NotImplementedError("sparse rule for gather is not implemented for sparse indices")
+    return O.bcoo_gather(
+        x,
+        idx,
+        dimension_numbers,
+        slice_sizes,
+        unique_indices=unique_indices,
+        indices_are_sorted=indices_are_sorted,
+        mode=mode,
+        fill_value=fill_value,
+    )
+
+
 _RULES = {
+    "gather": _gather,
     "mul": _mul,
     "div": _div,
     "add": _add,
@@ -341,3 +367,6 @@ _RULES = {
     "dynamic_slice": _dynamic_slice,
     "rev": _rev,
 }
+
+
+O.register_sparsify(sparsify)
