@@ -444,3 +444,111 @@ _SPARSIFY = [None]
 
 def register_sparsify(fn):
     _SPARSIFY[0] = fn
+
+
+# ------------------------------------------------------------------------------------ layout
+
+
+def _padding_mask(mat, idx):
+    """True for stored entries at in-bounds indices (not padding)."""
+    nb, ns = mat.n_batch, mat.n_sparse
+    if not ns:
+        return jnp.ones(idx.shape[:-1], bool)
+    return jnp.all(idx < jnp.array(mat.shape[nb : nb + ns], idx.dtype), axis=-1)
+
+
+def relayout(mat, n_batch, n_dense):
+    """`mat` with `n_batch` batch and `n_dense` dense dimensions, moving dimensions between the
+    groups on the buffers (no dense copy), with JAX's nse: batch dimensions that become sparse
+    multiply nse by their size (their elements' entries join), dense dimensions that become
+    sparse multiply it by theirs (each entry splits per position); the other moves keep nse."""
+    cls = type(mat)
+    shape = mat.shape
+    data, idx = broadcast_batch(mat.data, mat.indices, shape[: mat.n_batch])
+    mat = cls((data, idx), shape=shape)
+    # Dense dimensions leave first (they may become batch dimensions through the sparse group),
+    # then the batch group changes, then sparse dimensions join the dense group.
+    data, idx = mat.data, mat.indices
+    nb, nd = mat.n_batch, mat.n_dense
+    if n_dense < nd:
+        # Leading dense dimensions become trailing sparse columns: each entry splits into one
+        # entry per position of them.
+        k = nd - n_dense
+        moved = shape[mat.ndim - nd : mat.ndim - n_dense]
+        size = prod(moved)
+        nse = idx.shape[nb]
+        coords = jnp.stack(
+            jnp.meshgrid(*(jnp.arange(d, dtype=idx.dtype) for d in moved), indexing="ij"), axis=-1
+        )
+        coords = coords.reshape(size, k)
+        valid = _padding_mask(mat, idx)
+        old = jnp.broadcast_to(idx[..., :, None, :], (*idx.shape[:-1], size, idx.shape[-1]))
+        new = jnp.broadcast_to(coords, (*idx.shape[:-1], size, k))
+        joined = jnp.concatenate([old, new], axis=-1)
+        bound = jnp.array(shape[nb : mat.ndim - n_dense], idx.dtype)
+        joined = jnp.where(valid[..., None, None], joined, bound)
+        idx = joined.reshape(*idx.shape[:nb], nse * size, joined.shape[-1])
+        data = data.reshape(*data.shape[: nb + 1], size, *data.shape[data.ndim - n_dense :])
+        data = data.reshape(*data.shape[:nb], nse * size, *data.shape[nb + 2 :])
+        mat = cls((data, idx), shape=shape)
+
+    data, idx = mat.data, mat.indices
+    nb = mat.n_batch
+    if n_batch < nb:
+        # Batch dimensions n_batch..nb become leading sparse columns: their coordinates.
+        moved = shape[n_batch:nb]
+        grids = jnp.meshgrid(*(jnp.arange(d, dtype=idx.dtype) for d in moved), indexing="ij")
+        lead = jnp.stack(grids, axis=-1) if moved else None
+        lead = lead.reshape(*(1,) * n_batch, *moved, 1, len(moved))
+        lead = jnp.broadcast_to(lead, (*idx.shape[:-1], len(moved)))
+        valid = _padding_mask(mat, idx)
+        bound = jnp.array(shape[n_batch : nb + mat.n_sparse], idx.dtype)
+        idx = jnp.where(valid[..., None], jnp.concatenate([lead, idx], axis=-1), bound)
+        nse = prod(moved) * idx.shape[nb]
+        data = data.reshape(*shape[:n_batch], nse, *data.shape[nb + 1 :])
+        idx = idx.reshape(*shape[:n_batch], nse, idx.shape[-1])
+        mat = cls((data, idx), shape=shape)
+    elif n_batch > nb:
+        # Leading sparse columns become batch dimensions: every new batch element keeps the
+        # entries at its coordinates (the others become padding).
+        k = n_batch - nb
+        moved = shape[nb:n_batch]
+        coords = jnp.stack(
+            jnp.meshgrid(*(jnp.arange(d, dtype=idx.dtype) for d in moved), indexing="ij"), axis=-1
+        )  # (*moved, k)
+        valid = _padding_mask(mat, idx)
+        expand_i = idx.reshape(*shape[:nb], *(1,) * k, *idx.shape[nb:])
+        here = jnp.all(
+            expand_i[..., :k] == coords.reshape(*(1,) * nb, *moved, 1, k), axis=-1
+        ) & valid.reshape(*shape[:nb], *(1,) * k, idx.shape[nb])
+        rest_bound = jnp.array(shape[n_batch : nb + mat.n_sparse], idx.dtype)
+        new_idx = jnp.where(here[..., None], expand_i[..., k:], rest_bound)
+        d = data.reshape(*shape[:nb], *(1,) * k, *data.shape[nb:])
+        new_data = jnp.where(here.reshape(here.shape + (1,) * (data.ndim - nb - 1)), d, 0)
+        new_data = jnp.broadcast_to(new_data, (*shape[:n_batch], *data.shape[nb:]))
+        mat = cls(
+            (new_data, jnp.broadcast_to(new_idx, (*shape[:n_batch], *new_idx.shape[n_batch:]))), shape=shape
+        )
+    data, idx = mat.data, mat.indices
+    nb, nd = mat.n_batch, mat.n_dense
+    if n_dense > nd:
+        # Trailing sparse columns become dense dimensions: each entry's data is placed at its
+        # coordinates in a block of them.
+        k = n_dense - nd
+        ns = mat.n_sparse
+        moved = shape[nb + ns - k : nb + ns]
+        nse = idx.shape[nb]
+
+        def one(d, i):
+            block = jnp.zeros((nse, *moved, *d.shape[1:]), d.dtype)
+            pos = tuple(i[:, ns - k + j] for j in range(k))
+            return block.at[(jnp.arange(nse), *pos)].set(d, mode="drop")
+
+        from morphax.experimental.sparse.util import nfold_vmap
+
+        data = nfold_vmap(one, nb)(data, idx)
+        keep = idx[..., : ns - k]
+        valid = _padding_mask(mat, idx)
+        idx = jnp.where(valid[..., None], keep, jnp.array(shape[nb : nb + ns - k], idx.dtype))
+        mat = cls((data, idx), shape=shape)
+    return mat

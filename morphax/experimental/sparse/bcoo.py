@@ -28,6 +28,7 @@ from morphax.experimental.sparse._bcoo_ops import (  # noqa: F401 - the module's
     bcoo_rev,
     bcoo_slice,
     bcoo_squeeze,
+    relayout,
 )
 from morphax.experimental.sparse._bcoo_prims import (  # noqa: F401 - the module's public names
     bcoo_dot_general_p,
@@ -552,12 +553,7 @@ def bcoo_update_layout(mat, *, n_batch=None, n_dense=None, on_inefficient="error
         )
     # Entries per new batch element: each old entry lands in one new batch element and expands to
     # the dense block of the dimensions leaving the dense group.
-    nse = mat.nse
-    nse *= prod(mat.shape[n_batch : mat.n_batch]) if n_batch < mat.n_batch else 1
-    nse *= prod(mat.shape[mat.ndim - mat.n_dense : mat.ndim - n_dense]) if n_dense < mat.n_dense else 1
-    return bcoo_fromdense(
-        mat.todense(), nse=nse, n_batch=n_batch, n_dense=n_dense, index_dtype=mat.indices.dtype
-    )
+    return relayout(mat, n_batch, n_dense)
 
 
 # ------------------------------------------------------------------------------------- vmap
