@@ -250,8 +250,10 @@ def _div(prim, ps, terms, order, raw, **params):
 
 
 def _chain(u, c, value, order):
-    """v = f(x) given x's series u and the series c of f'(x): v_k = (1/k) sum_j j u_j c_{k-j}."""
+    """v = f(x) given x's series u and the series c of f'(x): v_k = (1/k) sum_j j u_j c_{k-j}.
+    c=None: f' = f (exp), so c is v itself, each coefficient known before it is needed."""
     v = [value]
+    c = v if c is None else c
     for k in range(1, order + 1):
         acc = None
         for j in range(1, k + 1):
@@ -275,15 +277,8 @@ def _by_derivative(deriv):
 
 
 def _exp_like(u, value, order):
-    # v = exp(x): v' = v x', so the chain rule with c = v itself, built up order by order.
-    v = [value]
-    for k in range(1, order + 1):
-        acc = None
-        for j in range(1, k + 1):
-            term = (j * u[j]) * v[k - j]
-            acc = term if acc is None else acc + term
-        v.append(acc / k)
-    return v
+    # v = exp(x): v' = v x', the chain rule with f' = f.
+    return _chain(u, None, value, order)
 
 
 def _exp(prim, ps, terms, order, raw, **params):

@@ -260,6 +260,23 @@ def _sequential(callback, batched, size, result_avals):
     return run
 
 
+def vectorized_operands(prim_name: str, vals, dims, size: int, vmap_method):
+    """The operands of one batched call under `vmap_method` (a non-sequential one): batch axes
+    in front; unbatched operands get a size-1 leading axis ("expand_dims"), the batch axis
+    ("broadcast_all"), or stay as they are ("legacy_vectorized")."""
+    if vmap_method == "expand_dims":
+        return [L.expand_dims(v, (0,)) if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    if vmap_method == "broadcast_all":
+        return [bdim_to_front(v, d, size) for v, d in zip(vals, dims)]
+    if vmap_method == "legacy_vectorized":
+        return [v if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    raise NotImplementedError(
+        f"vmap is only supported for the {prim_name} primitive when vmap_method is one of "
+        "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or 'legacy_vectorized'. "
+        f"Got vmap_method={vmap_method!r}."
+    )
+
+
 def _pure_callback_batch(vals, dims, *, axis_data, callback, result_avals, vmap_method):
     size = axis_data.size
     if vmap_method in ("sequential", "sequential_unrolled"):
@@ -267,19 +284,8 @@ def _pure_callback_batch(vals, dims, *, axis_data, callback, result_avals, vmap_
         vals = [v if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
         fn = _sequential(callback, batched, size, result_avals)
         callback = HostCallback(fn, ("sequential", callback, batched, size), f"sequential({callback!r})")
-    elif vmap_method == "expand_dims":
-        # Unbatched operands get a size-1 leading axis so the callback can broadcast them.
-        vals = [L.expand_dims(v, (0,)) if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
-    elif vmap_method == "broadcast_all":
-        vals = [bdim_to_front(v, d, size) for v, d in zip(vals, dims)]
-    elif vmap_method == "legacy_vectorized":
-        vals = [v if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
     else:
-        raise NotImplementedError(
-            "vmap is only supported for the pure_callback primitive when vmap_method is one of "
-            "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or 'legacy_vectorized'. "
-            f"Got vmap_method={vmap_method!r}."
-        )
+        vals = vectorized_operands("pure_callback", vals, dims, size, vmap_method)
     batched_avals = tuple(a.update(shape=(size,) + a.shape) for a in result_avals)
     outs = pure_callback_p.bind(*vals, callback=callback, result_avals=batched_avals, vmap_method=vmap_method)
     return outs, [0] * len(outs)
@@ -301,4 +307,5 @@ __all__ = [
     "pure_callback_p",
     "run_callback",
     "stable_key",
+    "vectorized_operands",
 ]

@@ -19,12 +19,12 @@ import threading
 import numpy as np
 
 from morphax._src.core import dtypes as _dtypes
-from morphax._src.core.batch_axes import bdim_to_front, moveaxis
+from morphax._src.core.batch_axes import moveaxis
 from morphax._src.core.effects import Effect
 from morphax._src.core.primitive import Kind, Primitive
 from morphax._src.core.values import make_array
 from morphax._src.errors import JaxRuntimeError
-from morphax._src.prims import lax_api as L
+from morphax._src.higher_order.callbacks import vectorized_operands
 
 INCLUDE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ffi_include")
 VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all", "legacy_vectorized")
@@ -253,19 +253,7 @@ def _ffi_call_batch(vals, dims, *, axis_data, vmap_method, result_avals, **param
         unroll = size if vmap_method == "sequential_unrolled" else 1
         _, outs = scan(one, (), mapped, length=size, unroll=max(unroll, 1))
         return list(outs), [0] * len(outs)
-    if vmap_method in ("expand_dims", "broadcast_all"):
-        if vmap_method == "expand_dims":  # unbatched operands get a size-1 leading axis
-            vals = [L.expand_dims(v, (0,)) if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
-        else:
-            vals = [bdim_to_front(v, d, size) for v, d in zip(vals, dims)]
-    elif vmap_method == "legacy_vectorized":
-        vals = [v if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
-    else:
-        raise NotImplementedError(
-            "vmap is only supported for the ffi_call primitive when vmap_method is one of "
-            "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or 'legacy_vectorized'. "
-            f"Got vmap_method={vmap_method!r}."
-        )
+    vals = vectorized_operands("ffi_call", vals, dims, size, vmap_method)
     outs = ffi_call_p.bind(*vals, vmap_method=vmap_method, result_avals=batched_avals, **params)
     return list(outs), [0] * len(outs)
 
