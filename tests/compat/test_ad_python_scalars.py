@@ -9,6 +9,7 @@ below is what JAX 0.10.2 returns for the same program.
 """
 
 import morphax as jax
+import morphax.numpy as jnp
 from morphax.extend.core import Primitive
 from morphax.interpreters import ad
 
@@ -77,3 +78,27 @@ def test_grad_of_python_float_unchanged():
     # JAX: 4.0 (an array) for d/dx x*x at 2.0; the built-in rules still compute on arrays.
     g = jax.grad(lambda x: x * x)(2.0)
     assert float(g) == 4.0 and g.dtype == "float32"
+
+
+def test_grad_and_vjp_hand_typed_floats_to_custom_rules():
+    # JAX 0.10.2: under grad/vjp a Python-float argument is a TypedFloat (a float with a dtype),
+    # which a custom_jvp rule receives and may read `.dtype` from; vjp of an identity returns it.
+    seen = []
+
+    @jax.custom_jvp
+    def f(x):
+        return x * 2.0
+
+    @f.defjvp
+    def f_jvp(p, t):
+        seen.append((type(p[0]).__name__, str(p[0].dtype)))
+        return f(p[0]), 2.0 * t[0]
+
+    assert float(jax.grad(f)(1.5)) == 2.0
+    assert seen == [("TypedFloat", "float32")]
+    out = jax.vjp(lambda x: x, 1.0)[0]
+    assert type(out).__name__ == "TypedFloat" and out == 1.0 and out.dtype == jnp.float32
+    assert repr(out) == "TypedFloat(1.0, dtype=float32)"
+    # jnp.logaddexp's own rule reads the dtype of its primal: JAX's tie-point answer.
+    g = jax.grad(jnp.logaddexp, argnums=(0, 1))(1.0, 1.0)
+    assert [float(v) for v in g] == [0.5, 0.5]

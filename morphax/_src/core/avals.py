@@ -108,6 +108,83 @@ def _numpy_aval(x):
 
 for _t in (bool, int, float, complex):
     pytype_aval_mappings[_t] = _scalar_aval
+
+
+# Typed Python scalars (JAX's literals.TypedInt/TypedFloat/TypedComplex): what a Python number
+# passed to jvp/grad becomes, so a custom rule that receives it as is (a float, as in JAX) can
+# still read its `dtype`. Python arithmetic on them gives plain numbers; morphax treats them as
+# the Python scalars they are (weakly typed).
+class TypedInt(int):
+    # Read as a weakly typed 0-d value wherever morphax looks at an operand's type.
+    weak_type, shape, ndim, size = True, (), 0, 1
+
+    def __new__(cls, value, dtype):
+        v = super().__new__(cls, value)
+        v.dtype = np.dtype(dtype)
+        v.aval = ShapedArray((), v.dtype, True)
+        return v
+
+    def __repr__(self):
+        return f"TypedInt({int(self)}, dtype={self.dtype.name})"
+
+    def __getnewargs__(self):
+        return (int(self), self.dtype)
+
+
+class TypedFloat(float):
+    # Read as a weakly typed 0-d value wherever morphax looks at an operand's type.
+    weak_type, shape, ndim, size = True, (), 0, 1
+
+    __slots__ = ("dtype", "aval")
+
+    def __new__(cls, value, dtype):
+        v = super().__new__(cls, value)
+        v.dtype = np.dtype(dtype)
+        v.aval = ShapedArray((), v.dtype, True)
+        return v
+
+    def __repr__(self):
+        return f"TypedFloat({float(self)}, dtype={self.dtype.name})"
+
+    def __str__(self):
+        return str(float(self))
+
+    def __getnewargs__(self):
+        return (float(self), self.dtype)
+
+
+class TypedComplex(complex):
+    # Read as a weakly typed 0-d value wherever morphax looks at an operand's type.
+    weak_type, shape, ndim, size = True, (), 0, 1
+
+    __slots__ = ("dtype", "aval")
+
+    def __new__(cls, value, dtype):
+        v = super().__new__(cls, value)
+        v.dtype = np.dtype(dtype)
+        v.aval = ShapedArray((), v.dtype, True)
+        return v
+
+    def __repr__(self):
+        return f"TypedComplex({complex(self)}, dtype={self.dtype.name})"
+
+    def __getnewargs__(self):
+        return (complex(self), self.dtype)
+
+
+_TYPED = {int: TypedInt, float: TypedFloat, complex: TypedComplex}
+for _plain, _typed in _TYPED.items():
+    pytype_aval_mappings[_typed] = lambda v: v.aval
+    _dtypes._PYTHON_SCALAR_DTYPES[_typed] = _dtypes._PYTHON_SCALAR_DTYPES[_plain]
+
+
+def typed_scalar(x):
+    """A Python int, float or complex as its typed form (its canonical weak dtype); anything else
+    (bools, arrays, typed scalars already) as it is."""
+    typed = _TYPED.get(type(x))
+    return x if typed is None else typed(x, _dtypes.python_scalar_dtype(x))
+
+
 pytype_aval_mappings[np.ndarray] = _numpy_aval
 for _t in set(np.sctypeDict.values()):
     pytype_aval_mappings[_t] = _numpy_aval

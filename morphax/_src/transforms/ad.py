@@ -18,7 +18,7 @@ from morphax._src.core.ad_util import (
     is_zero,
     tangent_aval,
 )
-from morphax._src.core.avals import get_aval
+from morphax._src.core.avals import get_aval, typed_scalar
 from morphax._src.core.dtypes import float0, is_python_scalar, python_scalar_dtype
 from morphax._src.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
 from morphax._src.core.memo import memoized
@@ -227,7 +227,10 @@ def linearize_flat(flat_fun, primals):
         tangent_args = [pe.new_arg(a) for a in in_tangent_avals]
         # Integer inputs have float0 tangents: they stay symbolic zeros (their invars go unused).
         jvp_tangents = [Zero(a) if a.dtype == float0 else t for a, t in zip(in_tangent_avals, tangent_args)]
-        out_primals, out_tangents = jvp_flat(flat_fun, primals, jvp_tangents)
+        # grad/vjp hand Python numbers on as typed scalars (a float with a dtype, as JAX's
+        # TypedFloat), so a custom rule that receives one can read its dtype; jvp leaves them.
+        typed = [typed_scalar(p) for p in primals]
+        out_primals, out_tangents = jvp_flat(flat_fun, typed, jvp_tangents)
         out_zero_avals = [t.aval if is_zero(t) else None for t in out_tangents]
         live = [t for t in out_tangents if not is_zero(t)]
         closed = pe.to_closed_jaxpr(live)
