@@ -114,9 +114,13 @@ for _t in (bool, int, float, complex):
 # passed to jvp/grad becomes, so a custom rule that receives it as is (a float, as in JAX) can
 # still read its `dtype`. Python arithmetic on them gives plain numbers; morphax treats them as
 # the Python scalars they are (weakly typed).
-class TypedInt(int):
+class _TypedScalar:
+    """What the three typed scalars share: a dtype, a weak 0-d aval, JAX's repr and pickling."""
+
+    __slots__ = ()
     # Read as a weakly typed 0-d value wherever morphax looks at an operand's type.
     weak_type, shape, ndim, size = True, (), 0, 1
+    _plain: type
 
     def __new__(cls, value, dtype):
         v = super().__new__(cls, value)
@@ -125,51 +129,27 @@ class TypedInt(int):
         return v
 
     def __repr__(self):
-        return f"TypedInt({int(self)}, dtype={self.dtype.name})"
+        return f"{type(self).__name__}({self._plain(self)}, dtype={self.dtype.name})"
 
     def __getnewargs__(self):
-        return (int(self), self.dtype)
+        return (self._plain(self), self.dtype)
 
 
-class TypedFloat(float):
-    # Read as a weakly typed 0-d value wherever morphax looks at an operand's type.
-    weak_type, shape, ndim, size = True, (), 0, 1
+class TypedInt(_TypedScalar, int):  # (an int subclass cannot have slots)
+    _plain = int
 
+
+class TypedFloat(_TypedScalar, float):
     __slots__ = ("dtype", "aval")
-
-    def __new__(cls, value, dtype):
-        v = super().__new__(cls, value)
-        v.dtype = np.dtype(dtype)
-        v.aval = ShapedArray((), v.dtype, True)
-        return v
-
-    def __repr__(self):
-        return f"TypedFloat({float(self)}, dtype={self.dtype.name})"
+    _plain = float
 
     def __str__(self):
         return str(float(self))
 
-    def __getnewargs__(self):
-        return (float(self), self.dtype)
 
-
-class TypedComplex(complex):
-    # Read as a weakly typed 0-d value wherever morphax looks at an operand's type.
-    weak_type, shape, ndim, size = True, (), 0, 1
-
+class TypedComplex(_TypedScalar, complex):
     __slots__ = ("dtype", "aval")
-
-    def __new__(cls, value, dtype):
-        v = super().__new__(cls, value)
-        v.dtype = np.dtype(dtype)
-        v.aval = ShapedArray((), v.dtype, True)
-        return v
-
-    def __repr__(self):
-        return f"TypedComplex({complex(self)}, dtype={self.dtype.name})"
-
-    def __getnewargs__(self):
-        return (complex(self), self.dtype)
+    _plain = complex
 
 
 _TYPED = {int: TypedInt, float: TypedFloat, complex: TypedComplex}
